@@ -1,0 +1,1 @@
+"""The `llmeu` command: each subcommand module builds settings or calls an API, nothing more."""

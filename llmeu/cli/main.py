@@ -1,0 +1,38 @@
+"""Entry point of the `llmeu` command.
+
+Each subcommand lives in its own module with a `register(subparsers)` function
+that adds its parser and sets `func`, a callable taking the parsed arguments
+and returning the exit status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from llmeu import __version__
+from llmeu.cli import serve
+
+SUBCOMMANDS = (serve,)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="llmeu", description="An OpenAI-compatible LLM gateway that keeps inference in the EU."
+    )
+    parser.add_argument("--version", action="version", version=f"llmeu {__version__}")
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    for module in SUBCOMMANDS:
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    status: int = args.func(args)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,171 @@
+"""The one error tree of llmeu.
+
+Every failure the gateway can report is one of these classes. Providers turn
+transport errors into `UpstreamError`s at their edge; the API maps the tree to
+HTTP statuses and OpenAI-shaped bodies in one place (`llmeu.api.errors`).
+
+    LlmeuError
+    ├── ConfigError                 invalid settings or configuration file
+    └── ApiError                    becomes an HTTP error response
+        ├── InvalidRequest          400  invalid_request_error (names `param`)
+        ├── AuthenticationFailed    401  authentication_error
+        ├── PermissionDenied        403  permission_error
+        │   └── NoCompliantRoute    403  code `no_compliant_route`, per-endpoint reasons
+        ├── NotFound                404  invalid_request_error
+        ├── PayloadTooLarge         413  invalid_request_error
+        ├── RateLimited             429  rate_limit_error, carries `retry_after`
+        ├── ServiceUnavailable      503  the gateway itself cannot take the call
+        └── UpstreamError           502  an upstream attempt failed (e.g. a broken stream)
+            ├── UpstreamUnavailable 503  connection refused/reset, upstream 5xx or 429
+            ├── UpstreamTimeout     504  connect, first-token, idle or total timeout
+            └── UpstreamRejected    400  the upstream refused the request itself
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+
+class LlmeuError(Exception):
+    """Base of every error llmeu raises on purpose."""
+
+
+class ConfigError(LlmeuError):
+    """Invalid settings or configuration file; `field` and `line` locate it."""
+
+    def __init__(self, message: str, *, field: str | None = None, line: int | None = None):
+        location = ""
+        if field is not None:
+            location += f" (field `{field}`"
+            location += f", line {line})" if line is not None else ")"
+        elif line is not None:
+            location += f" (line {line})"
+        super().__init__(message + location)
+        self.field = field
+        self.line = line
+
+
+class ApiError(LlmeuError):
+    """An error that is answered to the client with `status` and an OpenAI-shaped body."""
+
+    status = 500
+    type = "api_error"
+    default_code: str | None = None
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        param: str | None = None,
+        code: str | None = None,
+        details: Sequence[Mapping[str, Any]] | None = None,
+    ):
+        super().__init__(message)
+        self.message = message
+        self.param = param
+        self.code = code if code is not None else self.default_code
+        self.details = details
+
+
+class InvalidRequest(ApiError):
+    status = 400
+    type = "invalid_request_error"
+
+
+class AuthenticationFailed(ApiError):
+    status = 401
+    type = "authentication_error"
+    default_code = "invalid_api_key"
+
+
+class PermissionDenied(ApiError):
+    status = 403
+    type = "permission_error"
+
+
+class NoCompliantRoute(PermissionDenied):
+    """No endpoint serving the model satisfies the effective policy.
+
+    A policy outcome, not a transient fault: clients must not retry it, so it
+    is never a 429 or a 503.
+    """
+
+    default_code = "no_compliant_route"
+
+
+class NotFound(ApiError):
+    status = 404
+    type = "invalid_request_error"
+    default_code = "not_found"
+
+
+class PayloadTooLarge(ApiError):
+    status = 413
+    type = "invalid_request_error"
+    default_code = "request_too_large"
+
+
+class RateLimited(ApiError):
+    status = 429
+    type = "rate_limit_error"
+    default_code = "rate_limit_exceeded"
+
+    def __init__(self, message: str, *, retry_after: float, code: str | None = None):
+        super().__init__(message, code=code)
+        self.retry_after = retry_after
+
+
+class ServiceUnavailable(ApiError):
+    status = 503
+    type = "api_error"
+    default_code = "service_unavailable"
+
+
+class UpstreamError(ApiError):
+    """An upstream attempt failed.
+
+    `retryable` says whether another endpoint could do better (connection
+    errors, timeouts, 429 and 5xx from the upstream); a 4xx that describes the
+    request itself is not retryable and is answered as it is.
+    """
+
+    status = 502
+    type = "api_error"
+    default_code = "upstream_error"
+    retryable = False
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        upstream_status: int | None = None,
+        retryable: bool | None = None,
+        code: str | None = None,
+        param: str | None = None,
+    ):
+        super().__init__(message, code=code, param=param)
+        self.upstream_status = upstream_status
+        if retryable is not None:
+            self.retryable = retryable
+
+
+class UpstreamUnavailable(UpstreamError):
+    status = 503
+    default_code = "upstream_unavailable"
+    retryable = True
+
+
+class UpstreamTimeout(UpstreamError):
+    status = 504
+    default_code = "upstream_timeout"
+    retryable = True
+
+
+class UpstreamRejected(UpstreamError):
+    """The upstream refused the request itself (a 4xx other than 429); answered as a 400."""
+
+    status = 400
+    type = "invalid_request_error"
+    default_code = "upstream_rejected_request"
+    retryable = False

@@ -1,0 +1,141 @@
+"""Server-sent events: frame encoding and an incremental decoder.
+
+The decoder is pure (bytes in, events out, no I/O) and follows the WHATWG
+event-stream parsing rules: UTF-8 with replacement of invalid bytes (a
+character split across reads is kept whole), one leading BOM dropped, CRLF,
+LF and CR line endings (a CRLF split across reads is one line ending), comment
+lines, one space after the colon stripped, `data` lines joined with a line
+feed, no event for a block without `data`, the unterminated last event dropped
+at end of input, `retry` only when all ASCII digits, an `id` containing NUL
+ignored. Both the gateway (reading upstream streams) and `llmeu.client` use it.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+DONE_DATA = "[DONE]"
+DONE_FRAME = b"data: [DONE]\n\n"
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def encode_frame(payload: bytes) -> bytes:
+    """One `data:` frame around an already-encoded JSON payload (which holds no newline)."""
+    return b"data: " + payload + b"\n\n"
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSentEvent:
+    """One dispatched event. `id` is the last event ID in force, `""` when none was set."""
+
+    event: str = "message"
+    data: str = ""
+    id: str = ""
+    retry: int | None = None
+
+    def json(self) -> Any:
+        return json.loads(self.data)
+
+
+class SSEDecoder:
+    """Incremental event-stream decoder: `feed()` each read, `close()` at end of input."""
+
+    __slots__ = ("_buffer", "_data", "_decoder", "_event", "_last_id", "_retry", "_skip_lf", "_started")
+
+    def __init__(self) -> None:
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._buffer = ""
+        self._started = False
+        self._skip_lf = False
+        self._data: list[str] = []
+        self._event = ""
+        self._last_id = ""
+        self._retry: int | None = None
+
+    @property
+    def retry(self) -> int | None:
+        """The last valid `retry:` value in milliseconds, or None."""
+        return self._retry
+
+    @property
+    def last_event_id(self) -> str:
+        return self._last_id
+
+    def feed(self, data: bytes) -> list[ServerSentEvent]:
+        """Decode one read; returns the events it completed, in order."""
+        return self._consume(self._decoder.decode(data))
+
+    def close(self) -> list[ServerSentEvent]:
+        """End of input: flush the UTF-8 decoder; an unterminated event is dropped."""
+        events = self._consume(self._decoder.decode(b"", final=True))
+        self._buffer = ""
+        self._data = []
+        self._event = ""
+        return events
+
+    def _consume(self, text: str) -> list[ServerSentEvent]:
+        if not text:
+            return []
+        if not self._started:
+            self._started = True
+            if text[0] == "\ufeff":
+                text = text[1:]
+        if self._skip_lf and text:
+            self._skip_lf = False
+            if text[0] == "\n":
+                text = text[1:]
+        buf = self._buffer + text if self._buffer else text
+        events: list[ServerSentEvent] = []
+        pos = 0
+        end = len(buf)
+        search = _LINE_END.search
+        while pos < end:
+            match = search(buf, pos)
+            if match is None:
+                break
+            line = buf[pos : match.start()]
+            pos = match.end()
+            if pos == end and buf[end - 1] == "\r":
+                self._skip_lf = True
+            event = self._process_line(line)
+            if event is not None:
+                events.append(event)
+        self._buffer = buf[pos:]
+        return events
+
+    def _process_line(self, line: str) -> ServerSentEvent | None:
+        if not line:
+            return self._dispatch()
+        if line[0] == ":":
+            return None
+        field, colon, value = line.partition(":")
+        if colon and value[:1] == " ":
+            value = value[1:]
+        if field == "data":
+            self._data.append(value)
+        elif field == "event":
+            self._event = value
+        elif field == "id":
+            if "\0" not in value:
+                self._last_id = value
+        elif field == "retry" and value.isascii() and value.isdigit():
+            self._retry = int(value)
+        return None
+
+    def _dispatch(self) -> ServerSentEvent | None:
+        if not self._data:
+            self._event = ""
+            return None
+        event = ServerSentEvent(
+            event=self._event or "message",
+            data="\n".join(self._data),
+            id=self._last_id,
+            retry=self._retry,
+        )
+        self._data = []
+        self._event = ""
+        return event
