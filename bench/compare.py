@@ -18,7 +18,6 @@ import datetime as dt
 import json
 import os
 import platform
-import resource
 import subprocess
 import sys
 import time
@@ -28,19 +27,20 @@ from pathlib import Path
 
 import aio
 import gateways
+import harness
 import pgdb
 import procs
 import report
 from gateways import Placement
-from loadgen import CellResult, Load, Target, run_cell
+from loadgen import CellResult, Load, run_cell
 from verify import verify
 
-GATEWAY_CORE = 0
-CLIENT_CORE = 1
-API_KEY = "sk-bench-0123456789abcdef"
+GATEWAY_CORE = gateways.GATEWAY_CORE
+CLIENT_CORE = gateways.CLIENT_CORE
+API_KEY = harness.API_KEY
 ALL_TARGETS = ("direct", "nginx", "llmeu", "litellm")
-RESULTS = gateways.BENCH_DIR / "results"
-VENV = gateways.BENCH_DIR / ".venvs" / "litellm"
+RESULTS = harness.RESULTS
+VENV = gateways.LITELLM_VENV
 
 
 @dataclass(frozen=True)
@@ -64,11 +64,6 @@ class Plan:
             for stream in (False, True)
             for c in self.concurrency
         ]
-
-
-def raise_fd_limit() -> None:
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 65536)), hard))
 
 
 def _run_text(argv: Sequence[str]) -> str:
@@ -107,21 +102,6 @@ def machine_meta(plan: Plan) -> dict[str, object]:
     }
 
 
-async def _start(name: str, place: Placement, database_url: str | None) -> Target:
-    if name == "direct":
-        url, upstream_pid = place.upstream_base_url, place.upstream_pid
-        return Target("direct", url, API_KEY, gateways.MODEL, None, upstream_pid)
-    if name == "nginx":
-        return await gateways.start_nginx(place)
-    if name == "litellm":
-        return await gateways.start_litellm(place, VENV)
-    if name == "llmeu":
-        return await gateways.start_llmeu(place, None)
-    if name == "llmeu-pg":
-        return await gateways.start_llmeu(place, database_url, "llmeu-pg")
-    raise ValueError(f"unknown target {name}")
-
-
 def _progress(cell: CellResult) -> None:
     kind = "stream" if cell.stream else "non-stream"
     cpu = cell.gateway_cpu_ms_per_call
@@ -140,7 +120,7 @@ async def _measure_target(
     supervisor = place.supervisor
     known = set(id(c) for c in supervisor.children)
     try:
-        target = await _start(name, place, database_url)
+        target = await gateways.start_target(name, place, database_url)
         await verify(target)
         cells = []
         for load in plan.loads():
@@ -165,21 +145,7 @@ async def compare(plan: Plan, workdir: Path) -> tuple[list[CellResult], dict[str
         procs.supervised(workdir) as supervisor,
         pgdb.temporary_database_if(plan.postgres) as database_url,
     ):
-        upstream_port = procs.free_port()
-        upstream = supervisor.start(
-            "upstream",
-            [
-                sys.executable,
-                str(gateways.BENCH_DIR / "upstream.py"),
-                "--port",
-                str(upstream_port),
-                "--chunks",
-                str(plan.chunks),
-            ],
-            CLIENT_CORE,
-        )
-        await procs.wait_ready(upstream, f"http://127.0.0.1:{upstream_port}/healthz", 15)
-        place = Placement(supervisor, workdir, upstream_port, upstream.pid, API_KEY, GATEWAY_CORE)
+        place = await gateways.start_upstream(supervisor, workdir, API_KEY, plan.chunks)
         for name in plan.target_names():
             print(f"{name}:", flush=True)
             try:
@@ -231,7 +197,7 @@ def parse_plan(argv: Sequence[str] | None = None) -> Plan:
 def main(argv: Sequence[str] | None = None) -> int:
     plan = parse_plan(argv)
     procs.pin_self(CLIENT_CORE)
-    raise_fd_limit()
+    harness.raise_fd_limit()
     if "litellm" in plan.targets:
         gateways.litellm_venv(VENV)
     workdir = RESULTS / f"run-{dt.datetime.now().strftime('%Y%m%d-%H%M%S')}"

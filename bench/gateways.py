@@ -21,6 +21,10 @@ from loadgen import Target
 MODEL = "bench-model"
 UPSTREAM_KEY = "sk-bench-upstream"
 BENCH_DIR = Path(__file__).resolve().parent
+GATEWAY_CORE = 0
+CLIENT_CORE = 1
+LITELLM_VENV = BENCH_DIR / ".venvs" / "litellm"
+TARGETS = ("direct", "nginx", "llmeu", "llmeu-pg", "litellm")
 LITELLM_ENV = {
     "LITELLM_LOCAL_MODEL_COST_MAP": "True",
     "LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS": "True",
@@ -219,6 +223,35 @@ async def start_llmeu(place: Placement, database_url: str | None, name: str = "l
     base = f"http://127.0.0.1:{port}"
     await procs.wait_ready(child, f"{base}/healthz", 60)
     return Target(name, f"{base}/v1", place.api_key, MODEL, child.pid, place.upstream_pid)
+
+
+async def start_upstream(
+    supervisor: procs.Supervisor, workdir: Path, api_key: str, chunks: int = 64
+) -> Placement:
+    """Start the fake upstream on the client core; gateways then go on the gateway core."""
+    port = procs.free_port()
+    argv = [sys.executable, str(BENCH_DIR / "upstream.py"), "--port", str(port)]
+    child = supervisor.start("upstream", [*argv, "--chunks", str(chunks)], CLIENT_CORE)
+    await procs.wait_ready(child, f"http://127.0.0.1:{port}/healthz", 15)
+    return Placement(supervisor, workdir, port, child.pid, api_key, GATEWAY_CORE)
+
+
+async def start_target(name: str, place: Placement, database_url: str | None = None) -> Target:
+    """Start the named proxy (or, for `direct`, nothing) in front of the upstream."""
+    if name == "direct":
+        url, upstream_pid = place.upstream_base_url, place.upstream_pid
+        return Target("direct", url, place.api_key, MODEL, None, upstream_pid)
+    if name == "nginx":
+        return await start_nginx(place)
+    if name == "litellm":
+        return await start_litellm(place, LITELLM_VENV)
+    if name == "llmeu":
+        return await start_llmeu(place, None)
+    if name == "llmeu-pg":
+        if database_url is None:
+            raise ValueError("llmeu-pg needs a PostgreSQL database URL")
+        return await start_llmeu(place, database_url, "llmeu-pg")
+    raise ValueError(f"unknown target {name}")
 
 
 def _bearer(api_key: str) -> dict[str, str]:

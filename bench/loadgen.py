@@ -96,10 +96,11 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[rank]
 
 
-def chat_body(model: str, stream: bool, chunks: int, prompt: str = "Say hello.") -> bytes:
+def chat_body(model: str, stream: bool, directive: str, prompt: str = "Say hello.") -> bytes:
+    """A chat request; `directive` (e.g. `chunks=64 delay_ms=5`) shapes the upstream's answer."""
     body: dict[str, object] = {
         "model": model,
-        "messages": [{"role": "user", "content": f"{prompt} bench: chunks={chunks}"}],
+        "messages": [{"role": "user", "content": f"{prompt} bench: {directive}"}],
         "stream": stream,
     }
     if stream:
@@ -175,7 +176,7 @@ def _cpu(pid: int | None) -> float:
 async def run_cell(target: Target, load: Load) -> CellResult:
     """Warm up, then measure one cell; connections are closed at the end."""
     host, port = target.host_port
-    body = chat_body(target.model, load.stream, load.chunks)
+    body = chat_body(target.model, load.stream, f"chunks={load.chunks}")
     request = build_request(host, port, target.path_prefix + CHAT_PATH, body, target.api_key)
     workers = [_Worker(target, request, load.stream) for _ in range(load.concurrency)]
     try:

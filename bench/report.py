@@ -25,7 +25,7 @@ def _num(value: float | None, digits: int = 2) -> str:
 def _ratio(value: float | None, reference: float | None) -> str:
     if not value or not reference or math.isnan(value) or math.isnan(reference):
         return "-"
-    return f"{value / reference:.2f}x"
+    return f"{value / reference:.3g}x"
 
 
 def _added(value: float | None, reference: float | None) -> str:

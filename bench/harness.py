@@ -1,0 +1,55 @@
+"""One upstream and one proxy under test, started for a single-target benchmark script."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import resource
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import gateways
+import pgdb
+import procs
+from gateways import Placement
+from loadgen import Target
+
+API_KEY = "sk-bench-0123456789abcdef"
+RESULTS = gateways.BENCH_DIR / "results"
+
+
+@dataclass(frozen=True)
+class Running:
+    target: Target
+    place: Placement
+
+    @property
+    def upstream_host_port(self) -> tuple[str, int]:
+        return "127.0.0.1", self.place.upstream_port
+
+
+def raise_fd_limit() -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 65536)), hard))
+
+
+def prepare(target_name: str) -> None:
+    """Process-wide set-up to do before the event loop starts."""
+    procs.pin_self(gateways.CLIENT_CORE)
+    raise_fd_limit()
+    if target_name == "litellm":
+        gateways.litellm_venv(gateways.LITELLM_VENV)
+
+
+@contextlib.asynccontextmanager
+async def running(target_name: str, script: str) -> AsyncIterator[Running]:
+    """Start the upstream and the named target; stop both by PID on exit."""
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    workdir = RESULTS / f"{script}-{target_name}-{stamp}"
+    with (
+        procs.supervised(workdir) as supervisor,
+        pgdb.temporary_database_if(target_name == "llmeu-pg") as database_url,
+    ):
+        place = await gateways.start_upstream(supervisor, workdir, API_KEY)
+        target = await gateways.start_target(target_name, place, database_url)
+        yield Running(target, place)

@@ -1,0 +1,160 @@
+"""Hold many slow streams open through a gateway at once and watch its memory.
+
+    python bench/streams.py                     # llmeu, 1,000 streams, 5 rounds
+    python bench/streams.py --target litellm --streams 200
+
+Each round opens `--streams` connections, starts one slow stream on each (by
+default 40 chunks 100 ms apart, so every stream lives about 4 s), waits until
+all of them are open and producing, then until they are done. The gateway's RSS
+(all its processes, from /proc) is sampled every 50 ms: the peak while the
+streams are open is what 1,000 concurrent streams cost, and the RSS after each
+round, compared across rounds in one gateway process, shows whether memory
+grows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import aio
+import gateways
+import harness
+import procs
+from httpclient import Connection, ConnectionClosed, build_request
+from loadgen import CHAT_PATH, Target, chat_body
+
+MB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Round:
+    index: int
+    opened: int
+    completed: int
+    errors: int
+    seconds_to_all_open: float
+    peak_rss_mb: float
+    rss_after_mb: float
+
+
+async def _one_stream(target: Target, request: bytes, opened: asyncio.Queue[None]) -> bool:
+    try:
+        connection = await Connection.open(*target.host_port)
+    except OSError:
+        return False
+    try:
+        exchange = connection.start(request, stream=True)
+        await exchange.first_content
+        opened.put_nowait(None)
+        await exchange.done
+        return exchange.ok
+    except ConnectionClosed:
+        return False
+    finally:
+        connection.close()
+
+
+async def _sample_peak(pid: int, stop: asyncio.Event) -> int:
+    peak = 0
+    while not stop.is_set():
+        peak = max(peak, procs.tree_rss_bytes(pid))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), 0.05)
+    return peak
+
+
+async def run_round(target: Target, index: int, streams: int, chunks: int, delay_ms: int) -> Round:
+    assert target.pid is not None
+    host, port = target.host_port
+    body = chat_body(target.model, True, f"chunks={chunks} delay_ms={delay_ms}")
+    request = build_request(host, port, target.path_prefix + CHAT_PATH, body, target.api_key)
+    opened: asyncio.Queue[None] = asyncio.Queue()
+    stop = asyncio.Event()
+    sampler = asyncio.ensure_future(_sample_peak(target.pid, stop))
+    started = time.perf_counter()
+    tasks = [asyncio.ensure_future(_one_stream(target, request, opened)) for _ in range(streams)]
+    all_open_at = float("nan")
+    count = 0
+    timeout = started + 60 + chunks * delay_ms / 1000
+    while count < streams and time.perf_counter() < timeout:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(opened.get(), 1.0)
+            count += 1
+            if count == streams:
+                all_open_at = time.perf_counter() - started
+        if all(task.done() for task in tasks):
+            break
+    done, pending = await asyncio.wait(tasks, timeout=max(1.0, timeout - time.perf_counter()))
+    for task in pending:
+        task.cancel()
+    stop.set()
+    peak = await sampler
+    await asyncio.sleep(1.0)  # let the gateway finish its bookkeeping of the last streams
+    completed = sum(1 for task in done if task.result())
+    return Round(
+        index=index,
+        opened=count,
+        completed=completed,
+        errors=streams - completed,
+        seconds_to_all_open=all_open_at,
+        peak_rss_mb=peak / MB,
+        rss_after_mb=procs.tree_rss_bytes(target.pid) / MB,
+    )
+
+
+def _print_round(result: Round) -> None:
+    print(
+        f"round {result.index}: {result.opened} open at once "
+        f"(all open after {result.seconds_to_all_open:.2f} s), {result.completed} complete, "
+        f"{result.errors} errors; peak RSS {result.peak_rss_mb:.1f} MB, "
+        f"after {result.rss_after_mb:.1f} MB",
+        flush=True,
+    )
+
+
+async def main_async(args: argparse.Namespace) -> list[Round]:
+    async with harness.running(args.target, "streams") as running:
+        target = running.target
+        if target.pid is None:
+            raise SystemExit(
+                "streams.py measures a gateway; --target direct has no gateway process"
+            )
+        print(f"{target.name}: RSS at rest {procs.tree_rss_bytes(target.pid) / MB:.1f} MB")
+        rounds = []
+        for index in range(1, args.rounds + 1):
+            result = await run_round(target, index, args.streams, args.chunks, args.delay_ms)
+            _print_round(result)
+            rounds.append(result)
+        return rounds
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="RSS of a gateway holding many slow streams.")
+    parser.add_argument("--target", choices=gateways.TARGETS[1:], default="llmeu")
+    parser.add_argument("--streams", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--chunks", type=int, default=40)
+    parser.add_argument("--delay-ms", type=int, default=100)
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = parse_args(argv)
+    harness.prepare(args.target)
+    rounds = aio.run(main_async(args))
+    peaks = [r.peak_rss_mb for r in rounds]
+    afters = [r.rss_after_mb for r in rounds]
+    print(
+        f"\n{args.target}: {args.streams} concurrent streams, peak RSS max {max(peaks):.1f} MB; "
+        f"RSS after round 1 {afters[0]:.1f} MB, after round {len(afters)} {afters[-1]:.1f} MB "
+        f"(growth {afters[-1] - afters[0]:+.1f} MB)"
+    )
+
+
+if __name__ == "__main__":
+    main()
