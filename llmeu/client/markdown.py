@@ -165,7 +165,7 @@ def _unfinished_inline(line: str) -> int | None:
     while i < len(line):
         char = line[i]
         if char == "`":
-            run = len(line) - len(line[i:].lstrip("`"))
+            run = len(line[i:]) - len(line[i:].lstrip("`"))
             if code_open is None:
                 code_open = (i, run)
             elif code_open[1] == run:

@@ -1,0 +1,151 @@
+"""The event-stream decoder against the WHATWG parsing rules, one rule per row.
+
+Every row is fed twice: as one read, and one byte per read (the hardest
+re-chunking; the hypothesis tests cover the ones in between).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from llmeu.client import ServerSentEvent, SSEDecoder
+
+Event = tuple[str, str, str]
+
+
+def decode(chunks: list[bytes]) -> tuple[list[Event], int | None]:
+    decoder = SSEDecoder()
+    events: list[ServerSentEvent] = []
+    for chunk in chunks:
+        events.extend(decoder.feed(chunk))
+    events.extend(decoder.close())
+    return [(e.event, e.data, e.id) for e in events], decoder.retry
+
+
+def bytewise(chunks: list[bytes]) -> list[bytes]:
+    joined = b"".join(chunks)
+    return [joined[i : i + 1] for i in range(len(joined))]
+
+
+def msg(data: str, id: str = "") -> Event:
+    return ("message", data, id)
+
+
+CASES = [
+    # line endings
+    pytest.param([b"data: a\n\n"], [msg("a")], None, id="lf"),
+    pytest.param([b"data: a\r\n\r\n"], [msg("a")], None, id="crlf"),
+    pytest.param([b"data: a\r\r"], [msg("a")], None, id="cr"),
+    pytest.param([b"data: a\r\ndata: b\rdata: c\n\n"], [msg("a\nb\nc")], None, id="mixed-endings"),
+    pytest.param(
+        [b"data: a\r", b"\ndata: b\r\n\r\n"], [msg("a\nb")], None, id="crlf-split-across-reads"
+    ),
+    pytest.param([b"data: a\r", b"\r"], [msg("a")], None, id="cr-then-cr-across-reads"),
+    pytest.param([b"data: a\n\r\n"], [msg("a")], None, id="lf-then-crlf"),
+    # byte order mark
+    pytest.param([b"\xef\xbb\xbfdata: a\n\n"], [msg("a")], None, id="bom-dropped"),
+    pytest.param([b"\xef", b"\xbb", b"\xbfdata: a\n\n"], [msg("a")], None, id="bom-split"),
+    pytest.param(
+        [b"\xef\xbb\xbf\xef\xbb\xbfdata: a\n\ndata: b\n\n"],
+        [msg("b")],
+        None,
+        id="only-one-bom-dropped",
+    ),
+    pytest.param(
+        [b"data: a\n\n\xef\xbb\xbfdata: b\n\n"], [msg("a")], None, id="bom-later-is-part-of-a-name"
+    ),
+    # comments and fields
+    pytest.param([b": keep-alive\ndata: a\n\n"], [msg("a")], None, id="comment-line"),
+    pytest.param([b": ping\n\n"], [], None, id="comment-only-block"),
+    pytest.param([b"data:a\n\n"], [msg("a")], None, id="no-space-after-colon"),
+    pytest.param([b"data:  a\n\n"], [msg(" a")], None, id="only-one-space-stripped"),
+    pytest.param([b"data:\ta\n\n"], [msg("\ta")], None, id="tab-not-stripped"),
+    pytest.param([b"data: a: b\n\n"], [msg("a: b")], None, id="colon-in-value"),
+    pytest.param([b"data\n\n"], [msg("")], None, id="field-without-colon"),
+    pytest.param([b"data\ndata\n\n"], [msg("\n")], None, id="two-empty-data-lines"),
+    pytest.param([b"data:\n\n"], [msg("")], None, id="empty-data-dispatches"),
+    pytest.param([b"data: a\ndata: b\n\n"], [msg("a\nb")], None, id="data-lines-joined"),
+    pytest.param([b"Data: a\n\n"], [], None, id="field-names-case-sensitive"),
+    pytest.param([b" data: a\n\n"], [], None, id="leading-space-is-part-of-name"),
+    pytest.param([b"foo: bar\ndata: a\n\n"], [msg("a")], None, id="unknown-field-ignored"),
+    pytest.param([b"data: a\x00b\n\n"], [msg("a\x00b")], None, id="nul-in-data-kept"),
+    # event type
+    pytest.param([b"event: ping\ndata: x\n\n"], [("ping", "x", "")], None, id="event-type"),
+    pytest.param([b"event:\ndata: x\n\n"], [msg("x")], None, id="empty-event-type-is-message"),
+    pytest.param(
+        [b"event: e\ndata: 1\n\ndata: 2\n\n"],
+        [("e", "1", ""), msg("2")],
+        None,
+        id="event-type-reset-after-dispatch",
+    ),
+    pytest.param(
+        [b"event: e\n\ndata: 2\n\n"], [msg("2")], None, id="event-type-reset-without-data"
+    ),
+    pytest.param([b"event: e \ndata: x\n\n"], [("e ", "x", "")], None, id="trailing-space-kept"),
+    # last event id
+    pytest.param(
+        [b"id: 1\ndata: a\n\ndata: b\n\n"], [msg("a", "1"), msg("b", "1")], None, id="id-persists"
+    ),
+    pytest.param([b"id: 7\n\ndata: a\n\n"], [msg("a", "7")], None, id="id-alone-no-empty-event"),
+    pytest.param(
+        [b"id: 1\n\nid: 2\x003\ndata: a\n\n"], [msg("a", "1")], None, id="id-with-nul-ignored"
+    ),
+    pytest.param(
+        [b"id: 1\ndata: a\n\nid\ndata: b\n\n"],
+        [msg("a", "1"), msg("b", "")],
+        None,
+        id="empty-id-resets",
+    ),
+    # retry
+    pytest.param([b"retry: 1500\n\n"], [], 1500, id="retry-digits"),
+    pytest.param([b"retry: 1500\nretry: 20\n\n"], [], 20, id="retry-last-wins"),
+    pytest.param([b"retry: 1500\nretry: x\n\n"], [], 1500, id="retry-invalid-keeps-previous"),
+    pytest.param([b"retry: 15a\n\n"], [], None, id="retry-not-all-digits"),
+    pytest.param([b"retry: -1\n\n"], [], None, id="retry-negative"),
+    pytest.param([b"retry: 1.5\n\n"], [], None, id="retry-decimal"),
+    pytest.param([b"retry:\n\n"], [], None, id="retry-empty"),
+    pytest.param(["retry: \u0661\u0662\n\n".encode()], [], None, id="retry-non-ascii-digits"),
+    # end of input
+    pytest.param([b"data: a\n\ndata: b\n"], [msg("a")], None, id="unterminated-event-dropped"),
+    pytest.param([b"data: a"], [], None, id="unterminated-line-dropped"),
+    pytest.param([b"data: a\r"], [], None, id="cr-at-end-is-one-line-ending"),
+    # UTF-8
+    pytest.param([b"data: a\xffb\n\n"], [msg("a\ufffdb")], None, id="invalid-byte-replaced"),
+    pytest.param(
+        [b"data: \xed\xa0\x80\n\n"], [msg("\ufffd\ufffd\ufffd")], None, id="surrogate-replaced"
+    ),
+    pytest.param([b"data: \xe2\x82", b"\xac\n\n"], [msg("\u20ac")], None, id="split-3-byte-char"),
+    pytest.param(
+        [b"data: \xf0", b"\x9f", b"\x98", b"\x80\n\n"], [msg("\U0001f600")], None, id="split-emoji"
+    ),
+    pytest.param([b"data: \xe2\x82\n\n"], [msg("\ufffd")], None, id="truncated-char-replaced"),
+    pytest.param([b"data: \xe2\x82"], [], None, id="truncated-char-at-end-no-error"),
+]
+
+
+@pytest.mark.parametrize(("chunks", "events", "retry"), CASES)
+def test_whole_reads(chunks: list[bytes], events: list[Event], retry: int | None) -> None:
+    assert decode(chunks) == (events, retry)
+
+
+@pytest.mark.parametrize(("chunks", "events", "retry"), CASES)
+def test_one_byte_per_read(chunks: list[bytes], events: list[Event], retry: int | None) -> None:
+    assert decode(bytewise(chunks)) == (events, retry)
+
+
+def test_event_carries_the_retry_in_force() -> None:
+    [event] = SSEDecoder().feed(b"retry: 3000\ndata: a\n\n")
+    assert event == ServerSentEvent(event="message", data="a", id="", retry=3000)
+
+
+def test_events_come_out_as_soon_as_their_blank_line_arrives() -> None:
+    decoder = SSEDecoder()
+    assert decoder.feed(b"data: a\n") == []
+    assert [e.data for e in decoder.feed(b"\ndata: b")] == ["a"]
+    assert decoder.feed(b"\n") == []
+    assert [e.data for e in decoder.feed(b"\n")] == ["b"]
+
+
+def test_json_helper_reads_the_data() -> None:
+    [event] = SSEDecoder().feed(b'data: {"a": [1, 2]}\n\n')
+    assert event.json() == {"a": [1, 2]}
