@@ -21,7 +21,6 @@ from llmeu.client import (
     ChatResult,
     ChatStreamAssembler,
     IncompleteStreamError,
-    MalformedStreamError,
     SSEDecoder,
     StreamError,
     ToolCall,
