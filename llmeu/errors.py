@@ -12,6 +12,7 @@ HTTP statuses and OpenAI-shaped bodies in one place (`llmeu.api.errors`).
         ├── PermissionDenied        403  permission_error
         │   └── NoCompliantRoute    403  code `no_compliant_route`, per-endpoint reasons
         ├── NotFound                404  invalid_request_error
+        ├── MethodNotAllowed        405  invalid_request_error
         ├── PayloadTooLarge         413  invalid_request_error
         ├── RateLimited             429  rate_limit_error, carries `retry_after`
         ├── ServiceUnavailable      503  the gateway itself cannot take the call
@@ -98,6 +99,12 @@ class NotFound(ApiError):
     status = 404
     type = "invalid_request_error"
     default_code = "not_found"
+
+
+class MethodNotAllowed(ApiError):
+    status = 405
+    type = "invalid_request_error"
+    default_code = "method_not_allowed"
 
 
 class PayloadTooLarge(ApiError):

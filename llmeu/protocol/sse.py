@@ -44,7 +44,16 @@ class ServerSentEvent:
 class SSEDecoder:
     """Incremental event-stream decoder: `feed()` each read, `close()` at end of input."""
 
-    __slots__ = ("_buffer", "_data", "_decoder", "_event", "_last_id", "_retry", "_skip_lf", "_started")
+    __slots__ = (
+        "_buffer",
+        "_data",
+        "_decoder",
+        "_event",
+        "_last_id",
+        "_retry",
+        "_skip_lf",
+        "_started",
+    )
 
     def __init__(self) -> None:
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")

@@ -1,0 +1,1 @@
+"""The ASGI application: routes, authentication, the call lifecycle, the platform API."""

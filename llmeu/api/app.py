@@ -1,0 +1,118 @@
+"""The ASGI application: a route table, the lifespan, and the outermost error guard."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+
+from llmeu.api.chat import handle_chat
+from llmeu.api.embeddings import handle_embeddings
+from llmeu.api.errors import send_error
+from llmeu.api.gateway import Gateway
+from llmeu.api.http import Receive, Request, Scope, Send, send_response
+from llmeu.api.models import handle_models
+from llmeu.api.platform import PLATFORM_PREFIX_ROUTES, PLATFORM_ROUTES
+from llmeu.config import Settings
+from llmeu.errors import ApiError, MethodNotAllowed, NotFound
+from llmeu.protocol.wire import encoder
+
+log = logging.getLogger("llmeu.api")
+
+Handler = Callable[[Gateway, Request], Awaitable[None]]
+PrefixHandler = Callable[[Gateway, Request, str], Awaitable[None]]
+
+
+async def handle_healthz(gw: Gateway, request: Request) -> None:
+    body = {
+        "status": "ok" if gw.accepting else "shutting_down",
+        "ledger": "ok" if gw.ledger.healthy else "degraded",
+        "ledger_queue": gw.ledger.depth,
+        "instance_id": gw.instance_id,
+    }
+    await send_response(request.send, 200 if gw.accepting else 503, encoder.encode(body))
+
+
+ROUTES: dict[tuple[str, str], Handler] = {
+    ("POST", "/v1/chat/completions"): handle_chat,
+    ("POST", "/v1/embeddings"): handle_embeddings,
+    ("GET", "/v1/models"): handle_models,
+    ("GET", "/healthz"): handle_healthz,
+    **PLATFORM_ROUTES,
+}
+PREFIX_ROUTES: dict[tuple[str, str], PrefixHandler] = {
+    ("GET", "/v1/models/"): handle_models,
+    **PLATFORM_PREFIX_ROUTES,
+}
+
+
+class App:
+    """`create_app(settings)` builds this; uvicorn (or any ASGI server) runs it."""
+
+    def __init__(self, gateway: Gateway):
+        self.gateway = gateway
+        self.routes = dict(ROUTES)
+        self.prefix_routes: dict[tuple[str, str], PrefixHandler] = dict(PREFIX_ROUTES)
+        self.paths = {path for _, path in self.routes}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            await self._http(scope, receive, send)
+        elif scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope, receive, send)
+        started = False
+
+        async def tracking_send(message: dict[str, object]) -> None:
+            nonlocal started
+            started = True
+            await send(message)
+
+        request.send = tracking_send  # type: ignore[assignment]
+        try:
+            await self._dispatch(request)
+        except ApiError as error:
+            if not started:
+                await send_error(send, error)
+        except Exception:  # the outermost layer: never let a bug become a dropped connection
+            log.exception("unhandled error on %s %s", request.method, request.path)
+            if not started:
+                await send_error(send, ApiError("internal error", code="internal_error"))
+
+    async def _dispatch(self, request: Request) -> None:
+        handler = self.routes.get((request.method, request.path))
+        if handler is not None:
+            await handler(self.gateway, request)
+            return
+        for (method, prefix), prefix_handler in self.prefix_routes.items():
+            if request.method == method and request.path.startswith(prefix):
+                rest = request.path[len(prefix) :]
+                if rest and "/" not in rest:
+                    await prefix_handler(self.gateway, request, rest)
+                    return
+        if request.path in self.paths or any(
+            request.path.startswith(p) for _, p in self.prefix_routes
+        ):
+            raise MethodNotAllowed(f"method {request.method} is not allowed on {request.path}")
+        raise NotFound(f"no route {request.method} {request.path}", code="unknown_route")
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                try:
+                    await self.gateway.start()
+                except Exception as error:  # reported to the server, which exits
+                    log.exception("startup failed")
+                    await send({"type": "lifespan.startup.failed", "message": str(error)})
+                    return
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.gateway.stop()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+
+def create_app(settings: Settings) -> App:
+    return App(Gateway.build(settings))

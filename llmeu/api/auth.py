@@ -1,0 +1,137 @@
+"""API keys at the door: lookup by key id, constant-time hash comparison, a cache.
+
+Keys are cached in memory; a revocation in this process applies to the very
+next call. With several processes (PostgreSQL), a revocation is broadcast
+with NOTIFY and every process also reloads keys every few seconds, so a
+missed notification delays a revocation by at most that long.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+
+from llmeu.errors import AuthenticationFailed, InvalidRequest
+from llmeu.ledger.records import ApiKey
+from llmeu.ledger.secrets import ADMIN_KEY_ID, hash_token, key_id_of, matches, new_key_id, new_token
+from llmeu.ledger.store import Store
+
+log = logging.getLogger("llmeu.auth")
+
+_NEGATIVE_TTL = 2.0
+
+
+class KeyRing:
+    def __init__(self, store: Store):
+        self._store = store
+        self._keys: dict[str, ApiKey] = {}
+        self._unknown: dict[str, float] = {}
+
+    async def load(self) -> None:
+        self._keys = {k.key_id: k for k in await self._store.list_keys()}
+        self._unknown.clear()
+
+    async def ensure_admin(self, configured: str | None, default_policy: str) -> str | None:
+        """Install the admin key; returns a newly generated token to print once, else None."""
+        existing = await self._store.get_key(ADMIN_KEY_ID)
+        token = configured
+        if token is None and existing is not None and existing.revoked_at is None:
+            return None
+        generated = token is None
+        if token is None:
+            token = new_token(ADMIN_KEY_ID)
+        key = ApiKey(
+            key_id=ADMIN_KEY_ID,
+            name="admin",
+            secret_hash=hash_token(token),
+            policy_id=existing.policy_id if existing else default_policy,
+            is_admin=True,
+            created_at=existing.created_at if existing else time.time(),
+        )
+        await self._store.upsert_key(key)
+        self._keys[ADMIN_KEY_ID] = key
+        return token if generated else None
+
+    async def authenticate(self, authorization: str | None) -> ApiKey:
+        if not authorization:
+            raise AuthenticationFailed(
+                "Missing API key: send it as `Authorization: Bearer <key>`", code="missing_api_key"
+            )
+        scheme, _, token = authorization.partition(" ")
+        token = token.strip()
+        if scheme.lower() != "bearer" or not token or len(token) > 512:
+            raise AuthenticationFailed("Malformed Authorization header: expected `Bearer <key>`")
+        key_id = key_id_of(token)
+        key = self._keys.get(key_id) or await self._fetch(key_id)
+        if key is None or not matches(token, key.secret_hash) or key.revoked_at is not None:
+            raise AuthenticationFailed("Invalid API key")
+        return key
+
+    async def _fetch(self, key_id: str) -> ApiKey | None:
+        """A key created by another gateway process; unknown ids are remembered briefly."""
+        now = time.monotonic()
+        if self._unknown.get(key_id, 0.0) > now:
+            return None
+        key = await self._store.get_key(key_id)
+        if key is None:
+            if len(self._unknown) > 10_000:
+                self._unknown.clear()
+            self._unknown[key_id] = now + _NEGATIVE_TTL
+            return None
+        self._keys[key_id] = key
+        return key
+
+    async def create(
+        self,
+        *,
+        name: str,
+        policy_id: str,
+        budget_eur: float | None = None,
+        rpm_limit: int | None = None,
+        tpm_limit: int | None = None,
+    ) -> tuple[ApiKey, str]:
+        key_id = new_key_id()
+        token = new_token(key_id)
+        key = ApiKey(
+            key_id=key_id,
+            name=name,
+            secret_hash=hash_token(token),
+            policy_id=policy_id,
+            is_admin=False,
+            created_at=time.time(),
+            budget_eur=budget_eur,
+            rpm_limit=rpm_limit,
+            tpm_limit=tpm_limit,
+        )
+        await self._store.insert_key(key)
+        self._keys[key_id] = key
+        self._unknown.pop(key_id, None)
+        return key, token
+
+    async def revoke(self, key_id: str) -> bool:
+        if key_id == ADMIN_KEY_ID:
+            raise InvalidRequest("the admin key cannot be revoked through the API", param="key_id")
+        revoked = await self._store.revoke_key(key_id, time.time())
+        await self.reload(key_id)
+        return revoked
+
+    async def reload(self, key_id: str) -> None:
+        key = await self._store.get_key(key_id)
+        if key is None:
+            self._keys.pop(key_id, None)
+        else:
+            self._keys[key_id] = key
+
+    def all(self) -> list[ApiKey]:
+        return sorted(self._keys.values(), key=lambda k: k.created_at)
+
+
+def announce_admin_key(token: str) -> None:
+    """Print a generated admin key once; only its hash is stored."""
+    print(
+        "\nllmeu: generated the admin API key (shown once, store it now):\n\n"
+        f"    {token}\n\nSet LLMEU_ADMIN_KEY to choose your own.\n",
+        file=sys.stderr,
+        flush=True,
+    )

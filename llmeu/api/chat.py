@@ -1,0 +1,158 @@
+"""POST /v1/chat/completions: parse → route → call → record → respond."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import msgspec
+from msgspec import UNSET
+
+from llmeu.api.calls import Call, durable, estimate_prompt_tokens, estimate_tokens, open_call
+from llmeu.api.chat_stream import stream_chat
+from llmeu.api.errors import send_error
+from llmeu.api.gateway import Gateway
+from llmeu.api.http import JSON_HEADERS, DisconnectWatch, Request, send_response, with_header
+from llmeu.errors import ApiError, InvalidRequest, UpstreamError
+from llmeu.ledger.records import CallStatus
+from llmeu.protocol.errors import describe_validation_error
+from llmeu.protocol.wire import (
+    AssistantOutput,
+    ChatCompletion,
+    ChatCompletionRequest,
+    Choice,
+    RoutingRequest,
+    Usage,
+    chat_request_decoder,
+    encoder,
+)
+from llmeu.providers.base import Completion
+from llmeu.routing.catalog import Capability
+from llmeu.routing.fallback import run_with_fallback
+from llmeu.routing.router import plan_route
+
+_CHAT = frozenset({Capability.CHAT})
+_CHAT_TOOLS = frozenset({Capability.CHAT, Capability.TOOLS})
+
+
+async def handle_chat(gw: Gateway, request: Request) -> None:
+    key = await gw.keys.authenticate(request.header(b"authorization"))
+    call = open_call(gw, key, "chat.completions")
+    try:
+        chat = parse_chat(await request.body(gw.settings.max_body_bytes))
+        call.record.request_model = chat.model
+        call.record.stream = bool(chat.stream)
+        policy = gw.policies.effective(
+            key.policy_id,
+            chat.llmeu if isinstance(chat.llmeu, RoutingRequest) else None,
+            request.header(b"x-llmeu-policy"),
+        )
+        call.governed_by(policy)
+        needs = _CHAT_TOOLS if chat.tools else _CHAT
+        plan = plan_route(
+            gw.config.catalog,
+            chat.model,
+            needs,
+            policy,
+            unavailable=gw.unavailable,
+            health=gw.breaker.snapshot(time.monotonic()),
+        )
+        call.routed(plan)
+    except ApiError as error:
+        await durable(gw, call.reject(error))
+        await send_error(request.send, error, trace_id=call.trace_id)
+        return
+    except asyncio.CancelledError:
+        call.finish(CallStatus.CANCELLED, http_status=499)
+        raise
+    if chat.stream:
+        await stream_chat(call, chat, request)
+    else:
+        await complete_chat(call, chat, request)
+
+
+def parse_chat(body: bytes) -> ChatCompletionRequest:
+    try:
+        chat = chat_request_decoder.decode(body)
+    except msgspec.ValidationError as error:
+        message, param = describe_validation_error(str(error))
+        raise InvalidRequest(f"Invalid request: {message}", param=param) from None
+    except msgspec.DecodeError as error:
+        raise InvalidRequest(f"Invalid JSON body: {error}", code="invalid_json") from None
+    if isinstance(chat.n, int) and chat.n > 1:
+        raise InvalidRequest("n > 1 is not supported: llmeu returns one choice per call", param="n")
+    if chat.logprobs:
+        raise InvalidRequest("logprobs are not supported by llmeu", param="logprobs")
+    if chat.stream_options not in (UNSET, None) and not chat.stream:
+        raise InvalidRequest(
+            "stream_options is only allowed when stream is true", param="stream_options"
+        )
+    return chat
+
+
+async def complete_chat(call: Call, chat: ChatCompletionRequest, request: Request) -> None:
+    gw = call.gw
+    assert call.plan is not None
+    watch = DisconnectWatch(request.receive)
+    watch.arm()
+    call.begin()
+
+    async def attempt(endpoint_id: str) -> Completion:
+        return await gw.providers[endpoint_id].complete_chat(chat)
+
+    try:
+        endpoint, completion = await run_with_fallback(
+            call.plan, lambda ep: call.attempt(ep, lambda: attempt(ep.endpoint_id))
+        )
+        watch.disarm()
+    except asyncio.CancelledError:
+        if not watch.disconnected:
+            raise
+        watch.handled()
+        call.account(estimate_prompt_tokens(chat), 0, True)
+        await durable(gw, call.finish(CallStatus.CANCELLED, http_status=499))
+        return
+    except UpstreamError as error:
+        watch.disarm()
+        await durable(gw, call.finish(CallStatus.FAILED, error=error))
+        await send_error(request.send, error, trace_id=call.trace_id, routing=call.error_routing())
+        return
+    finally:
+        watch.close()
+    usage = completion.usage
+    message = completion.message
+    if usage is not None:
+        call.account(usage.prompt_tokens, usage.completion_tokens, False)
+    else:
+        produced = (message.content or "") + "".join(
+            t.function.name + t.function.arguments for t in message.tool_calls or ()
+        )
+        call.account(estimate_prompt_tokens(chat), estimate_tokens(produced), True)
+    record = call.record
+    call.store_content(chat.messages, message.content or "")
+    record.finish_reason = completion.finish_reason
+    assert record.input_tokens is not None and record.output_tokens is not None
+    body = ChatCompletion(
+        id="chatcmpl-" + record.trace_id[4:],
+        created=int(record.received_at),
+        model=endpoint.model,
+        choices=[
+            Choice(
+                index=0,
+                message=AssistantOutput(
+                    role="assistant",
+                    content=message.content,
+                    refusal=message.refusal,
+                    tool_calls=message.tool_calls,
+                ),
+                finish_reason=completion.finish_reason,
+            )
+        ],
+        usage=Usage(
+            record.input_tokens, record.output_tokens, record.input_tokens + record.output_tokens
+        ),
+        llmeu=call.routing_block(),
+    )
+    await durable(gw, call.finish(CallStatus.COMPLETED))
+    headers = with_header(JSON_HEADERS, b"x-llmeu-trace-id", record.trace_id)
+    await send_response(request.send, 200, encoder.encode(body), headers)

@@ -1,0 +1,152 @@
+"""The gateway's services, built once from `Settings` and started by the ASGI lifespan."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from llmeu.api.auth import KeyRing, announce_admin_key
+from llmeu.api.policies import PolicyBook
+from llmeu.config import Settings, load_gateway_config, missing_credentials
+from llmeu.errors import ConfigError
+from llmeu.ledger.database import open_database
+from llmeu.ledger.records import TraceRecord
+from llmeu.ledger.store import Store
+from llmeu.ledger.writer import Ledger
+from llmeu.providers.base import Provider
+from llmeu.providers.http import HttpClient
+from llmeu.providers.registry import build_provider
+from llmeu.routing.config_file import GatewayConfig
+from llmeu.routing.health import CircuitBreaker
+
+log = logging.getLogger("llmeu")
+
+CallObserver = Callable[[TraceRecord], None]
+
+
+@dataclass
+class Gateway:
+    settings: Settings
+    config: GatewayConfig
+    store: Store
+    ledger: Ledger
+    keys: KeyRing
+    policies: PolicyBook
+    http: HttpClient
+    providers: dict[str, Provider]
+    unavailable: dict[str, str]
+    breaker: CircuitBreaker
+    instance_id: str = field(default_factory=lambda: "gw_" + secrets.token_hex(6))
+    observers: list[CallObserver] = field(default_factory=list)
+    started_at: float = field(default_factory=time.time)
+    accepting: bool = True
+    _tasks: list[asyncio.Task[None]] = field(default_factory=list)
+
+    @classmethod
+    def build(cls, settings: Settings) -> Gateway:
+        """Everything that needs no I/O: validates the configuration up front."""
+        config = load_gateway_config(settings)
+        store = Store(open_database(settings.effective_database_url))
+        http = HttpClient()
+        unavailable = missing_credentials(config, settings.environ)
+        providers: dict[str, Provider] = {}
+        for endpoint in config.catalog.endpoints:
+            if endpoint.endpoint_id in unavailable:
+                continue
+            if endpoint.kind == "local" and not settings.load_local_models:
+                unavailable[endpoint.endpoint_id] = "local models are disabled (--no-local)"
+                continue
+            api_key = settings.environ.get(endpoint.api_key_env) if endpoint.api_key_env else None
+            providers[endpoint.endpoint_id] = build_provider(endpoint, http, api_key, settings)
+        return cls(
+            settings=settings,
+            config=config,
+            store=store,
+            ledger=Ledger(store, buffer_limit=settings.ledger_buffer),
+            keys=KeyRing(store),
+            policies=PolicyBook(config.policies, config.default_policy, store),
+            http=http,
+            providers=providers,
+            unavailable=unavailable,
+            breaker=CircuitBreaker(),
+        )
+
+    async def start(self) -> None:
+        await self.store.db.open()
+        await self.store.migrate()
+        now = time.time()
+        # One SQLite file serves one gateway process: whatever a previous process
+        # left in progress was interrupted. With PostgreSQL, only processes whose
+        # heartbeat stopped are considered gone.
+        live_after = (
+            now + 1
+            if not self.settings.multi_process
+            else now - 3 * self.settings.heartbeat_seconds
+        )
+        interrupted = await self.store.mark_interrupted(live_after, now)
+        if interrupted:
+            log.warning("marked %d calls of a stopped gateway process as interrupted", interrupted)
+        await self.store.register_instance(self.instance_id, now)
+        await self.keys.load()
+        token = await self.keys.ensure_admin(self.settings.admin_key, self.config.default_policy)
+        if token is not None:
+            announce_admin_key(token)
+        await self.policies.load()
+        self.ledger.start()
+        await self._start_providers()
+        self._tasks.append(asyncio.create_task(self._maintenance(), name="llmeu-maintenance"))
+
+    async def _start_providers(self) -> None:
+        for endpoint_id, provider in list(self.providers.items()):
+            try:
+                await provider.start()
+            except ConfigError as error:
+                log.error("endpoint %s is unavailable: %s", endpoint_id, error)
+                self.unavailable[endpoint_id] = str(error)
+                del self.providers[endpoint_id]
+
+    async def _maintenance(self) -> None:
+        """Heartbeat, interrupted-call sweep, key refresh and content purge."""
+        settings = self.settings
+        last_purge = 0.0
+        while True:
+            await asyncio.sleep(settings.heartbeat_seconds)
+            now = time.time()
+            try:
+                await self.store.heartbeat(self.instance_id, now)
+                if settings.multi_process:
+                    await self.store.mark_interrupted(now - 3 * settings.heartbeat_seconds, now)
+                    await self.keys.load()
+                    await self.policies.load()
+                if now - last_purge >= settings.purge_interval_seconds:
+                    purged = await self.store.purge_content(now)
+                    if purged:
+                        log.info("purged stored content of %d traces", purged)
+                    last_purge = now
+            except Exception:  # a maintenance round must never end the loop
+                log.exception("maintenance round failed")
+
+    async def stop(self) -> None:
+        self.accepting = False
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await self.ledger.stop()
+        for provider in self.providers.values():
+            await provider.aclose()
+        await self.http.aclose()
+        await self.store.db.close()
+
+    def observe(self, record: TraceRecord) -> None:
+        for observer in self.observers:
+            try:
+                observer(record)
+            except Exception:  # an observer's bug must not fail the call it observes
+                log.exception("call observer failed")

@@ -1,0 +1,277 @@
+"""The platform API (DESIGN §6): keys, policies, endpoints, usage, traces. JSON only.
+
+The admin key manages keys and policies and sees every trace and all usage;
+any other key sees only its own traces and usage — another key's trace id
+answers 404 exactly like one that does not exist. No platform route streams:
+`stream` set to true in the query or the body is a 400.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+import msgspec
+from msgspec import Meta, Struct
+
+from llmeu.api.gateway import Gateway
+from llmeu.api.http import Request, send_response
+from llmeu.errors import ConfigError, InvalidRequest, NotFound, PermissionDenied
+from llmeu.ledger.records import ApiKey
+from llmeu.ledger.store import TRACE_FILTERS, USAGE_GROUPS, decode_cursor
+from llmeu.protocol.errors import describe_validation_error
+from llmeu.protocol.wire import encoder
+from llmeu.routing.config_file import parse_policy
+from llmeu.routing.policy import policy_document
+
+_BODY_LIMIT = 64 << 10
+_MAX_PAGE = 500
+
+
+class KeyCreate(Struct, forbid_unknown_fields=True):
+    name: Annotated[str, Meta(max_length=200)] = ""
+    policy_id: str | None = None
+    budget_eur: Annotated[float, Meta(ge=0)] | None = None
+    rpm_limit: Annotated[int, Meta(ge=1)] | None = None
+    tpm_limit: Annotated[int, Meta(ge=1)] | None = None
+    stream: bool | None = None
+
+
+async def _authorize(gw: Gateway, request: Request, *, admin: bool = False) -> ApiKey:
+    key = await gw.keys.authenticate(request.header(b"authorization"))
+    if request.query.get("stream", "").lower() in ("true", "1", "yes"):
+        raise InvalidRequest(
+            "platform routes never stream; `stream` must not be true", param="stream"
+        )
+    if admin and not key.is_admin:
+        raise PermissionDenied("this route needs the admin key", code="admin_only")
+    return key
+
+
+async def _json(request: Request, kind: type[Any]) -> Any:
+    body = await request.body(_BODY_LIMIT)
+    try:
+        value = msgspec.json.decode(body or b"{}", type=kind)
+    except msgspec.ValidationError as error:
+        message, param = describe_validation_error(str(error))
+        raise InvalidRequest(f"Invalid request: {message}", param=param) from None
+    except msgspec.DecodeError as error:
+        raise InvalidRequest(f"Invalid JSON body: {error}", code="invalid_json") from None
+    if getattr(value, "stream", None) is True or (
+        isinstance(value, dict) and value.get("stream") is True
+    ):
+        raise InvalidRequest(
+            "platform routes never stream; `stream` must not be true", param="stream"
+        )
+    return value
+
+
+async def _reply(request: Request, body: object, status: int = 200) -> None:
+    await send_response(request.send, status, encoder.encode(body))
+
+
+# Keys ---------------------------------------------------------------------
+
+
+async def create_key(gw: Gateway, request: Request) -> None:
+    await _authorize(gw, request, admin=True)
+    spec: KeyCreate = await _json(request, KeyCreate)
+    policy_id = spec.policy_id or gw.config.default_policy
+    if gw.policies.get(policy_id) is None:
+        raise InvalidRequest(
+            f"unknown policy `{policy_id}`", param="policy_id", code="unknown_policy"
+        )
+    key, token = await gw.keys.create(
+        name=spec.name,
+        policy_id=policy_id,
+        budget_eur=spec.budget_eur,
+        rpm_limit=spec.rpm_limit,
+        tpm_limit=spec.tpm_limit,
+    )
+    await _reply(request, {**key.public(), "key": token}, status=201)
+
+
+async def list_keys(gw: Gateway, request: Request) -> None:
+    await _authorize(gw, request, admin=True)
+    await gw.keys.load()
+    await _reply(request, {"object": "list", "data": [k.public() for k in gw.keys.all()]})
+
+
+async def revoke_key(gw: Gateway, request: Request, key_id: str) -> None:
+    await _authorize(gw, request, admin=True)
+    if not await gw.keys.revoke(key_id):
+        raise NotFound(f"no active key `{key_id}`", param="key_id")
+    await _reply(request, {"id": key_id, "object": "api_key", "revoked": True})
+
+
+# Policies -----------------------------------------------------------------
+
+
+async def list_policies(gw: Gateway, request: Request) -> None:
+    await _authorize(gw, request)
+    data = [policy_document(p) for p in gw.policies.policies.values()]
+    await _reply(
+        request, {"object": "list", "default_policy": gw.config.default_policy, "data": data}
+    )
+
+
+async def get_policy(gw: Gateway, request: Request, policy_id: str) -> None:
+    await _authorize(gw, request)
+    policy = gw.policies.get(policy_id)
+    if policy is None:
+        raise NotFound(f"no policy `{policy_id}`", param="policy_id")
+    await _reply(request, policy_document(policy))
+
+
+async def put_policy(gw: Gateway, request: Request, policy_id: str) -> None:
+    await _authorize(gw, request, admin=True)
+    body = await _json(request, dict[str, Any])
+    if body.setdefault("policy_id", policy_id) != policy_id:
+        raise InvalidRequest("policy_id in the body differs from the path", param="policy_id")
+    try:
+        policy = parse_policy(encoder.encode(body).decode())
+    except ConfigError as error:
+        raise InvalidRequest(f"invalid policy: {error}", param=error.field) from None
+    await gw.policies.put(policy, time.time())
+    await _reply(request, policy_document(policy))
+
+
+# Endpoints, usage, traces ---------------------------------------------------
+
+
+async def list_endpoints(gw: Gateway, request: Request) -> None:
+    await _authorize(gw, request)
+    now = time.monotonic()
+    data = []
+    for e in gw.config.catalog.endpoints:
+        data.append(
+            {
+                "endpoint_id": e.endpoint_id,
+                "provider": e.provider,
+                "kind": e.kind.value,
+                "model": e.model,
+                "model_version": e.model_version,
+                "aliases": list(e.aliases),
+                "inference_region": e.inference_region,
+                "country": e.country,
+                "sovereignty_class": e.sovereignty_class.value,
+                "retention": e.retention.text,
+                "price_eur_per_mtok": {"input": e.prices.input, "output": e.prices.output},
+                "priority": e.priority,
+                "capabilities": sorted(c.value for c in e.capabilities),
+                "configured": e.endpoint_id not in gw.unavailable,
+                "unavailable_reason": gw.unavailable.get(e.endpoint_id),
+                "health": gw.breaker.describe(e.endpoint_id, now),
+                "admitted_by": sorted(
+                    p for p, pol in gw.policies.policies.items() if pol.admits(e)
+                ),
+            }
+        )
+    await _reply(request, {"object": "list", "data": data})
+
+
+async def usage(gw: Gateway, request: Request) -> None:
+    key = await _authorize(gw, request)
+    query = request.query
+    group_by = query.get("group_by", "day")
+    if group_by not in USAGE_GROUPS:
+        raise InvalidRequest(f"group_by must be one of {', '.join(USAGE_GROUPS)}", param="group_by")
+    since, until = _time(query, "from"), _time(query, "to")
+    scope = _scope(key, query.get("key_id"))
+    rows = await gw.store.usage(group_by=group_by, since=since, until=until, key_id=scope)
+    totals = {
+        name: sum(r[name] for r in rows)
+        for name in ("requests", "completed", "cancelled", "failed", "rejected", "interrupted",
+                     "input_tokens", "output_tokens", "estimated_requests", "cost_eur")
+    }  # fmt: skip
+    totals["cost_eur"] = round(totals["cost_eur"], 10)
+    await _reply(
+        request, {"object": "usage", "group_by": group_by, "from": since, "to": until,
+                  "data": rows, "totals": totals},
+    )  # fmt: skip
+
+
+async def list_traces(gw: Gateway, request: Request) -> None:
+    key = await _authorize(gw, request)
+    query = request.query
+    try:
+        limit = int(query.get("limit", "50"))
+    except ValueError:
+        raise InvalidRequest("limit must be an integer", param="limit") from None
+    if not 1 <= limit <= _MAX_PAGE:
+        raise InvalidRequest(f"limit must be between 1 and {_MAX_PAGE}", param="limit")
+    cursor = query.get("cursor") or None
+    if cursor is not None:
+        try:
+            decode_cursor(cursor)
+        except ValueError:
+            raise InvalidRequest("invalid cursor", param="cursor") from None
+    filters = {f: query[f] for f in TRACE_FILTERS if query.get(f) and f != "key_id"}
+    page = await gw.store.list_traces(
+        filters=filters,
+        since=_time(query, "from"),
+        until=_time(query, "to"),
+        limit=limit,
+        cursor=cursor,
+        key_id=_scope(key, query.get("key_id")),
+    )
+    await _reply(
+        request,
+        {"object": "list", "data": page.traces, "next_cursor": page.next_cursor,
+         "has_more": page.next_cursor is not None},
+    )  # fmt: skip
+
+
+async def get_trace(gw: Gateway, request: Request, trace_id: str) -> None:
+    key = await _authorize(gw, request)
+    trace = await gw.store.get_trace(trace_id, key_id=None if key.is_admin else key.key_id)
+    if trace is None:
+        raise NotFound(f"no trace `{trace_id}`", param="trace_id", code="trace_not_found")
+    await _reply(request, trace)
+
+
+def _scope(key: ApiKey, requested: str | None) -> str | None:
+    """Whose records a key may read: the admin any (or the one asked for), others their own."""
+    if key.is_admin:
+        return requested or None
+    return key.key_id
+
+
+def _time(query: dict[str, str], name: str) -> float | None:
+    value = query.get(name)
+    if not value:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise InvalidRequest(
+            f"`{name}` must be an ISO-8601 date or time, or seconds since the epoch", param=name
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp()
+
+
+Exact = Callable[[Gateway, Request], Awaitable[None]]
+WithId = Callable[[Gateway, Request, str], Awaitable[None]]
+
+PLATFORM_ROUTES: dict[tuple[str, str], Exact] = {
+    ("POST", "/v1/platform/keys"): create_key,
+    ("GET", "/v1/platform/keys"): list_keys,
+    ("GET", "/v1/platform/policies"): list_policies,
+    ("GET", "/v1/platform/endpoints"): list_endpoints,
+    ("GET", "/v1/platform/usage"): usage,
+    ("GET", "/v1/platform/traces"): list_traces,
+}
+PLATFORM_PREFIX_ROUTES: dict[tuple[str, str], WithId] = {
+    ("DELETE", "/v1/platform/keys/"): revoke_key,
+    ("GET", "/v1/platform/policies/"): get_policy,
+    ("PUT", "/v1/platform/policies/"): put_policy,
+    ("GET", "/v1/platform/traces/"): get_trace,
+}

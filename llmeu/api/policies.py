@@ -1,0 +1,94 @@
+"""The policies in force and the effective policy of a request.
+
+Policies come from the built-in set, the configuration file, and the
+platform API (stored in the ledger; they override the first two by id).
+A request narrows its key's policy with the `llmeu` body field and/or the
+`x-llmeu-policy` header (a policy id, or a JSON object of the same shape);
+the header applies first, the body narrows further.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+from msgspec import UNSET
+
+from llmeu.errors import InvalidRequest
+from llmeu.ledger.store import Store
+from llmeu.protocol.wire import RoutingRequest
+from llmeu.routing.config_file import parse_policy
+from llmeu.routing.policy import Narrowing, Policy, narrow, policy_document
+
+_routing_request = msgspec.json.Decoder(RoutingRequest)
+
+
+class PolicyBook:
+    def __init__(self, base: Mapping[str, Policy], default_policy: str, store: Store):
+        self._base = dict(base)
+        self._stored: dict[str, Policy] = {}
+        self.default_policy = default_policy
+        self._store = store
+        self.policies: dict[str, Policy] = dict(base)
+
+    async def load(self) -> None:
+        stored = await self._store.list_policies()
+        self._stored = {
+            pid: parse_policy(json.dumps({"policy_id": pid, **body}))
+            for pid, body in stored.items()
+        }
+        self.policies = {**self._base, **self._stored}
+
+    def get(self, policy_id: str) -> Policy | None:
+        return self.policies.get(policy_id)
+
+    async def put(self, policy: Policy, now: float) -> None:
+        body = policy_document(policy)
+        body.pop("policy_id")
+        await self._store.put_policy(policy.policy_id, body, now)
+        self._stored[policy.policy_id] = policy
+        self.policies = {**self._base, **self._stored}
+
+    def effective(
+        self, key_policy_id: str, body_field: RoutingRequest | None, header: str | None
+    ) -> Policy:
+        base = self.policies.get(key_policy_id)
+        if base is None:
+            raise InvalidRequest(
+                f"the key's policy `{key_policy_id}` is not defined", code="unknown_policy"
+            )
+        policy = base
+        if header:
+            policy = narrow(policy, _header_narrowing(header), self.policies)
+        if body_field is not None:
+            policy = narrow(policy, _body_narrowing(body_field), self.policies)
+        return policy
+
+
+def _body_narrowing(field: RoutingRequest, source: str = "llmeu") -> Narrowing:
+    return Narrowing(
+        policy_id=field.policy_id if field.policy_id is not UNSET else None,
+        allow_classes=tuple(field.allow_classes or ()),
+        allow_countries=tuple(field.allow_countries or ()),
+        allow_providers=tuple(field.allow_providers or ()),
+        source=source,
+    )
+
+
+def _header_narrowing(header: str) -> Narrowing:
+    text = header.strip()
+    if not text.startswith("{"):
+        return Narrowing(policy_id=text, source="x-llmeu-policy")
+    try:
+        field = _routing_request.decode(text)
+    except msgspec.DecodeError as error:
+        raise InvalidRequest(
+            f"invalid x-llmeu-policy header: {error}", param="x-llmeu-policy"
+        ) from None
+    return _body_narrowing(field, source="x-llmeu-policy")
+
+
+def describe(policy: Policy) -> dict[str, Any]:
+    return policy_document(policy)

@@ -1,0 +1,87 @@
+"""Settings: one frozen object, built once (by the CLI or a test) and passed in.
+
+Nothing else in llmeu reads the environment: `Settings.from_env` is the one
+place that does, and it snapshots the variables the catalog's endpoints name
+for their API keys.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from llmeu.errors import ConfigError
+from llmeu.routing.builtin import BUILTIN_POLICIES, DEFAULT_POLICY, builtin_catalog
+from llmeu.routing.config_file import GatewayConfig, parse_config
+
+DEFAULT_DATA_DIR = Path.home() / ".local" / "share" / "llmeu"
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    host: str = "127.0.0.1"
+    port: int = 8080
+    data_dir: Path = DEFAULT_DATA_DIR
+    config_file: Path | None = None
+    database_url: str | None = None
+    redis_url: str | None = None
+    admin_key: str | None = None
+    max_body_bytes: int = 4 << 20
+    log_level: str = "info"
+    cors_origins: tuple[str, ...] = ()
+    local_threads: int = 2
+    local_country: str = ""
+    load_local_models: bool = True
+    shutdown_grace_seconds: float = 30.0
+    purge_interval_seconds: float = 300.0
+    heartbeat_seconds: float = 5.0
+    ledger_buffer: int = 10_000
+    environ: Mapping[str, str] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:
+        env = dict(os.environ if environ is None else environ)
+        values: dict[str, object] = {
+            "admin_key": env.get("LLMEU_ADMIN_KEY") or None,
+            "database_url": env.get("LLMEU_DATABASE_URL") or None,
+            "redis_url": env.get("LLMEU_REDIS_URL") or None,
+            "local_country": env.get("LLMEU_LOCAL_COUNTRY", ""),
+            "environ": env,
+        }
+        if env.get("LLMEU_DATA_DIR"):
+            values["data_dir"] = Path(env["LLMEU_DATA_DIR"])
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)  # type: ignore[arg-type]
+
+    @property
+    def effective_database_url(self) -> str:
+        return self.database_url or f"sqlite:///{self.data_dir / 'llmeu.db'}"
+
+    @property
+    def multi_process(self) -> bool:
+        """State is shared with other gateway processes (PostgreSQL ledger)."""
+        return not self.effective_database_url.startswith("sqlite")
+
+
+def load_gateway_config(settings: Settings) -> GatewayConfig:
+    """The catalog and policies: the configuration file, or the embedded default."""
+    if settings.config_file is None:
+        catalog = builtin_catalog(socket.gethostname(), settings.local_country)
+        return GatewayConfig(catalog, {p.policy_id: p for p in BUILTIN_POLICIES}, DEFAULT_POLICY)
+    try:
+        text = settings.config_file.read_text("utf-8")
+    except OSError as error:
+        raise ConfigError(f"cannot read {settings.config_file}: {error}") from None
+    return parse_config(text, base_policies=BUILTIN_POLICIES)
+
+
+def missing_credentials(config: GatewayConfig, environ: Mapping[str, str]) -> dict[str, str]:
+    """Endpoints whose API-key variable is unset, with the reason they are skipped."""
+    return {
+        e.endpoint_id: f"{e.api_key_env} is not set"
+        for e in config.catalog.endpoints
+        if e.api_key_env and not environ.get(e.api_key_env)
+    }

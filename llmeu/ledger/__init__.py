@@ -1,0 +1,1 @@
+"""Traces, usage, keys and policies: one SQL layer over SQLite and PostgreSQL."""

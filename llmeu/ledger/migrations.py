@@ -1,0 +1,96 @@
+"""Schema migrations: numbered steps recorded in `schema_migrations`.
+
+One DDL text serves SQLite and PostgreSQL (TEXT, BIGINT, INTEGER and DOUBLE
+PRECISION mean the same in both). Timestamps are seconds since the epoch,
+JSON is stored as TEXT. A migration is applied once, in order, inside a
+transaction; add new steps at the end, never edit an applied one.
+"""
+
+from __future__ import annotations
+
+MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
+    (
+        1,
+        "traces, keys, policies, instances",
+        (
+            """
+            CREATE TABLE traces (
+                trace_id TEXT PRIMARY KEY,
+                key_id TEXT NOT NULL,
+                route TEXT NOT NULL,
+                request_model TEXT NOT NULL,
+                stream INTEGER NOT NULL,
+                status TEXT NOT NULL,
+                instance_id TEXT NOT NULL,
+                received_at DOUBLE PRECISION NOT NULL,
+                first_token_at DOUBLE PRECISION,
+                finished_at DOUBLE PRECISION,
+                ttft_ms DOUBLE PRECISION,
+                tpot_ms DOUBLE PRECISION,
+                policy_id TEXT,
+                endpoint_id TEXT,
+                provider TEXT,
+                model_used TEXT,
+                model_version TEXT,
+                inference_region TEXT,
+                sovereignty_class TEXT,
+                retention TEXT,
+                input_tokens BIGINT,
+                output_tokens BIGINT,
+                tokens_estimated INTEGER NOT NULL DEFAULT 0,
+                cost_eur DOUBLE PRECISION,
+                finish_reason TEXT,
+                http_status INTEGER,
+                error_type TEXT,
+                error_code TEXT,
+                error_message TEXT,
+                attempts TEXT NOT NULL DEFAULT '[]',
+                excluded TEXT NOT NULL DEFAULT '[]',
+                prompt TEXT,
+                completion TEXT,
+                content_expires_at DOUBLE PRECISION
+            )
+            """,
+            "CREATE INDEX traces_received ON traces (received_at, trace_id)",
+            "CREATE INDEX traces_key_received ON traces (key_id, received_at)",
+            "CREATE INDEX traces_status ON traces (status, instance_id)",
+            "CREATE INDEX traces_content_expiry ON traces (content_expires_at)",
+            """
+            CREATE TABLE api_keys (
+                key_id TEXT PRIMARY KEY,
+                name TEXT NOT NULL,
+                secret_hash TEXT NOT NULL,
+                policy_id TEXT NOT NULL,
+                is_admin INTEGER NOT NULL DEFAULT 0,
+                budget_eur DOUBLE PRECISION,
+                rpm_limit INTEGER,
+                tpm_limit INTEGER,
+                created_at DOUBLE PRECISION NOT NULL,
+                revoked_at DOUBLE PRECISION
+            )
+            """,
+            """
+            CREATE TABLE policies (
+                policy_id TEXT PRIMARY KEY,
+                body TEXT NOT NULL,
+                updated_at DOUBLE PRECISION NOT NULL
+            )
+            """,
+            """
+            CREATE TABLE instances (
+                instance_id TEXT PRIMARY KEY,
+                started_at DOUBLE PRECISION NOT NULL,
+                heartbeat_at DOUBLE PRECISION NOT NULL
+            )
+            """,
+        ),
+    ),
+)
+
+CREATE_MIGRATIONS_TABLE = """
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    version INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    applied_at DOUBLE PRECISION NOT NULL
+)
+"""

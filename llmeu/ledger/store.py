@@ -1,0 +1,385 @@
+"""Domain operations on the ledger's tables, identical for SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from llmeu.ledger.database import Database, Row, Statement
+from llmeu.ledger.migrations import CREATE_MIGRATIONS_TABLE, MIGRATIONS
+from llmeu.ledger.records import ApiKey, CallStatus, TraceRecord
+
+_TRACE_COLUMNS = (
+    "trace_id", "key_id", "route", "request_model", "stream", "status", "instance_id",
+    "received_at", "first_token_at", "finished_at", "ttft_ms", "tpot_ms", "policy_id",
+    "endpoint_id", "provider", "model_used", "model_version", "inference_region",
+    "sovereignty_class", "retention", "input_tokens", "output_tokens", "tokens_estimated",
+    "cost_eur", "finish_reason", "http_status", "error_type", "error_code", "error_message",
+    "attempts", "excluded", "prompt", "completion", "content_expires_at",
+)  # fmt: skip
+_INSERT_TRACE = (
+    f"INSERT INTO traces ({', '.join(_TRACE_COLUMNS)}) "
+    f"VALUES ({', '.join('?' for _ in _TRACE_COLUMNS)})"
+)
+_BEGIN_TRACE = _INSERT_TRACE + " ON CONFLICT (trace_id) DO NOTHING"
+# A finished trace replaces its in-progress row; it never overwrites another
+# final status (a trace is final once).
+_FINISH_TRACE = (
+    _INSERT_TRACE
+    + " ON CONFLICT (trace_id) DO UPDATE SET "
+    + ", ".join(f"{c} = excluded.{c}" for c in _TRACE_COLUMNS if c != "trace_id")
+    + " WHERE traces.status IN ('in_progress', 'interrupted')"
+)
+_GROUPS = {
+    "model": "COALESCE(model_used, request_model)",
+    "endpoint": "COALESCE(endpoint_id, '')",
+    "key": "key_id",
+    "status": "status",
+    "sovereignty_class": "COALESCE(sovereignty_class, '')",
+}
+USAGE_GROUPS = ("day", *_GROUPS)
+TRACE_FILTERS = ("status", "model", "endpoint_id", "key_id", "sovereignty_class")
+_KEY_COLUMNS = (
+    "key_id, name, secret_hash, policy_id, is_admin, budget_eur, rpm_limit, tpm_limit, "
+    "created_at, revoked_at"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TracePage:
+    traces: list[dict[str, Any]]
+    next_cursor: str | None
+
+
+def trace_row(record: TraceRecord) -> tuple[Any, ...]:
+    return (
+        record.trace_id, record.key_id, record.route, record.request_model, int(record.stream),
+        record.status.value, record.instance_id, record.received_at, record.first_token_at,
+        record.finished_at, record.ttft_ms, record.tpot_ms, record.policy_id, record.endpoint_id,
+        record.provider, record.model_used, record.model_version, record.inference_region,
+        record.sovereignty_class, record.retention, record.input_tokens, record.output_tokens,
+        int(record.tokens_estimated), record.cost_eur, record.finish_reason, record.http_status,
+        record.error_type, record.error_code, record.error_message,
+        json.dumps([a.as_dict() for a in record.attempts]), json.dumps(record.excluded),
+        record.prompt, record.completion, record.content_expires_at,
+    )  # fmt: skip
+
+
+class Store:
+    def __init__(self, db: Database):
+        self.db = db
+
+    async def migrate(self) -> list[int]:
+        """Apply pending migrations; returns the versions applied now."""
+        await self.db.execute(CREATE_MIGRATIONS_TABLE)
+        done = {r["version"] for r in await self.db.fetch("SELECT version FROM schema_migrations")}
+        applied = []
+        for version, name, statements in MIGRATIONS:
+            if version in done:
+                continue
+            steps: list[Statement] = [(sql, [()]) for sql in statements]
+            steps.append(
+                (
+                    "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                    [(version, name, time.time())],
+                )
+            )
+            await self.db.transaction(steps)
+            applied.append(version)
+        return applied
+
+    # Traces --------------------------------------------------------------
+    async def write_traces(
+        self, begins: Sequence[tuple[Any, ...]], finishes: Sequence[tuple[Any, ...]]
+    ) -> None:
+        """One transaction: in-progress rows first, then finished traces (rows of `trace_row`)."""
+        statements: list[Statement] = []
+        if begins:
+            statements.append((_BEGIN_TRACE, begins))
+        if finishes:
+            statements.append((_FINISH_TRACE, finishes))
+        if statements:
+            await self.db.transaction(statements)
+
+    async def get_trace(self, trace_id: str, *, key_id: str | None = None) -> dict[str, Any] | None:
+        sql = "SELECT * FROM traces WHERE trace_id = ?"
+        params: list[Any] = [trace_id]
+        if key_id is not None:
+            sql += " AND key_id = ?"
+            params.append(key_id)
+        rows = await self.db.fetch(sql, params)
+        return trace_view(rows[0]) if rows else None
+
+    async def list_traces(
+        self,
+        *,
+        filters: dict[str, str],
+        since: float | None,
+        until: float | None,
+        limit: int,
+        cursor: str | None,
+        key_id: str | None,
+    ) -> TracePage:
+        where, params = _time_window(since, until)
+        for column, value in filters.items():
+            if column == "model":
+                where.append("(model_used = ? OR request_model = ?)")
+                params.extend([value, value])
+            else:
+                where.append(f"{column} = ?")
+                params.append(value)
+        if key_id is not None:
+            where.append("key_id = ?")
+            params.append(key_id)
+        if cursor:
+            received_at, trace_id = decode_cursor(cursor)
+            where.append("(received_at < ? OR (received_at = ? AND trace_id < ?))")
+            params.extend([received_at, received_at, trace_id])
+        sql = "SELECT * FROM traces"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY received_at DESC, trace_id DESC LIMIT ?"
+        params.append(limit + 1)
+        rows = await self.db.fetch(sql, params)
+        more = len(rows) > limit
+        rows = rows[:limit]
+        next_cursor = encode_cursor(rows[-1]["received_at"], rows[-1]["trace_id"]) if more else None
+        return TracePage([trace_view(r, summary=True) for r in rows], next_cursor)
+
+    async def usage(
+        self, *, group_by: str, since: float | None, until: float | None, key_id: str | None
+    ) -> list[dict[str, Any]]:
+        group = self.db.day_expression("received_at") if group_by == "day" else _GROUPS[group_by]
+        where, params = _time_window(since, until)
+        where.append("status <> 'in_progress'")
+        if key_id is not None:
+            where.append("key_id = ?")
+            params.append(key_id)
+        counts = ", ".join(
+            f"SUM(CASE WHEN status = '{s}' THEN 1 ELSE 0 END) AS {s}"
+            for s in ("completed", "cancelled", "failed", "rejected", "interrupted")
+        )
+        sql = (
+            f"SELECT {group} AS grp, COUNT(*) AS requests, {counts}, "
+            "SUM(COALESCE(input_tokens, 0)) AS input_tokens, "
+            "SUM(COALESCE(output_tokens, 0)) AS output_tokens, "
+            "SUM(CASE WHEN tokens_estimated = 1 THEN 1 ELSE 0 END) AS estimated_requests, "
+            "SUM(COALESCE(cost_eur, 0)) AS cost_eur "
+            f"FROM traces WHERE {' AND '.join(where)} GROUP BY {group} ORDER BY {group}"
+        )
+        rows = await self.db.fetch(sql, params)
+        return [_usage_view(group_by, r) for r in rows]
+
+    async def spend_by_key(self) -> dict[str, float]:
+        rows = await self.db.fetch(
+            "SELECT key_id, SUM(COALESCE(cost_eur, 0)) AS cost FROM traces GROUP BY key_id"
+        )
+        return {r["key_id"]: float(r["cost"] or 0) for r in rows}
+
+    async def purge_content(self, now: float) -> int:
+        """Drop prompts and completions whose retention ran out; metadata stays."""
+        return await self.db.execute(
+            "UPDATE traces SET prompt = NULL, completion = NULL, content_expires_at = NULL "
+            "WHERE content_expires_at IS NOT NULL AND content_expires_at <= ?",
+            (now,),
+        )
+
+    # Gateway instances -----------------------------------------------------
+    async def register_instance(self, instance_id: str, now: float) -> None:
+        await self.db.execute(
+            "INSERT INTO instances (instance_id, started_at, heartbeat_at) VALUES (?, ?, ?)",
+            (instance_id, now, now),
+        )
+
+    async def heartbeat(self, instance_id: str, now: float) -> None:
+        await self.db.execute(
+            "UPDATE instances SET heartbeat_at = ? WHERE instance_id = ?", (now, instance_id)
+        )
+
+    async def mark_interrupted(self, live_after: float, now: float) -> int:
+        """Traces left in progress by gateway processes that stopped heartbeating."""
+        dead = "SELECT instance_id FROM instances WHERE heartbeat_at < ?"
+        counts = await self.db.transaction(
+            [
+                (
+                    "UPDATE traces SET status = 'interrupted', finished_at = ?, "
+                    "error_type = 'api_error', error_code = 'gateway_interrupted', "
+                    "error_message = 'the gateway process stopped during the call' "
+                    f"WHERE status = 'in_progress' AND (instance_id IN ({dead}) "
+                    "OR instance_id NOT IN (SELECT instance_id FROM instances))",
+                    [(now, live_after)],
+                ),
+                ("DELETE FROM instances WHERE heartbeat_at < ?", [(live_after,)]),
+            ]
+        )
+        return counts[0]
+
+    # Keys and policies -----------------------------------------------------
+    async def insert_key(self, key: ApiKey) -> None:
+        await self.db.execute(
+            f"INSERT INTO api_keys ({_KEY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            _key_row(key),
+        )
+
+    async def upsert_key(self, key: ApiKey) -> None:
+        await self.db.execute(
+            f"INSERT INTO api_keys ({_KEY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (key_id) DO UPDATE SET secret_hash = excluded.secret_hash, "
+            "policy_id = excluded.policy_id, is_admin = excluded.is_admin, revoked_at = NULL",
+            _key_row(key),
+        )
+
+    async def get_key(self, key_id: str) -> ApiKey | None:
+        rows = await self.db.fetch(
+            f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE key_id = ?", (key_id,)
+        )
+        return _key(rows[0]) if rows else None
+
+    async def list_keys(self) -> list[ApiKey]:
+        rows = await self.db.fetch(f"SELECT {_KEY_COLUMNS} FROM api_keys ORDER BY created_at")
+        return [_key(r) for r in rows]
+
+    async def revoke_key(self, key_id: str, now: float) -> bool:
+        changed = await self.db.execute(
+            "UPDATE api_keys SET revoked_at = ? WHERE key_id = ? AND revoked_at IS NULL",
+            (now, key_id),
+        )
+        return changed > 0
+
+    async def put_policy(self, policy_id: str, body: dict[str, Any], now: float) -> None:
+        await self.db.execute(
+            "INSERT INTO policies (policy_id, body, updated_at) VALUES (?, ?, ?) "
+            "ON CONFLICT (policy_id) DO UPDATE SET body = excluded.body, "
+            "updated_at = excluded.updated_at",
+            (policy_id, json.dumps(body), now),
+        )
+
+    async def list_policies(self) -> dict[str, dict[str, Any]]:
+        rows = await self.db.fetch("SELECT policy_id, body FROM policies ORDER BY policy_id")
+        return {r["policy_id"]: json.loads(r["body"]) for r in rows}
+
+
+def _time_window(since: float | None, until: float | None) -> tuple[list[str], list[Any]]:
+    where: list[str] = []
+    params: list[Any] = []
+    if since is not None:
+        where.append("received_at >= ?")
+        params.append(since)
+    if until is not None:
+        where.append("received_at < ?")
+        params.append(until)
+    return where, params
+
+
+def encode_cursor(received_at: float, trace_id: str) -> str:
+    raw = json.dumps([received_at, trace_id]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[float, str]:
+    """Raises ValueError for a cursor this server did not issue."""
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        received_at, trace_id = json.loads(raw)
+        return float(received_at), str(trace_id)
+    except Exception as error:  # any malformed cursor is the caller's error
+        raise ValueError("invalid cursor") from error
+
+
+def trace_view(row: Row, *, summary: bool = False) -> dict[str, Any]:
+    """A trace as the platform API shows it."""
+    view: dict[str, Any] = {
+        "id": row["trace_id"],
+        "object": "trace",
+        "status": row["status"],
+        "key_id": row["key_id"],
+        "route": row["route"],
+        "stream": bool(row["stream"]),
+        "request_model": row["request_model"],
+        "timings": {
+            "received_at": row["received_at"],
+            "first_token_at": row["first_token_at"],
+            "finished_at": row["finished_at"],
+            "ttft_ms": row["ttft_ms"],
+            "tpot_ms": row["tpot_ms"],
+        },
+        "routing": {
+            "policy_id": row["policy_id"],
+            "endpoint_id": row["endpoint_id"],
+            "provider": row["provider"],
+            "model_used": row["model_used"],
+            "model_version": row["model_version"],
+            "inference_region": row["inference_region"],
+            "sovereignty_class": row["sovereignty_class"],
+            "retention": row["retention"],
+        },
+        "usage": {
+            "input_tokens": row["input_tokens"],
+            "output_tokens": row["output_tokens"],
+            "estimated": bool(row["tokens_estimated"]),
+            "cost_eur": row["cost_eur"],
+        },
+        "finish_reason": row["finish_reason"],
+        "error": None
+        if row["error_type"] is None
+        else {
+            "type": row["error_type"],
+            "code": row["error_code"],
+            "message": row["error_message"],
+            "http_status": row["http_status"],
+        },
+    }
+    if not summary:
+        view["attempts"] = json.loads(row["attempts"])
+        view["excluded"] = json.loads(row["excluded"])
+        view["content"] = {
+            "stored": row["prompt"] is not None or row["completion"] is not None,
+            "prompt": json.loads(row["prompt"]) if row["prompt"] else None,
+            "completion": row["completion"],
+            "expires_at": row["content_expires_at"],
+        }
+    return view
+
+
+def _usage_view(group_by: str, row: Row) -> dict[str, Any]:
+    return {
+        group_by: row["grp"],
+        "requests": int(row["requests"]),
+        **{
+            s: int(row[s] or 0)
+            for s in ("completed", "cancelled", "failed", "rejected", "interrupted")
+        },
+        "input_tokens": int(row["input_tokens"] or 0),
+        "output_tokens": int(row["output_tokens"] or 0),
+        "estimated_requests": int(row["estimated_requests"] or 0),
+        "cost_eur": round(float(row["cost_eur"] or 0), 10),
+    }
+
+
+def _key_row(key: ApiKey) -> tuple[Any, ...]:
+    return (
+        key.key_id, key.name, key.secret_hash, key.policy_id, int(key.is_admin), key.budget_eur,
+        key.rpm_limit, key.tpm_limit, key.created_at, key.revoked_at,
+    )  # fmt: skip
+
+
+def _key(row: Row) -> ApiKey:
+    return ApiKey(
+        key_id=row["key_id"],
+        name=row["name"],
+        secret_hash=row["secret_hash"],
+        policy_id=row["policy_id"],
+        is_admin=bool(row["is_admin"]),
+        budget_eur=row["budget_eur"],
+        rpm_limit=row["rpm_limit"],
+        tpm_limit=row["tpm_limit"],
+        created_at=row["created_at"],
+        revoked_at=row["revoked_at"],
+    )
+
+
+__all__ = ["USAGE_GROUPS", "CallStatus", "Store", "TracePage"]

@@ -1,0 +1,1 @@
+"""Upstream adapters: one module per endpoint kind, all behind `Provider` (`base.py`)."""

@@ -1,0 +1,1 @@
+"""Catalog, policies and the routing decision: pure, no I/O, no HTTP, no environment."""

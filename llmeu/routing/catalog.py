@@ -1,0 +1,100 @@
+"""The endpoint catalog: what each upstream is, where it runs and what it costs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from llmeu.routing.durations import Duration
+
+
+class SovereigntyClass(StrEnum):
+    """Where inference runs and who controls it, from the strictest to the loosest."""
+
+    ON_PREMISE = "on_premise"
+    EU_SOVEREIGN = "eu_sovereign"
+    EU_RESIDENT = "eu_resident"
+    GLOBAL = "global"
+
+
+class Capability(StrEnum):
+    CHAT = "chat"
+    EMBEDDINGS = "embeddings"
+    TOOLS = "tools"
+
+
+class EndpointKind(StrEnum):
+    OPENAI = "openai"
+    LOCAL = "local"
+
+
+@dataclass(frozen=True, slots=True)
+class Prices:
+    """EUR per million tokens."""
+
+    input: float
+    output: float
+
+    def cost(self, input_tokens: int, output_tokens: int) -> float:
+        return round((input_tokens * self.input + output_tokens * self.output) / 1e6, 10)
+
+
+@dataclass(frozen=True, slots=True)
+class Timeouts:
+    """Seconds. `first_token` bounds the wait for the first delta, `idle` each gap
+    after it and `total` the whole call, so a long healthy stream is never cut by
+    a timeout meant for the first byte."""
+
+    connect: float = 10.0
+    first_token: float = 60.0
+    idle: float = 30.0
+    total: float = 600.0
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    endpoint_id: str
+    provider: str
+    kind: EndpointKind
+    model: str
+    model_version: str
+    aliases: tuple[str, ...]
+    inference_region: str
+    country: str
+    sovereignty_class: SovereigntyClass
+    retention: Duration
+    prices: Prices
+    base_url: str = ""
+    api_key_env: str | None = None
+    priority: int = 100
+    capabilities: frozenset[Capability] = frozenset({Capability.CHAT})
+    timeouts: Timeouts = field(default_factory=Timeouts)
+
+    def serves(self, model: str) -> bool:
+        return model in self.aliases or model == self.model or model == self.endpoint_id
+
+
+class Catalog:
+    """The endpoints, indexed by id and by every model name a client may send."""
+
+    __slots__ = ("_by_id", "_by_model", "endpoints")
+
+    def __init__(self, endpoints: Iterable[Endpoint]):
+        self.endpoints: tuple[Endpoint, ...] = tuple(endpoints)
+        self._by_id = {e.endpoint_id: e for e in self.endpoints}
+        by_model: dict[str, list[Endpoint]] = {}
+        for endpoint in self.endpoints:
+            for name in dict.fromkeys((*endpoint.aliases, endpoint.model, endpoint.endpoint_id)):
+                by_model.setdefault(name, []).append(endpoint)
+        self._by_model = {k: tuple(v) for k, v in by_model.items()}
+
+    def get(self, endpoint_id: str) -> Endpoint | None:
+        return self._by_id.get(endpoint_id)
+
+    def serving(self, model: str) -> Sequence[Endpoint]:
+        return self._by_model.get(model, ())
+
+    def aliases(self) -> list[str]:
+        """Public model names: every alias, in catalog order."""
+        return list(dict.fromkeys(a for e in self.endpoints for a in e.aliases))

@@ -1,0 +1,288 @@
+"""The configuration file of DESIGN §4: endpoints, policies and the default policy.
+
+Validation is strict: an unknown field, a missing required one, a bad
+ISO-8601 duration, an unknown sovereignty class, kind or capability, or a
+duplicate id is a `ConfigError` naming the field and its line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import yaml
+
+from llmeu.errors import ConfigError
+from llmeu.routing.catalog import (
+    Capability,
+    Catalog,
+    Endpoint,
+    EndpointKind,
+    Prices,
+    SovereigntyClass,
+    Timeouts,
+)
+from llmeu.routing.durations import ZERO, Duration
+from llmeu.routing.policy import Policy
+
+T = TypeVar("T")
+_Node = yaml.Node
+
+
+@dataclass(frozen=True, slots=True)
+class GatewayConfig:
+    catalog: Catalog
+    policies: dict[str, Policy]
+    default_policy: str
+
+
+def parse_config(text: str, *, base_policies: Iterable[Policy] = ()) -> GatewayConfig:
+    """Parse and validate a configuration file's text.
+
+    `base_policies` (the built-in ones) stay available unless the file
+    defines a policy with the same id.
+    """
+    try:
+        root = yaml.compose(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        raise ConfigError(
+            f"not valid YAML: {error}", line=mark.line + 1 if mark else None
+        ) from None
+    if root is None:
+        raise ConfigError("the configuration file is empty")
+    top = _mapping(root, "configuration", {"endpoints", "policies", "default_policy"})
+    endpoints = [_endpoint(n) for n in _sequence(top.get("endpoints"), "endpoints")]
+    _refuse_duplicates(endpoints, top.get("endpoints"), lambda e: e.endpoint_id, "endpoint_id")
+    own = [_policy(n) for n in _sequence(top.get("policies"), "policies")]
+    _refuse_duplicates(own, top.get("policies"), lambda p: p.policy_id, "policy_id")
+    policies = {p.policy_id: p for p in base_policies}
+    policies.update({p.policy_id: p for p in own})
+    if "default_policy" not in top:
+        raise ConfigError(
+            "missing required field", field="default_policy", line=root.start_mark.line + 1
+        )
+    default = _scalar(top["default_policy"], "default_policy", str)
+    if default not in policies:
+        raise ConfigError(
+            f"default_policy `{default}` is not a defined policy ({', '.join(sorted(policies))})",
+            field="default_policy",
+            line=_line(top["default_policy"]),
+        )
+    return GatewayConfig(Catalog(endpoints), policies, default)
+
+
+def parse_endpoints(text: str) -> list[Endpoint]:
+    """Endpoints from a YAML document holding only an `endpoints:` list."""
+    root = yaml.compose(text)
+    if root is None:
+        return []
+    top = _mapping(root, "catalog", {"endpoints"})
+    return [_endpoint(n) for n in _sequence(top.get("endpoints"), "endpoints")]
+
+
+def parse_policy(text: str) -> Policy:
+    """One policy from a YAML or JSON document (the platform API's PUT body)."""
+    try:
+        root = yaml.compose(text)
+    except yaml.YAMLError as error:
+        raise ConfigError(f"not valid YAML or JSON: {error}") from None
+    if root is None:
+        raise ConfigError("the policy document is empty")
+    return _policy(root)
+
+
+_ENDPOINT_FIELDS = {
+    "endpoint_id", "provider", "kind", "base_url", "api_key_env", "model", "model_version",
+    "aliases", "inference_region", "country", "sovereignty_class", "retention",
+    "price_eur_per_mtok", "priority", "capabilities", "timeouts",
+}  # fmt: skip
+_ENDPOINT_REQUIRED = (
+    "endpoint_id", "provider", "model", "inference_region", "sovereignty_class", "retention",
+    "price_eur_per_mtok",
+)  # fmt: skip
+
+
+def _endpoint(node: _Node) -> Endpoint:
+    fields = _mapping(node, "endpoints[]", _ENDPOINT_FIELDS, required=_ENDPOINT_REQUIRED)
+    kind = _enum(fields.get("kind"), "kind", EndpointKind, EndpointKind.OPENAI)
+    base_url = _optional(fields, "base_url", str, "")
+    if kind is EndpointKind.OPENAI and not base_url:
+        raise ConfigError(
+            "an `openai` endpoint needs a base_url", field="base_url", line=_line(node)
+        )
+    prices = _mapping(fields["price_eur_per_mtok"], "price_eur_per_mtok", {"input", "output"},
+                      required=("input", "output"))  # fmt: skip
+    return Endpoint(
+        endpoint_id=_scalar(fields["endpoint_id"], "endpoint_id", str),
+        provider=_scalar(fields["provider"], "provider", str),
+        kind=kind,
+        base_url=base_url.rstrip("/"),
+        api_key_env=_optional(fields, "api_key_env", str, None),
+        model=_scalar(fields["model"], "model", str),
+        model_version=str(_optional(fields, "model_version", (str, int, float), "")),
+        aliases=tuple(
+            _scalar(n, "aliases[]", str) for n in _sequence(fields.get("aliases"), "aliases")
+        ),
+        inference_region=_scalar(fields["inference_region"], "inference_region", str),
+        country=_optional(fields, "country", str, "").upper(),
+        sovereignty_class=_enum(fields["sovereignty_class"], "sovereignty_class", SovereigntyClass),
+        retention=_duration(fields["retention"], "retention"),
+        prices=Prices(
+            input=_non_negative(prices["input"], "price_eur_per_mtok.input"),
+            output=_non_negative(prices["output"], "price_eur_per_mtok.output"),
+        ),
+        priority=_optional(fields, "priority", int, 100),
+        capabilities=frozenset(
+            _enum(n, "capabilities[]", Capability)
+            for n in _sequence(fields.get("capabilities"), "capabilities")
+        )
+        or frozenset({Capability.CHAT}),
+        timeouts=_timeouts(fields.get("timeouts")),
+    )
+
+
+def _timeouts(node: _Node | None) -> Timeouts:
+    if node is None:
+        return Timeouts()
+    names = {"connect", "first_token", "idle", "total"}
+    fields = _mapping(node, "timeouts", names)
+    values = {k: _positive(v, f"timeouts.{k}") for k, v in fields.items()}
+    return Timeouts(**values)
+
+
+_POLICY_FIELDS = {
+    "policy_id", "allow_classes", "allow_countries", "allow_providers", "max_retention",
+    "store_content", "fallback",
+}  # fmt: skip
+
+
+def _policy(node: _Node) -> Policy:
+    fields = _mapping(node, "policies[]", _POLICY_FIELDS,
+                      required=("policy_id", "allow_classes", "max_retention"))  # fmt: skip
+    classes = frozenset(
+        _enum(n, "allow_classes[]", SovereigntyClass)
+        for n in _sequence(fields["allow_classes"], "allow_classes")
+    )
+    return Policy(
+        policy_id=_scalar(fields["policy_id"], "policy_id", str),
+        allow_classes=classes,
+        allow_countries=frozenset(
+            _scalar(n, "allow_countries[]", str).upper()
+            for n in _sequence(fields.get("allow_countries"), "allow_countries")
+        ),
+        allow_providers=frozenset(
+            _scalar(n, "allow_providers[]", str)
+            for n in _sequence(fields.get("allow_providers"), "allow_providers")
+        ),
+        max_retention=_duration(fields["max_retention"], "max_retention"),
+        store_content=_duration(fields["store_content"], "store_content")
+        if "store_content" in fields
+        else ZERO,
+        fallback=_optional(fields, "fallback", bool, True),
+    )
+
+
+# Node helpers -----------------------------------------------------------------
+
+
+def _line(node: _Node) -> int:
+    return int(node.start_mark.line) + 1
+
+
+def _mapping(
+    node: _Node, what: str, allowed: set[str], *, required: Iterable[str] = ()
+) -> dict[str, _Node]:
+    if not isinstance(node, yaml.MappingNode):
+        raise ConfigError(f"{what} must be a mapping", field=what, line=_line(node))
+    fields: dict[str, _Node] = {}
+    for key_node, value_node in node.value:
+        key = key_node.value
+        if key not in allowed:
+            raise ConfigError(
+                f"unknown field `{key}` in {what} (allowed: {', '.join(sorted(allowed))})",
+                field=key,
+                line=_line(key_node),
+            )
+        if key in fields:
+            raise ConfigError(f"field `{key}` given twice", field=key, line=_line(key_node))
+        fields[key] = value_node
+    for key in required:
+        if key not in fields:
+            raise ConfigError(f"missing required field in {what}", field=key, line=_line(node))
+    return fields
+
+
+def _sequence(node: _Node | None, what: str) -> list[_Node]:
+    if node is None or (isinstance(node, yaml.ScalarNode) and node.value in ("", "null", "~")):
+        return []
+    if not isinstance(node, yaml.SequenceNode):
+        raise ConfigError(f"{what} must be a list", field=what, line=_line(node))
+    return list(node.value)
+
+
+def _scalar(node: _Node, what: str, kind: type[T] | tuple[type, ...]) -> T:
+    if not isinstance(node, yaml.ScalarNode):
+        raise ConfigError(f"{what} must be a single value", field=what, line=_line(node))
+    value = yaml.constructor.SafeConstructor().construct_object(node)
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if isinstance(value, bool) and bool not in kinds:
+        raise ConfigError(f"{what} must not be a boolean", field=what, line=_line(node))
+    if not isinstance(value, kinds):
+        names = " or ".join(k.__name__ for k in kinds)
+        raise ConfigError(f"{what} must be a {names}, got {value!r}", field=what, line=_line(node))
+    return value  # type: ignore[return-value]
+
+
+def _optional(fields: dict[str, _Node], name: str, kind: Any, default: Any) -> Any:
+    node = fields.get(name)
+    return default if node is None else _scalar(node, name, kind)
+
+
+def _enum(node: _Node | None, what: str, enum: Callable[[str], T], default: T | None = None) -> T:
+    if node is None:
+        if default is None:
+            raise ConfigError("missing required field", field=what)
+        return default
+    value = _scalar(node, what, str)
+    try:
+        return enum(value)
+    except ValueError:
+        known = ", ".join(m.value for m in enum)  # type: ignore[attr-defined]
+        raise ConfigError(
+            f"unknown {what.rstrip('[]')} `{value}` (known: {known})", field=what, line=_line(node)
+        ) from None
+
+
+def _duration(node: _Node, what: str) -> Duration:
+    value = _scalar(node, what, str)
+    try:
+        return Duration.parse(value)
+    except ValueError as error:
+        raise ConfigError(str(error), field=what, line=_line(node)) from None
+
+
+def _non_negative(node: _Node, what: str) -> float:
+    value = float(_scalar(node, what, (int, float)))
+    if value < 0:
+        raise ConfigError(f"{what} must not be negative", field=what, line=_line(node))
+    return value
+
+
+def _positive(node: _Node, what: str) -> float:
+    value = float(_scalar(node, what, (int, float)))
+    if value <= 0:
+        raise ConfigError(f"{what} must be positive", field=what, line=_line(node))
+    return value
+
+
+def _refuse_duplicates(
+    items: list[T], node: _Node | None, key: Callable[[T], str], field: str
+) -> None:
+    seen: set[str] = set()
+    for item, item_node in zip(items, _sequence(node, field), strict=True):
+        value = key(item)
+        if value in seen:
+            raise ConfigError(f"duplicate {field} `{value}`", field=field, line=_line(item_node))
+        seen.add(value)
