@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
 import time
 from collections.abc import Sequence
@@ -92,8 +93,8 @@ def percentile(values: Sequence[float], q: float) -> float:
     if not values:
         return float("nan")
     ordered = sorted(values)
-    rank = max(0, min(len(ordered) - 1, round(q / 100 * len(ordered) + 0.5) - 1))
-    return ordered[rank]
+    rank = math.ceil(q / 100 * len(ordered))
+    return ordered[max(0, min(len(ordered), rank) - 1)]
 
 
 def chat_body(model: str, stream: bool, directive: str, prompt: str = "Say hello.") -> bytes:

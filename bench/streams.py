@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -34,7 +35,7 @@ MB = 1024 * 1024
 @dataclass(frozen=True)
 class Round:
     index: int
-    opened: int
+    max_open: int
     completed: int
     errors: int
     seconds_to_all_open: float
@@ -42,20 +43,42 @@ class Round:
     rss_after_mb: float
 
 
-async def _one_stream(target: Target, request: bytes, opened: asyncio.Queue[None]) -> bool:
+@dataclass
+class _Gauge:
+    """How many streams are producing right now, and the most at once."""
+
+    producing: int = 0
+    most: int = 0
+    all_open_at: float = math.nan
+
+    def opened(self, total: int, started: float) -> None:
+        self.producing += 1
+        self.most = max(self.most, self.producing)
+        if self.most == total:
+            self.all_open_at = time.perf_counter() - started
+
+    def closed(self) -> None:
+        self.producing -= 1
+
+
+async def _one_stream(target: Target, request: bytes, gauge: _Gauge, total: int, t0: float) -> bool:
     try:
         connection = await Connection.open(*target.host_port)
     except OSError:
         return False
+    producing = False
     try:
         exchange = connection.start(request, stream=True)
         await exchange.first_content
-        opened.put_nowait(None)
+        gauge.opened(total, t0)
+        producing = True
         await exchange.done
         return exchange.ok
     except ConnectionClosed:
         return False
     finally:
+        if producing:
+            gauge.closed()
         connection.close()
 
 
@@ -73,23 +96,15 @@ async def run_round(target: Target, index: int, streams: int, chunks: int, delay
     host, port = target.host_port
     body = chat_body(target.model, True, f"chunks={chunks} delay_ms={delay_ms}")
     request = build_request(host, port, target.path_prefix + CHAT_PATH, body, target.api_key)
-    opened: asyncio.Queue[None] = asyncio.Queue()
+    gauge = _Gauge()
     stop = asyncio.Event()
     sampler = asyncio.ensure_future(_sample_peak(target.pid, stop))
     started = time.perf_counter()
-    tasks = [asyncio.ensure_future(_one_stream(target, request, opened)) for _ in range(streams)]
-    all_open_at = float("nan")
-    count = 0
-    timeout = started + 60 + chunks * delay_ms / 1000
-    while count < streams and time.perf_counter() < timeout:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(opened.get(), 1.0)
-            count += 1
-            if count == streams:
-                all_open_at = time.perf_counter() - started
-        if all(task.done() for task in tasks):
-            break
-    done, pending = await asyncio.wait(tasks, timeout=max(1.0, timeout - time.perf_counter()))
+    tasks = [
+        asyncio.ensure_future(_one_stream(target, request, gauge, streams, started))
+        for _ in range(streams)
+    ]
+    done, pending = await asyncio.wait(tasks, timeout=120 + chunks * delay_ms / 1000)
     for task in pending:
         task.cancel()
     stop.set()
@@ -98,10 +113,10 @@ async def run_round(target: Target, index: int, streams: int, chunks: int, delay
     completed = sum(1 for task in done if task.result())
     return Round(
         index=index,
-        opened=count,
+        max_open=gauge.most,
         completed=completed,
         errors=streams - completed,
-        seconds_to_all_open=all_open_at,
+        seconds_to_all_open=gauge.all_open_at,
         peak_rss_mb=peak / MB,
         rss_after_mb=procs.tree_rss_bytes(target.pid) / MB,
     )
@@ -109,8 +124,9 @@ async def run_round(target: Target, index: int, streams: int, chunks: int, delay
 
 def _print_round(result: Round) -> None:
     print(
-        f"round {result.index}: {result.opened} open at once "
-        f"(all open after {result.seconds_to_all_open:.2f} s), {result.completed} complete, "
+        f"round {result.index}: at most {result.max_open} streams producing at once "
+        f"(all open {result.seconds_to_all_open:.2f} s after the start), "
+        f"{result.completed} complete, "
         f"{result.errors} errors; peak RSS {result.peak_rss_mb:.1f} MB, "
         f"after {result.rss_after_mb:.1f} MB",
         flush=True,
