@@ -25,7 +25,7 @@ from llmeu.client import (
     parse_completion,
 )
 
-ROUTING = {
+ROUTING: dict[str, Any] = {
     "trace_id": "trc_1",
     "model_used": "mistral-small-2503",
     "model_version": "2503",
