@@ -14,6 +14,7 @@ from llmeu.api.models import handle_models
 from llmeu.api.platform import PLATFORM_PREFIX_ROUTES, PLATFORM_ROUTES
 from llmeu.config import Settings
 from llmeu.errors import ApiError, MethodNotAllowed, NotFound
+from llmeu.ledger.records import CallStatus
 from llmeu.protocol.wire import encoder
 
 log = logging.getLogger("llmeu.api")
@@ -77,8 +78,13 @@ class App:
                 await send_error(send, error)
         except Exception:  # the outermost layer: never let a bug become a dropped connection
             log.exception("unhandled error on %s %s", request.method, request.path)
+            internal = ApiError("internal error", code="internal_error")
+            call = request.call
+            if call is not None and call.open:
+                call.finish(CallStatus.FAILED, error=internal)
             if not started:
-                await send_error(send, ApiError("internal error", code="internal_error"))
+                trace_id = call.trace_id if call is not None else None
+                await send_error(send, internal, trace_id=trace_id)
 
     async def _dispatch(self, request: Request) -> None:
         handler = self.routes.get((request.method, request.path))

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from llmeu.api.gateway import Gateway
+from llmeu.api.http import Request
 from llmeu.errors import ApiError, NoCompliantRoute, ServiceUnavailable, UpstreamError
 from llmeu.ledger.records import ApiKey, Attempt, CallStatus, TraceRecord, new_trace_id
 from llmeu.protocol.wire import (
@@ -169,13 +170,17 @@ class Call:
         self.gw.observe(record)
         return self.gw.ledger.finish(record)
 
+    @property
+    def open(self) -> bool:
+        return self.record.status is CallStatus.IN_PROGRESS
+
     def reject(self, error: ApiError) -> asyncio.Future[None]:
         if isinstance(error, NoCompliantRoute) and error.details:
             self.record.excluded = [dict(d) for d in error.details]
         return self.finish(CallStatus.REJECTED, error=error)
 
 
-def open_call(gw: Gateway, key: ApiKey, route: str) -> Call:
+def open_call(gw: Gateway, key: ApiKey, route: str, request: Request) -> Call:
     if not gw.accepting:
         raise ServiceUnavailable("the gateway is shutting down", code="shutting_down")
     if gw.ledger.full:
@@ -184,7 +189,9 @@ def open_call(gw: Gateway, key: ApiKey, route: str) -> Call:
             "calls it cannot record",
             code="ledger_unavailable",
         )
-    return Call(gw, key, route)
+    call = Call(gw, key, route)
+    request.call = call
+    return call
 
 
 async def durable(gw: Gateway, future: asyncio.Future[None]) -> None:

@@ -37,7 +37,7 @@ _CHAT_TOOLS = frozenset({Capability.CHAT, Capability.TOOLS})
 
 async def handle_chat(gw: Gateway, request: Request) -> None:
     key = await gw.keys.authenticate(request.header(b"authorization"))
-    call = open_call(gw, key, "chat.completions")
+    call = open_call(gw, key, "chat.completions", request)
     try:
         chat = parse_chat(await request.body(gw.settings.max_body_bytes))
         call.record.request_model = chat.model

@@ -37,7 +37,7 @@ Inputs = Sequence[str] | Sequence[Sequence[int]]
 
 async def handle_embeddings(gw: Gateway, request: Request) -> None:
     key = await gw.keys.authenticate(request.header(b"authorization"))
-    call = open_call(gw, key, "embeddings")
+    call = open_call(gw, key, "embeddings", request)
     try:
         refuse_stream_query(request)
         req = parse_embeddings(await request.body(gw.settings.max_body_bytes))

@@ -29,7 +29,7 @@ SSE_HEADERS: Headers = [
 
 
 class Request:
-    __slots__ = ("_query", "headers", "method", "path", "receive", "scope", "send")
+    __slots__ = ("_query", "call", "headers", "method", "path", "receive", "scope", "send")
 
     def __init__(self, scope: Scope, receive: Receive, send: Send):
         self.scope = scope
@@ -39,6 +39,7 @@ class Request:
         self.path: str = scope["path"]
         self.headers: Sequence[tuple[bytes, bytes]] = scope["headers"]
         self._query: dict[str, str] | None = None
+        self.call: Any = None  # the call this request opened, if any (see api.calls)
 
     def header(self, name: bytes) -> str | None:
         for key, value in self.headers:

@@ -16,6 +16,7 @@ import ssl
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 from urllib.parse import urlsplit
 
 import httptools
@@ -76,8 +77,7 @@ class _Connection(asyncio.Protocol):
 
     # asyncio.Protocol ------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
 
     def data_received(self, data: bytes) -> None:
         try:

@@ -1,0 +1,66 @@
+"""The embedded default: real tokens from the bundled SmolLM2, real embeddings from MiniLM."""
+
+from __future__ import annotations
+
+import numpy as np
+import openai
+import pytest
+
+from tests.support.processes import Gateway
+
+pytest.importorskip("llama_cpp", reason="needs the `local` extra")
+pytestmark = pytest.mark.local_model
+
+
+@pytest.fixture(scope="module")
+def local_gateway(tmp_path_factory: pytest.TempPathFactory) -> Gateway:  # type: ignore[misc]
+    from tests.support.processes import start_gateway
+
+    gateway = start_gateway(tmp_path_factory.mktemp("local"), local_models=True, timeout=120)
+    yield gateway
+    gateway.kill()
+
+
+def test_embedded_default_streams_real_tokens(local_gateway: Gateway) -> None:
+    client = openai.OpenAI(base_url=local_gateway.base_url, api_key=local_gateway.admin_key)
+    stream = client.chat.completions.create(
+        model="smollm2",
+        messages=[{"role": "user", "content": "What is the capital of France?"}],
+        max_tokens=24,
+        temperature=0,
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    chunks = list(stream)
+    pieces = [
+        c.choices[0].delta.content for c in chunks if c.choices and c.choices[0].delta.content
+    ]
+    assert len(pieces) >= 3, "a real model streams several deltas"
+    text = "".join(pieces)
+    assert text.strip() and any(ch.isalpha() for ch in text)
+    routing = next(c for c in chunks if c.choices and c.choices[0].finish_reason).model_extra[
+        "llmeu"
+    ]  # type: ignore[index]
+    assert routing["sovereignty_class"] == "on_premise"
+    assert routing["inference_region"].startswith("local:")
+    assert routing["cost_estimate"]["estimated"] is False
+    usage = chunks[-1].usage
+    assert (
+        usage is not None and usage.completion_tokens == routing["cost_estimate"]["output_tokens"]
+    )
+    assert 0 < usage.completion_tokens <= 24
+
+
+def test_embedded_default_embeddings_know_a_paraphrase(local_gateway: Gateway) -> None:
+    client = openai.OpenAI(base_url=local_gateway.base_url, api_key=local_gateway.admin_key)
+    sentences = [
+        "A man is playing the guitar on stage.",
+        "Someone performs music with a guitar in front of an audience.",
+        "The central bank raised interest rates again.",
+    ]
+    result = client.embeddings.create(model="minilm", input=sentences)
+    vectors = np.array([d.embedding for d in result.data])
+    assert vectors.shape == (3, 384)
+    similarity = vectors @ vectors.T
+    assert similarity[0, 1] > similarity[0, 2] + 0.3
+    assert result.usage.prompt_tokens > 0

@@ -1,0 +1,295 @@
+"""A fake OpenAI-compatible upstream with fault injection, run as a real process.
+
+    python tests/support/fake_upstream.py --port 0 --port-file FILE
+
+Behaviour comes from directives, `key=value` pairs separated by `;`, taken
+from the upstream model name (set per endpoint in the gateway's config, e.g.
+`model: "fake;fault=status_503"`) and from `[[...]]` in the last message
+(e.g. `[[fault=reset_mid_stream;chunks=20]]`); the message wins.
+
+    chunks=N        content deltas to stream (default 6)
+    delay=MS        pause before each delta (default 0)
+    text=WORD       the word each delta carries (default `tok`)
+    tools=1         stream a tool call instead of text
+    fault=NAME      status_<code> | reset_mid_stream | stall_first | stall_between |
+                    malformed_sse | invalid_json | huge_chunk | slow_drip | missing_done |
+                    error_event | no_usage
+    stall=S         how long a stall lasts (default 3600 s)
+
+`GET /_stats` returns every request seen (model, directives, when it arrived,
+when its connection closed, whether the response completed); `POST /_reset`
+clears them. Connection-close times are what the disconnect tests measure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+_DIRECTIVE = re.compile(r"\[\[([^\]]*)\]\]")
+
+
+@dataclass
+class Seen:
+    id: int
+    path: str
+    model: str
+    stream: bool
+    directives: dict[str, str]
+    received_at: float
+    connection: int
+    closed_at: float | None = None
+    completed: bool = False
+    chunks_sent: int = 0
+
+
+@dataclass
+class State:
+    requests: list[Seen] = field(default_factory=list)
+    connections: dict[int, list[Seen]] = field(default_factory=dict)
+    next_connection: int = 0
+
+
+def directives_of(body: dict[str, Any]) -> dict[str, str]:
+    found: dict[str, str] = {}
+    model = str(body.get("model", ""))
+    for part in model.split(";")[1:]:
+        key, _, value = part.partition("=")
+        found[key.strip()] = value.strip()
+    messages = body.get("messages") or []
+    if messages:
+        content = messages[-1].get("content")
+        if isinstance(content, list):
+            content = " ".join(p.get("text", "") for p in content if isinstance(p, dict))
+        for match in _DIRECTIVE.finditer(str(content or "")):
+            for part in match.group(1).split(";"):
+                key, _, value = part.partition("=")
+                if key.strip():
+                    found[key.strip()] = value.strip()
+    return found
+
+
+def chunk(model: str, delta: dict[str, Any], finish: str | None = None) -> bytes:
+    payload = {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+    return b"data: " + json.dumps(payload).encode() + b"\n\n"
+
+
+class Upstream:
+    def __init__(self) -> None:
+        self.state = State()
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        state = self.state
+        conn_id = state.next_connection
+        state.next_connection += 1
+        state.connections[conn_id] = []
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                lines = head.decode("latin-1").split("\r\n")
+                method, path, _ = lines[0].split(" ", 2)
+                headers = {}
+                for line in lines[1:]:
+                    if ":" in line:
+                        name, _, value = line.partition(":")
+                        headers[name.strip().lower()] = value.strip()
+                length = int(headers.get("content-length", "0"))
+                raw = await reader.readexactly(length) if length else b""
+                keep = await self.respond(method, path, raw, writer, conn_id)
+                if not keep:
+                    break
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            now = time.time()
+            for seen in state.connections.pop(conn_id, []):
+                if seen.closed_at is None:
+                    seen.closed_at = now
+            writer.close()
+
+    async def respond(
+        self, method: str, path: str, raw: bytes, writer: asyncio.StreamWriter, conn_id: int
+    ) -> bool:
+        if path == "/_stats":
+            body = json.dumps({"requests": [asdict(s) for s in self.state.requests]}).encode()
+            await send_json(writer, 200, body)
+            return True
+        if path == "/_reset":
+            self.state.requests.clear()
+            await send_json(writer, 200, b"{}")
+            return True
+        body = json.loads(raw or b"{}")
+        directives = directives_of(body)
+        seen = Seen(
+            id=len(self.state.requests),
+            path=path,
+            model=str(body.get("model", "")),
+            stream=bool(body.get("stream")),
+            directives=directives,
+            received_at=time.time(),
+            connection=conn_id,
+        )
+        self.state.requests.append(seen)
+        self.state.connections[conn_id].append(seen)
+        fault = directives.get("fault", "")
+        stall = float(directives.get("stall", "3600"))
+        if fault.startswith("status_"):
+            status = int(fault.removeprefix("status_"))
+            error = {"error": {"message": f"injected {status}", "type": "fake", "code": None}}
+            await send_json(writer, status, json.dumps(error).encode())
+            seen.completed = True
+            return True
+        if fault == "stall_first":
+            await asyncio.sleep(stall)
+        if path.endswith("/embeddings"):
+            await self.embeddings(body, writer)
+        elif seen.stream:
+            await self.stream(body, directives, writer, seen)
+            return fault not in ("reset_mid_stream",)
+        else:
+            await self.complete(body, directives, writer)
+        seen.completed = True
+        return True
+
+    async def complete(
+        self, body: dict[str, Any], d: dict[str, str], w: asyncio.StreamWriter
+    ) -> None:
+        n = int(d.get("chunks", "6"))
+        delay = float(d.get("delay", "0")) / 1000
+        if delay:
+            await asyncio.sleep(delay * n)
+        word = d.get("text", "tok")
+        message: dict[str, Any] = {"role": "assistant", "content": " ".join([word] * n)}
+        finish = "stop"
+        if d.get("tools") == "1":
+            message = {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "call_1", "type": "function",
+                 "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]}  # fmt: skip
+            finish = "tool_calls"
+        response: dict[str, Any] = {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model"),
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        }
+        if d.get("fault") != "no_usage":
+            response["usage"] = {
+                "prompt_tokens": 11,
+                "completion_tokens": n,
+                "total_tokens": 11 + n,
+            }
+        await send_json(w, 200, json.dumps(response).encode())
+
+    async def embeddings(self, body: dict[str, Any], w: asyncio.StreamWriter) -> None:
+        inputs = body.get("input")
+        items = inputs if isinstance(inputs, list) else [inputs]
+        data = [
+            {"object": "embedding", "index": i, "embedding": [float(len(str(x)) % 7), 1.0, 0.5]}
+            for i, x in enumerate(items)
+        ]
+        response = {"object": "list", "data": data, "model": body.get("model"),
+                    "usage": {"prompt_tokens": 5 * len(items), "total_tokens": 5 * len(items)}}  # fmt: skip
+        await send_json(w, 200, json.dumps(response).encode())
+
+    async def stream(
+        self, body: dict[str, Any], d: dict[str, str], w: asyncio.StreamWriter, seen: Seen
+    ) -> None:
+        model = str(body.get("model"))
+        fault = d.get("fault", "")
+        n = int(d.get("chunks", "6"))
+        delay = float(d.get("delay", "200" if fault == "slow_drip" else "0")) / 1000
+        word = d.get("text", "tok")
+        w.write(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+            b"transfer-encoding: chunked\r\n\r\n"
+        )
+
+        async def emit(data: bytes) -> None:
+            w.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            await w.drain()
+
+        await emit(chunk(model, {"role": "assistant", "content": ""}))
+        for i in range(n):
+            if delay:
+                await asyncio.sleep(delay)
+            if fault == "reset_mid_stream" and i == n // 2:
+                w.transport.abort()
+                return
+            if fault == "stall_between" and i == n // 2:
+                await asyncio.sleep(float(d.get("stall", "3600")))
+            if fault == "invalid_json" and i == n // 2:
+                await emit(b"data: {this is not json\n\n")
+                continue
+            if fault == "malformed_sse" and i == n // 2:
+                await emit(b"this line is not a field\n\n")
+                w.transport.abort()
+                return
+            if fault == "error_event" and i == n // 2:
+                error = {"error": {"message": "injected mid-stream error", "type": "fake"}}
+                await emit(b"data: " + json.dumps(error).encode() + b"\n\n")
+                await emit(b"")
+                return
+            if d.get("tools") == "1":
+                delta: dict[str, Any] = {
+                    "tool_calls": [{"index": 0, "function": {"arguments": "{}"[i % 2]}}]
+                }
+                if i == 0:
+                    delta = {"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+                                             "function": {"name": "get_weather", "arguments": ""}}]}  # fmt: skip
+            else:
+                text = ("x" * (1 << 20)) if fault == "huge_chunk" and i == 0 else f"{word}{i} "
+                delta = {"content": text}
+            await emit(chunk(model, delta))
+            seen.chunks_sent += 1
+        await emit(chunk(model, {}, "tool_calls" if d.get("tools") == "1" else "stop"))
+        options = body.get("stream_options") or {}
+        if options.get("include_usage") and fault != "no_usage":
+            usage = {"prompt_tokens": 11, "completion_tokens": n, "total_tokens": 11 + n}
+            payload = {"id": "chatcmpl-fake", "object": "chat.completion.chunk",
+                       "created": int(time.time()), "model": model, "choices": [], "usage": usage}  # fmt: skip
+            await emit(b"data: " + json.dumps(payload).encode() + b"\n\n")
+        if fault != "missing_done":
+            await emit(b"data: [DONE]\n\n")
+        await emit(b"")
+        seen.completed = True
+
+
+async def send_json(w: asyncio.StreamWriter, status: int, body: bytes) -> None:
+    w.write(
+        f"HTTP/1.1 {status} X\r\ncontent-type: application/json\r\n"
+        f"content-length: {len(body)}\r\n\r\n".encode()
+        + body
+    )
+    await w.drain()
+
+
+async def main(port: int, port_file: Path | None) -> None:
+    upstream = Upstream()
+    server = await asyncio.start_server(upstream.handle, "127.0.0.1", port)
+    bound = server.sockets[0].getsockname()[1]
+    if port_file is not None:
+        port_file.write_text(str(bound))
+    print(f"fake upstream on 127.0.0.1:{bound}", flush=True)
+    async with server:
+        await server.serve_forever()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--port-file", type=Path)
+    args = parser.parse_args()
+    asyncio.run(main(args.port, args.port_file))
