@@ -17,15 +17,7 @@ This package imports only `llmeu.protocol` from llmeu.
 """
 
 from llmeu.client._assembler import ChatStreamAssembler, parse_completion
-from llmeu.client._client import (
-    DEFAULT_TIMEOUT,
-    AsyncChatStream,
-    AsyncClient,
-    ChatStream,
-    Client,
-    Messages,
-    StreamItem,
-)
+from llmeu.client._client import DEFAULT_TIMEOUT, AsyncClient, Client, Messages
 from llmeu.client._errors import (
     APIConnectionError,
     APIStatusError,
@@ -43,6 +35,7 @@ from llmeu.client._errors import (
     ServerError,
     StreamError,
 )
+from llmeu.client._stream import AsyncChatStream, ChatStream, StreamItem
 from llmeu.client._timings import Timings
 from llmeu.client._types import (
     ChatDelta,
