@@ -1,0 +1,1 @@
+"""The wire: request and response shapes, error bodies, SSE encode and decode. Pure."""
