@@ -77,6 +77,8 @@ class Call:
         self.record.attempts.append(attempt)
         breaker = self.gw.breaker
         breaker.attempt_started(endpoint.endpoint_id, time.monotonic())
+        observers = self.gw.observers
+        observers.attempt_started(self.record, attempt)
         try:
             result = await run()
         except UpstreamError as error:
@@ -86,14 +88,17 @@ class Call:
             attempt.upstream_status = error.upstream_status
             if error.retryable:
                 breaker.failed(endpoint.endpoint_id, time.monotonic())
+            observers.attempt_finished(self.record, attempt)
             raise
         except asyncio.CancelledError:
             attempt.finished_at = time.time()
             attempt.outcome = "cancelled"
+            observers.attempt_finished(self.record, attempt)
             raise
         attempt.outcome = "served"
         breaker.succeeded(endpoint.endpoint_id)
         self.served_by(endpoint)
+        observers.attempt_finished(self.record, attempt)
         return result
 
     def served_by(self, endpoint: Endpoint) -> None:
@@ -160,6 +165,7 @@ class Call:
         record = self.record
         record.status = status
         record.finished_at = time.time()
+        self._close_attempts(status, error)
         record.http_status = (
             http_status if http_status is not None else (error.status if error else 200)
         )
@@ -167,8 +173,18 @@ class Call:
             record.error_type = error.type
             record.error_code = error.code
             record.error_message = error.message[:2000]
-        self.gw.observe(record)
+        self.gw.observers.call_finished(record)
         return self.gw.ledger.finish(record)
+
+    def _close_attempts(self, status: CallStatus, error: ApiError | None) -> None:
+        """The serving attempt ends with the call: cut short by a hang-up or a mid-stream failure."""
+        for attempt in self.record.attempts:
+            if attempt.finished_at is None:
+                attempt.finished_at = self.record.finished_at
+            if attempt.outcome in ("served", "pending") and status is not CallStatus.COMPLETED:
+                attempt.outcome = "cancelled" if status is CallStatus.CANCELLED else "failed"
+                if error is not None:
+                    attempt.error = error.message
 
     @property
     def open(self) -> bool:
@@ -191,6 +207,7 @@ def open_call(gw: Gateway, key: ApiKey, route: str, request: Request) -> Call:
         )
     call = Call(gw, key, route)
     request.call = call
+    gw.observers.call_started(call.record, request.headers)
     return call
 
 

@@ -69,6 +69,7 @@ async def stream_chat(call: Call, chat: ChatCompletionRequest, request: Request)
         await send({"type": "http.response.body", "body": frames.role(), "more_body": True})
         if delta is not None:
             call.record.first_token_at = time.time()
+            gw.observers.first_token(call.record)
         while delta is not None:
             output.add(delta)
             await send(

@@ -7,15 +7,14 @@ import contextlib
 import logging
 import secrets
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from llmeu.api.auth import KeyRing, announce_admin_key
+from llmeu.api.observers import Observers
 from llmeu.api.policies import PolicyBook
 from llmeu.config import Settings, load_gateway_config, missing_credentials
 from llmeu.errors import ConfigError
 from llmeu.ledger.database import open_database
-from llmeu.ledger.records import TraceRecord
 from llmeu.ledger.store import Store
 from llmeu.ledger.writer import Ledger
 from llmeu.providers.base import Provider
@@ -25,8 +24,6 @@ from llmeu.routing.config_file import GatewayConfig
 from llmeu.routing.health import CircuitBreaker
 
 log = logging.getLogger("llmeu")
-
-CallObserver = Callable[[TraceRecord], None]
 
 
 @dataclass
@@ -42,7 +39,7 @@ class Gateway:
     unavailable: dict[str, str]
     breaker: CircuitBreaker
     instance_id: str = field(default_factory=lambda: "gw_" + secrets.token_hex(6))
-    observers: list[CallObserver] = field(default_factory=list)
+    observers: Observers = field(default_factory=Observers)
     started_at: float = field(default_factory=time.time)
     accepting: bool = True
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
@@ -143,10 +140,3 @@ class Gateway:
             await provider.aclose()
         await self.http.aclose()
         await self.store.db.close()
-
-    def observe(self, record: TraceRecord) -> None:
-        for observer in self.observers:
-            try:
-                observer(record)
-            except Exception:  # an observer's bug must not fail the call it observes
-                log.exception("call observer failed")
