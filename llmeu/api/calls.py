@@ -177,7 +177,7 @@ class Call:
         return self.gw.ledger.finish(record)
 
     def _close_attempts(self, status: CallStatus, error: ApiError | None) -> None:
-        """The serving attempt ends with the call: cut short by a hang-up or a mid-stream failure."""
+        """The serving attempt ends with its call, cut short by a hang-up or a broken stream."""
         for attempt in self.record.attempts:
             if attempt.finished_at is None:
                 attempt.finished_at = self.record.finished_at
