@@ -215,7 +215,8 @@ async def start_llmeu(place: Placement, database_url: str | None, name: str = "l
     data_dir = place.workdir / f"{name}-data"
     data_dir.mkdir(exist_ok=True)
     argv = [str(llmeu_binary()), "serve", "--config", str(config), "--port", str(port)]
-    argv += ["--data-dir", str(data_dir)]
+    argv += ["--host", "127.0.0.1", "--data-dir", str(data_dir), "--no-local"]
+    argv += ["--log-level", "warning"]
     if database_url:
         argv += ["--database-url", database_url]
     env = {"LLMEU_ADMIN_KEY": place.api_key, "LLMEU_BENCH_UPSTREAM_KEY": UPSTREAM_KEY}
