@@ -69,6 +69,7 @@ class _Connection(asyncio.Protocol):
         self.status = 0
         self.headers: list[tuple[bytes, bytes]] = []
         self.headers_done = False
+        self.keep_alive = False
         self.message_done = False
         self.error: TransportError | None = None
         self._chunks: deque[bytes] = deque()
@@ -106,6 +107,8 @@ class _Connection(asyncio.Protocol):
 
     def on_headers_complete(self) -> None:
         self.status = self._parser.get_status_code()
+        # llhttp forgets keep-alive once the message completes: read it now.
+        self.keep_alive = self._parser.should_keep_alive()
         self.headers_done = True
         self._wake()
 
@@ -127,7 +130,7 @@ class _Connection(asyncio.Protocol):
             self.message_done
             and self.error is None
             and not self.closed
-            and self._parser.should_keep_alive()
+            and self.keep_alive
             and self.transport is not None
             and not self.transport.is_closing()
         )
