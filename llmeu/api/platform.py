@@ -106,6 +106,12 @@ async def revoke_key(gw: Gateway, request: Request, key_id: str) -> None:
     await _reply(request, {"id": key_id, "object": "api_key", "revoked": True})
 
 
+async def current_key(gw: Gateway, request: Request) -> None:
+    """The calling key itself (any key): how a console learns its policy and whether it is admin."""
+    key = await _authorize(gw, request)
+    await _reply(request, key.public())
+
+
 # Policies -----------------------------------------------------------------
 
 
@@ -264,6 +270,7 @@ WithId = Callable[[Gateway, Request, str], Awaitable[None]]
 PLATFORM_ROUTES: dict[tuple[str, str], Exact] = {
     ("POST", "/v1/platform/keys"): create_key,
     ("GET", "/v1/platform/keys"): list_keys,
+    ("GET", "/v1/platform/me"): current_key,
     ("GET", "/v1/platform/policies"): list_policies,
     ("GET", "/v1/platform/endpoints"): list_endpoints,
     ("GET", "/v1/platform/usage"): usage,
