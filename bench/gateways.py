@@ -52,6 +52,9 @@ class Placement:
     def upstream_base_url(self) -> str:
         return f"http://127.0.0.1:{self.upstream_port}/v1"
 
+    def target(self, name: str, base_url: str, pid: int | None) -> Target:
+        return Target(name, base_url, self.api_key, MODEL, pid, self.upstream_pid, self.core)
+
 
 def nginx_binary() -> str:
     """Debian's nginx, installed with apt-get when missing and we are root."""
@@ -125,7 +128,9 @@ async def start_nginx(place: Placement) -> Target:
     )
     base_url = f"http://127.0.0.1:{port}/v1"
     await procs.wait_ready(child, f"{base_url}/models", 15, _bearer(place.api_key))
-    return Target("nginx", base_url, place.api_key, MODEL, child.pid, place.upstream_pid)
+    return Target(
+        "nginx", base_url, place.api_key, MODEL, child.pid, place.upstream_pid, place.core
+    )
 
 
 def litellm_venv(venv: Path) -> Path:
@@ -171,7 +176,9 @@ async def start_litellm(place: Placement, venv: Path) -> Target:
     )
     base = f"http://127.0.0.1:{port}"
     await procs.wait_ready(child, f"{base}/health/liveliness", 180)
-    return Target("litellm", f"{base}/v1", place.api_key, MODEL, child.pid, place.upstream_pid)
+    return Target(
+        "litellm", f"{base}/v1", place.api_key, MODEL, child.pid, place.upstream_pid, place.core
+    )
 
 
 def llmeu_config(upstream_base_url: str) -> str:
@@ -223,7 +230,9 @@ async def start_llmeu(place: Placement, database_url: str | None, name: str = "l
     child = place.supervisor.start(name, argv, place.core, env, place.workdir)
     base = f"http://127.0.0.1:{port}"
     await procs.wait_ready(child, f"{base}/healthz", 60)
-    return Target(name, f"{base}/v1", place.api_key, MODEL, child.pid, place.upstream_pid)
+    return Target(
+        name, f"{base}/v1", place.api_key, MODEL, child.pid, place.upstream_pid, place.core
+    )
 
 
 async def start_upstream(
@@ -240,8 +249,7 @@ async def start_upstream(
 async def start_target(name: str, place: Placement, database_url: str | None = None) -> Target:
     """Start the named proxy (or, for `direct`, nothing) in front of the upstream."""
     if name == "direct":
-        url, upstream_pid = place.upstream_base_url, place.upstream_pid
-        return Target("direct", url, place.api_key, MODEL, None, upstream_pid)
+        return place.target("direct", place.upstream_base_url, None)
     if name == "nginx":
         return await start_nginx(place)
     if name == "litellm":

@@ -44,6 +44,7 @@ class Target:
     model: str = "bench-model"
     pid: int | None = None
     upstream_pid: int | None = None
+    core: int | None = None
 
     @property
     def host_port(self) -> tuple[str, int]:
@@ -85,6 +86,7 @@ class CellResult:
     gateway_cpu_ms_per_call: float | None
     gateway_core_pct: float | None
     client_core_pct: float
+    other_load_on_gateway_core_pct: float | None
     first_error: str | None
 
 
@@ -170,6 +172,10 @@ class _Worker:
             self._connection.close()
 
 
+def _core_busy(core: int | None) -> float:
+    return procs.core_busy_seconds(core) if core is not None else 0.0
+
+
 def _cpu(pid: int | None) -> float:
     return procs.tree_cpu_seconds(procs.process_tree(pid)) if pid else 0.0
 
@@ -185,6 +191,7 @@ async def run_cell(target: Target, load: Load) -> CellResult:
         await asyncio.wait_for(asyncio.gather(*(w.call(warmup) for w in workers)), load.max_cell_s)
         samples = _Samples([], [])
         gateway_before, client_before = _cpu(target.pid), procs.cpu_seconds(os.getpid())
+        core_before = _core_busy(target.core)
         upstream_before = _cpu(target.upstream_pid)
         started = time.perf_counter()
         tasks = [
@@ -196,6 +203,7 @@ async def run_cell(target: Target, load: Load) -> CellResult:
             samples.fail(f"still running after {load.max_cell_s:.0f}s")
         wall = time.perf_counter() - started
         gateway_cpu = _cpu(target.pid) - gateway_before
+        other_load = _core_busy(target.core) - core_before - gateway_cpu
         client_cpu = procs.cpu_seconds(os.getpid()) - client_before
         client_cpu += _cpu(target.upstream_pid) - upstream_before
     finally:
@@ -218,6 +226,9 @@ async def run_cell(target: Target, load: Load) -> CellResult:
         gateway_cpu_ms_per_call=gateway_cpu / calls * ms if target.pid and calls else None,
         gateway_core_pct=gateway_cpu / wall * 100 if target.pid else None,
         client_core_pct=client_cpu / wall * 100,
+        other_load_on_gateway_core_pct=max(0.0, other_load / wall * 100)
+        if target.core is not None
+        else None,
         first_error=samples.first_error or warmup.first_error,
     )
 

@@ -81,6 +81,16 @@ def tree_cpu_seconds(pids: Sequence[int]) -> float:
     return sum(cpu_seconds(pid) for pid in pids)
 
 
+def core_busy_seconds(core: int) -> float:
+    """Time one CPU spent running anything (user, system, irq, steal), from /proc/stat."""
+    prefix = f"cpu{core} "
+    for line in Path("/proc/stat").read_text().splitlines():
+        if line.startswith(prefix):
+            user, nice, system, _idle, _iowait, irq, softirq, steal = map(int, line.split()[1:9])
+            return (user + nice + system + irq + softirq + steal) / CLOCK_TICKS
+    return 0.0
+
+
 def rss_bytes(pid: int) -> int:
     try:
         pages = int(Path(f"/proc/{pid}/statm").read_text().split()[1])

@@ -51,6 +51,7 @@ COLUMNS = (
     "LiteLLM CPU / this",
     "gateway core %",
     "client core %",
+    "others on gateway core %",
     "errors",
 )
 
@@ -75,6 +76,7 @@ def _row(cell: CellResult, base: CellResult | None, litellm: CellResult | None) 
         _ratio(litellm_cpu, cpu) if cpu else "-",
         _num(cell.gateway_core_pct, 0),
         _num(cell.client_core_pct, 0),
+        _num(cell.other_load_on_gateway_core_pct, 0),
         str(cell.errors),
     ]
 

@@ -23,7 +23,7 @@ def test_percentile_of_nothing_is_nan() -> None:
 
 def _cell(target: str, rps: float, cpu: float | None) -> CellResult:
     return CellResult(
-        target, 16, False, 100, 0, 1.0, rps, 1.0, 2.0, None, None, cpu, 50.0, 90.0, None
+        target, 16, False, 100, 0, 1.0, rps, 1.0, 2.0, None, None, cpu, 50.0, 90.0, 0.0, None
     )
 
 
