@@ -54,70 +54,101 @@ class Database(ABC):
 
 
 class SqliteDatabase(Database):
+    """SQLite in WAL mode: writes on the event loop, reads and checkpoints in threads.
+
+    A group commit of a few rows takes tens of microseconds in WAL mode with
+    `synchronous=NORMAL`, far less than handing it to a thread: on a busy
+    loop the worker waits for the GIL up to the switch interval (5 ms), which
+    showed up as added latency on every call. So write transactions run
+    inline on the loop's own connection with `busy_timeout=0`; only when
+    another process holds the write lock does the batch move to a thread that
+    may wait. Automatic checkpoints (which fsync) are off on the writing
+    connections; a background task checkpoints from a reader thread instead.
+    """
+
     dialect = "sqlite"
 
-    def __init__(self, path: Path, *, readers: int = 2):
+    def __init__(self, path: Path, *, readers: int = 2, checkpoint_seconds: float = 1.0):
         self._path = path
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="llmeu-sqlite-w")
         self._readers = ThreadPoolExecutor(readers, thread_name_prefix="llmeu-sqlite-r")
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
+        self._write_lock = asyncio.Lock()
+        self._loop_conn: sqlite3.Connection | None = None
+        self._checkpoint_seconds = checkpoint_seconds
+        self._checkpointer: asyncio.Task[None] | None = None
 
-    def _connection(self) -> sqlite3.Connection:
+    def _connect(self, *, busy_timeout_ms: int, autocheckpoint: bool) -> sqlite3.Connection:
+        conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
+        conn.row_factory = sqlite3.Row
+        conn.execute(f"PRAGMA busy_timeout = {busy_timeout_ms}")
+        conn.execute("PRAGMA synchronous = NORMAL")  # WAL: durable across a process crash
+        if not autocheckpoint:
+            conn.execute("PRAGMA wal_autocheckpoint = 0")
+        with self._lock:
+            self._connections.append(conn)
+        return conn
+
+    def _thread_connection(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
-            conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
-            conn.row_factory = sqlite3.Row
-            conn.execute("PRAGMA busy_timeout = 10000")
-            conn.execute("PRAGMA synchronous = NORMAL")  # WAL: durable across a process crash
+            conn = self._connect(busy_timeout_ms=10_000, autocheckpoint=False)
             self._local.conn = conn
-            with self._lock:
-                self._connections.append(conn)
         return conn
 
     async def open(self) -> None:
         self._path.parent.mkdir(parents=True, exist_ok=True)
-
-        def setup() -> None:
-            conn = self._connection()
+        try:
+            conn = self._connect(busy_timeout_ms=10_000, autocheckpoint=False)
             conn.execute("PRAGMA journal_mode = WAL")
-
-        await self._run(self._writer, setup)
+            conn.execute("PRAGMA busy_timeout = 0")
+        except sqlite3.Error as error:
+            raise DatabaseUnavailable(f"cannot open {self._path}: {error}") from error
+        self._loop_conn = conn
+        self._checkpointer = asyncio.create_task(self._checkpoint_loop(), name="llmeu-sqlite-ckpt")
 
     async def close(self) -> None:
-        def close_all() -> None:
-            with self._lock:
-                for conn in self._connections:
-                    conn.close()
-                self._connections.clear()
-
+        if self._checkpointer is not None:
+            self._checkpointer.cancel()
+            await asyncio.gather(self._checkpointer, return_exceptions=True)
         self._readers.shutdown(wait=True)
         self._writer.shutdown(wait=True)
-        close_all()
+        with self._lock:
+            for conn in self._connections:
+                conn.close()
+            self._connections.clear()
 
     async def fetch(self, sql: str, params: Params = ()) -> list[Row]:
         def run() -> list[Row]:
-            return [dict(row) for row in self._connection().execute(sql, tuple(params))]
+            return [dict(row) for row in self._thread_connection().execute(sql, tuple(params))]
 
         return await self._run(self._readers, run)
 
     async def transaction(self, statements: Sequence[Statement]) -> list[int]:
-        def run() -> list[int]:
-            conn = self._connection()
-            counts: list[int] = []
-            conn.execute("BEGIN IMMEDIATE")
+        assert self._loop_conn is not None, "open() the database first"
+        async with self._write_lock:
             try:
-                for sql, rows in statements:
-                    cursor = conn.executemany(sql, rows)
-                    counts.append(cursor.rowcount)
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            return counts
+                return _run_transaction(self._loop_conn, statements)
+            except sqlite3.OperationalError as error:
+                if not _is_busy(error):
+                    raise DatabaseUnavailable(str(error)) from error
+            # Another process holds the write lock: wait for it off the loop.
+            return await self._run(
+                self._writer, lambda: _run_transaction(self._thread_connection(), statements)
+            )
 
-        return await self._run(self._writer, run)
+    async def _checkpoint_loop(self) -> None:
+        def checkpoint() -> None:
+            self._thread_connection().execute("PRAGMA wal_checkpoint(PASSIVE)")
+
+        while True:
+            await asyncio.sleep(self._checkpoint_seconds)
+            try:
+                await self._run(self._readers, checkpoint)
+            except DatabaseUnavailable:
+                continue
 
     async def _run(self, executor: ThreadPoolExecutor, fn: Callable[[], T]) -> T:
         try:
@@ -127,6 +158,24 @@ class SqliteDatabase(Database):
 
     def day_expression(self, column: str) -> str:
         return f"strftime('%Y-%m-%d', {column}, 'unixepoch')"
+
+
+def _run_transaction(conn: sqlite3.Connection, statements: Sequence[Statement]) -> list[int]:
+    counts: list[int] = []
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for sql, rows in statements:
+            counts.append(conn.executemany(sql, rows).rowcount)
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return counts
+
+
+def _is_busy(error: sqlite3.OperationalError) -> bool:
+    text = str(error)
+    return "locked" in text or "busy" in text
 
 
 _PLACEHOLDER = re.compile(r"\?")

@@ -95,8 +95,10 @@ class Ledger:
             self._wakeup.clear()
             while self._queue:
                 batch = [self._queue.popleft() for _ in range(min(len(self._queue), _MAX_BATCH))]
-                begins = [p.row for p in batch if p.kind == "begin"]
                 finishes = [p.row for p in batch if p.kind == "finish"]
+                # A call that ended before its in-progress row was written needs only its final row.
+                finished = {row[0] for row in finishes}
+                begins = [p.row for p in batch if p.kind == "begin" and p.row[0] not in finished]
                 started = loop.time()
                 try:
                     await self.store.write_traces(begins, finishes)
