@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import re
+from importlib.util import find_spec
+
 import numpy as np
 import openai
 import pytest
 
 from tests.support.processes import Gateway
 
-pytest.importorskip("llama_cpp", reason="needs the `local` extra")
-pytestmark = pytest.mark.local_model
+pytestmark = [
+    pytest.mark.local_model,
+    pytest.mark.skipif(find_spec("llama_cpp") is None, reason="needs the `local` extra"),
+]
 
 
 @pytest.fixture(scope="module")
@@ -64,3 +69,44 @@ def test_embedded_default_embeddings_know_a_paraphrase(local_gateway: Gateway) -
     similarity = vectors @ vectors.T
     assert similarity[0, 1] > similarity[0, 2] + 0.3
     assert result.usage.prompt_tokens > 0
+
+
+def test_hanging_up_stops_local_generation(local_gateway: Gateway) -> None:
+    import json
+    import socket
+    import time
+
+    import httpx
+
+    payload = json.dumps({
+        "model": "smollm2", "stream": True, "max_tokens": 400, "temperature": 0,
+        "messages": [{"role": "user", "content": "Write a long story about a lighthouse."}],
+    }).encode()  # fmt: skip
+    sock = socket.create_connection(("127.0.0.1", local_gateway.port), timeout=30)
+    sock.sendall(
+        f"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {local_gateway.admin_key}\r\n"
+        f"content-type: application/json\r\ncontent-length: {len(payload)}\r\n\r\n".encode()
+        + payload
+    )
+    data = b""
+    while data.count(b'"content"') < 3:
+        data += sock.recv(65536)
+    trace_id = re.search(rb"x-llmeu-trace-id: (trc_\w+)", data).group(1).decode()  # type: ignore[union-attr]
+    sock.close()
+    headers = {"authorization": f"Bearer {local_gateway.admin_key}"}
+    deadline = time.monotonic() + 30
+    trace: dict[str, object] = {}
+    while time.monotonic() < deadline:
+        trace = httpx.get(
+            f"{local_gateway.base_url}/platform/traces/{trace_id}", headers=headers
+        ).json()
+        if trace["status"] != "in_progress":
+            break
+        time.sleep(0.05)
+    assert trace["status"] == "cancelled"
+    usage = trace["usage"]
+    assert isinstance(usage, dict)
+    assert usage["estimated"] is False  # the local model counts what it generated
+    assert 3 <= usage["output_tokens"] < 30, (
+        "generation stopped within a token or so of the hang-up"
+    )
