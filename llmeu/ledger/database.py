@@ -1,10 +1,11 @@
 """The two SQL drivers behind one small async interface.
 
 SQL is written once with `?` placeholders; the PostgreSQL driver rewrites
-them to `$1, $2, …` when it first sees a statement. SQLite runs in threads:
-one writer thread with its own connection (group commits are serialised
-anyway) and a small pool of reader threads, so reads never wait behind a
-write transaction (WAL).
+them to `$1, $2, …` when it first sees a statement. Both drivers raise the
+same two errors: `DatabaseUnavailable` when the database cannot take the work
+now (unreachable, restarting, locked by another process) — the writer keeps
+such rows and retries — and `DatabaseError` when it refuses the work itself
+(a constraint, a value it cannot store), which retrying would not change.
 """
 
 from __future__ import annotations
@@ -25,8 +26,12 @@ Params = Sequence[Any]
 Statement = tuple[str, Sequence[Params]]
 
 
-class DatabaseUnavailable(Exception):
-    """The database could not be reached or refused the operation."""
+class DatabaseError(Exception):
+    """The database refused the operation itself: retrying it would fail the same way."""
+
+
+class DatabaseUnavailable(DatabaseError):
+    """The database cannot take the operation now; the same operation may succeed later."""
 
 
 class Database(ABC):
@@ -68,8 +73,16 @@ class SqliteDatabase(Database):
 
     dialect = "sqlite"
 
-    def __init__(self, path: Path, *, readers: int = 2, checkpoint_seconds: float = 1.0):
+    def __init__(
+        self,
+        path: Path,
+        *,
+        readers: int = 2,
+        checkpoint_seconds: float = 1.0,
+        busy_timeout: float = 10.0,
+    ):
         self._path = path
+        self._busy_timeout_ms = int(busy_timeout * 1000)
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="llmeu-sqlite-w")
         self._readers = ThreadPoolExecutor(readers, thread_name_prefix="llmeu-sqlite-r")
         self._local = threading.local()
@@ -94,14 +107,14 @@ class SqliteDatabase(Database):
     def _thread_connection(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
-            conn = self._connect(busy_timeout_ms=10_000, autocheckpoint=False)
+            conn = self._connect(busy_timeout_ms=self._busy_timeout_ms, autocheckpoint=False)
             self._local.conn = conn
         return conn
 
     async def open(self) -> None:
         self._path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            conn = self._connect(busy_timeout_ms=10_000, autocheckpoint=False)
+            conn = self._connect(busy_timeout_ms=self._busy_timeout_ms, autocheckpoint=False)
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA busy_timeout = 0")
         except sqlite3.Error as error:
@@ -131,9 +144,9 @@ class SqliteDatabase(Database):
         async with self._write_lock:
             try:
                 return _run_transaction(self._loop_conn, statements)
-            except sqlite3.OperationalError as error:
-                if not _is_busy(error):
-                    raise DatabaseUnavailable(str(error)) from error
+            except sqlite3.Error as error:
+                if _sqlite_code(error) not in _SQLITE_BUSY:
+                    raise _sqlite_error(error) from error
             # Another process holds the write lock: wait for it off the loop.
             return await self._run(
                 self._writer, lambda: _run_transaction(self._thread_connection(), statements)
@@ -153,8 +166,8 @@ class SqliteDatabase(Database):
     async def _run(self, executor: ThreadPoolExecutor, fn: Callable[[], T]) -> T:
         try:
             return await asyncio.get_running_loop().run_in_executor(executor, fn)
-        except sqlite3.OperationalError as error:
-            raise DatabaseUnavailable(str(error)) from error
+        except sqlite3.Error as error:
+            raise _sqlite_error(error) from error
 
     def day_expression(self, column: str) -> str:
         return f"strftime('%Y-%m-%d', {column}, 'unixepoch')"
@@ -168,14 +181,25 @@ def _run_transaction(conn: sqlite3.Connection, statements: Sequence[Statement]) 
             counts.append(conn.executemany(sql, rows).rowcount)
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        if conn.in_transaction:  # some errors (I/O, full disk) have rolled it back already
+            conn.execute("ROLLBACK")
         raise
     return counts
 
 
-def _is_busy(error: sqlite3.OperationalError) -> bool:
-    text = str(error)
-    return "locked" in text or "busy" in text
+# SQLite primary result codes that mean "not now": busy, locked (another process
+# holds the lock), read-only, I/O error, disk full, cannot open, lock protocol.
+_SQLITE_BUSY = frozenset({5, 6})
+_SQLITE_TRANSIENT = _SQLITE_BUSY | {8, 10, 13, 14, 15}
+
+
+def _sqlite_code(error: sqlite3.Error) -> int:
+    return int(getattr(error, "sqlite_errorcode", 0)) & 0xFF
+
+
+def _sqlite_error(error: sqlite3.Error) -> DatabaseError:
+    kind = DatabaseUnavailable if _sqlite_code(error) in _SQLITE_TRANSIENT else DatabaseError
+    return kind(str(error))
 
 
 _PLACEHOLDER = re.compile(r"\?")
@@ -197,7 +221,7 @@ class PostgresDatabase(Database):
             self._pool = await asyncpg.create_pool(
                 self._url, min_size=1, max_size=self._pool_size, command_timeout=30
             )
-        except (OSError, asyncpg.PostgresError) as error:
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
             raise DatabaseUnavailable(f"cannot connect to PostgreSQL: {error}") from error
 
     async def close(self) -> None:
@@ -219,7 +243,7 @@ class PostgresDatabase(Database):
             async with self._pool.acquire() as conn:
                 rows = await conn.fetch(self._sql(sql), *params)
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
-            raise DatabaseUnavailable(str(error)) from error
+            raise _postgres_error(error) from error
         return [dict(row) for row in rows]
 
     async def transaction(self, statements: Sequence[Statement]) -> list[int]:
@@ -236,7 +260,7 @@ class PostgresDatabase(Database):
                         await conn.executemany(self._sql(sql), rows)
                         counts.append(len(rows))
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
-            raise DatabaseUnavailable(str(error)) from error
+            raise _postgres_error(error) from error
         return counts
 
     def day_expression(self, column: str) -> str:
@@ -249,6 +273,24 @@ class PostgresDatabase(Database):
         conn = await asyncpg.connect(self._url)
         await conn.add_listener(channel, callback)
         return conn
+
+
+# SQLSTATEs of a server that cannot take the work now: classes 08 (connection), 40
+# (transaction rolled back by a conflict), 53 (out of resources), 57 (shutdown,
+# restart), 58 (I/O); 55000 is a database that refuses connections, 3D000 one
+# that does not exist (any more). Errors without a SQLSTATE come from the
+# connection itself (closed, timed out).
+_PG_TRANSIENT_CLASSES = ("08", "40", "53", "57", "58")
+_PG_TRANSIENT_STATES = frozenset({"55000", "3D000"})
+
+
+def _postgres_error(error: Exception) -> DatabaseError:
+    state = getattr(error, "sqlstate", None)
+    if not isinstance(state, str):
+        return DatabaseUnavailable(str(error) or type(error).__name__)
+    if state.startswith(_PG_TRANSIENT_CLASSES) or state in _PG_TRANSIENT_STATES:
+        return DatabaseUnavailable(str(error))
+    return DatabaseError(str(error))
 
 
 def _rowcount(status: str) -> int:

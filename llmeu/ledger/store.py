@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from llmeu.ledger.database import Database, Row, Statement
+from llmeu.ledger.database import Database, DatabaseError, Row, Statement
 from llmeu.ledger.migrations import CREATE_MIGRATIONS_TABLE, MIGRATIONS
 from llmeu.ledger.records import ApiKey, CallStatus, TraceRecord
 
@@ -56,7 +56,8 @@ class TracePage:
 
 
 def trace_row(record: TraceRecord) -> tuple[Any, ...]:
-    return (
+    """The record as a row of `traces`: the statements of `write_traces` take these."""
+    return _storable((
         record.trace_id, record.key_id, record.route, record.request_model, int(record.stream),
         record.status.value, record.instance_id, record.received_at, record.first_token_at,
         record.finished_at, record.ttft_ms, record.tpot_ms, record.policy_id, record.endpoint_id,
@@ -66,7 +67,15 @@ def trace_row(record: TraceRecord) -> tuple[Any, ...]:
         record.error_type, record.error_code, record.error_message,
         json.dumps([a.as_dict() for a in record.attempts]), json.dumps(record.excluded),
         record.prompt, record.completion, record.content_expires_at,
-    )  # fmt: skip
+    ))  # fmt: skip
+
+
+def _storable(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """PostgreSQL cannot store NUL in text, and a client may send one (in a model name,
+    a message, an upstream's error): it is written as U+FFFD so the trace is never lost."""
+    if not any(isinstance(v, str) and "\x00" in v for v in row):
+        return row
+    return tuple(v.replace("\x00", "\ufffd") if isinstance(v, str) else v for v in row)
 
 
 class Store:
@@ -74,23 +83,37 @@ class Store:
         self.db = db
 
     async def migrate(self) -> list[int]:
-        """Apply pending migrations; returns the versions applied now."""
-        await self.db.execute(CREATE_MIGRATIONS_TABLE)
-        done = {r["version"] for r in await self.db.fetch("SELECT version FROM schema_migrations")}
+        """Apply pending migrations; returns the versions applied now.
+
+        Gateway processes starting together on a new database race here. Each
+        migration's transaction first claims its version in `schema_migrations`:
+        a second process's claim waits for the first transaction and then fails,
+        and that process finds the version applied and moves on.
+        """
+        try:
+            await self.db.execute(CREATE_MIGRATIONS_TABLE)
+        except DatabaseError:
+            # PostgreSQL: a concurrent CREATE TABLE IF NOT EXISTS can still collide.
+            await self._applied_versions()  # raises unless the table is there now
         applied = []
         for version, name, statements in MIGRATIONS:
-            if version in done:
+            if version in await self._applied_versions():
                 continue
-            steps: list[Statement] = [(sql, [()]) for sql in statements]
-            steps.append(
-                (
-                    "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
-                    [(version, name, time.time())],
-                )
+            claim: Statement = (
+                "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                [(version, name, time.time())],
             )
-            await self.db.transaction(steps)
+            try:
+                await self.db.transaction([claim, *((sql, [()]) for sql in statements)])
+            except DatabaseError:
+                if version in await self._applied_versions():
+                    continue
+                raise
             applied.append(version)
         return applied
+
+    async def _applied_versions(self) -> set[int]:
+        return {r["version"] for r in await self.db.fetch("SELECT version FROM schema_migrations")}
 
     # Traces --------------------------------------------------------------
     async def write_traces(
@@ -199,6 +222,13 @@ class Store:
         await self.db.execute(
             "UPDATE instances SET heartbeat_at = ? WHERE instance_id = ?", (now, instance_id)
         )
+
+    async def live_instances(self, since: float) -> set[str]:
+        """Gateway processes whose heartbeat is not older than `since`."""
+        rows = await self.db.fetch(
+            "SELECT instance_id FROM instances WHERE heartbeat_at >= ?", (since,)
+        )
+        return {r["instance_id"] for r in rows}
 
     async def mark_interrupted(self, live_after: float, now: float) -> int:
         """Traces left in progress by gateway processes that stopped heartbeating."""
