@@ -136,7 +136,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
     harness.prepare(args.target)
-    result = aio.run(main_async(args))
+    try:
+        result = aio.run(main_async(args))
+    except aio.Interrupted:
+        raise SystemExit("interrupted; every process this run started was stopped") from None
     missed = result.disconnects - result.reached_upstream
     print(
         f"{result.target}: {result.disconnects} disconnects ({'RST' if args.abort else 'FIN'}), "

@@ -204,8 +204,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     meta = machine_meta(plan)
     try:
         cells, failures = aio.run(compare(plan, workdir))
-    except KeyboardInterrupt:
-        print("interrupted; every started process was stopped", file=sys.stderr)
+    except aio.Interrupted:
+        print("interrupted; every process this run started was stopped", file=sys.stderr)
         return 130
     path = write_results(meta, cells, failures)
     print()

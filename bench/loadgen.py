@@ -256,7 +256,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         procs.pin_self(args.core)
     target = Target("target", args.url, args.api_key, args.model, args.pid, args.upstream_pid)
     load = Load(args.concurrency, args.stream, args.chunks, args.duration)
-    result = aio.run(run_cell(target, load))
+    try:
+        result = aio.run(run_cell(target, load))
+    except aio.Interrupted:
+        raise SystemExit("interrupted") from None
     print(json.dumps(asdict(result), indent=2))
 
 

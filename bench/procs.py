@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import os
 import shutil
 import signal
@@ -21,6 +22,7 @@ from pathlib import Path
 
 import httpx
 
+PR_SET_PDEATHSIG = 1
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 
@@ -161,6 +163,7 @@ class Supervisor:
                 env={**os.environ, **(env or {})},
                 cwd=cwd,
                 start_new_session=True,
+                preexec_fn=_die_with_parent,
             )
         child = Child(name, popen, log_path)
         self.children.append(child)
@@ -178,19 +181,19 @@ class Supervisor:
 
 @contextlib.contextmanager
 def supervised(log_dir: Path) -> Iterator[Supervisor]:
-    """A supervisor whose children are stopped on exit, Ctrl-C and SIGTERM included."""
+    """A supervisor whose children are stopped on exit, errors and cancellation included."""
     log_dir.mkdir(parents=True, exist_ok=True)
     supervisor = Supervisor(log_dir)
-
-    def on_term(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, on_term)
     try:
         yield supervisor
     finally:
         supervisor.stop_all()
-        signal.signal(signal.SIGTERM, previous)
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: get SIGTERM if the benchmark itself is killed (-9)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 async def wait_ready(

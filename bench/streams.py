@@ -162,7 +162,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
     harness.prepare(args.target)
-    rounds = aio.run(main_async(args))
+    try:
+        rounds = aio.run(main_async(args))
+    except aio.Interrupted:
+        raise SystemExit("interrupted; every process this run started was stopped") from None
     peaks = [r.peak_rss_mb for r in rounds]
     afters = [r.rss_after_mb for r in rounds]
     print(

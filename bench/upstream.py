@@ -333,7 +333,7 @@ def run_forever(config: UpstreamConfig) -> None:
         async with server:
             await server.serve_forever()
 
-    with contextlib.suppress(KeyboardInterrupt):
+    with contextlib.suppress(aio.Interrupted):
         aio.run(main())
 
 
