@@ -12,9 +12,9 @@ import sys
 from collections.abc import Sequence
 
 from llmeu import __version__
-from llmeu.cli import serve
+from llmeu.cli import chat, serve
 
-SUBCOMMANDS = (serve,)
+SUBCOMMANDS = (serve, chat)
 
 
 def build_parser() -> argparse.ArgumentParser:
