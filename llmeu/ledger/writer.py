@@ -23,6 +23,7 @@ from llmeu.ledger.store import Store, trace_row
 log = logging.getLogger("llmeu.ledger")
 
 _MAX_BATCH = 2000
+_FIRST_BACKOFF = 0.05
 
 
 class _Pending:
@@ -42,8 +43,10 @@ class Ledger:
         self._queue: deque[_Pending] = deque()
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._backoff = _FIRST_BACKOFF
         self.healthy = True
         self.batches = 0
+        self.rows_written = 0
         self.last_batch_seconds = 0.0
 
     @property
@@ -88,7 +91,6 @@ class Ledger:
             await asyncio.gather(self._task, return_exceptions=True)
 
     async def _run(self) -> None:
-        backoff = 0.05
         loop = asyncio.get_running_loop()
         while True:
             await self._wakeup.wait()
@@ -103,40 +105,59 @@ class Ledger:
                 try:
                     await self.store.write_traces(begins, finishes)
                 except (DatabaseUnavailable, OSError) as error:
-                    self._queue.extendleft(reversed(batch))
-                    if self.healthy:
-                        log.error("ledger: database unavailable, %d records buffered: %s",
-                                  len(self._queue), error)  # fmt: skip
-                    self.healthy = False
-                    await asyncio.sleep(backoff)
-                    backoff = min(backoff * 2, self._max_backoff)
+                    await self._keep(batch, error)
                     continue
                 except Exception:  # a row the database refuses must not block the others
                     log.exception("ledger: batch refused; writing its rows one by one")
-                    await self._write_one_by_one(batch)
+                    rest, cause = await self._write_one_by_one(batch)
+                    if rest:
+                        await self._keep(rest, cause)
                     continue
-                if not self.healthy:
-                    log.warning("ledger: database available again")
-                self.healthy = True
-                backoff = 0.05
+                self._available()
                 self.batches += 1
+                self.rows_written += len(begins) + len(finishes)
                 self.last_batch_seconds = loop.time() - started
                 for pending in batch:
                     if not pending.future.done():
                         pending.future.set_result(None)
 
-    async def _write_one_by_one(self, batch: list[_Pending]) -> None:
-        for pending in batch:
+    async def _keep(self, rows: list[_Pending], error: BaseException | None) -> None:
+        """The database is unavailable: put the rows back in front and wait before retrying."""
+        self._queue.extendleft(reversed(rows))
+        if self.healthy:
+            log.error("ledger: database unavailable, %d records buffered: %s",
+                      len(self._queue), error)  # fmt: skip
+        self.healthy = False
+        await asyncio.sleep(self._backoff)
+        self._backoff = min(self._backoff * 2, self._max_backoff)
+
+    def _available(self) -> None:
+        if not self.healthy:
+            log.warning("ledger: database available again; %d records queued", len(self._queue))
+        self.healthy = True
+        self._backoff = _FIRST_BACKOFF
+
+    async def _write_one_by_one(
+        self, batch: list[_Pending]
+    ) -> tuple[list[_Pending], BaseException | None]:
+        """Each row in its own transaction; a refused row fails only its own call. Returns
+        the rows not yet written if the database became unavailable meanwhile."""
+        for index, pending in enumerate(batch):
             rows = [pending.row]
             try:
                 if pending.kind == "begin":
                     await self.store.write_traces(rows, [])
                 else:
                     await self.store.write_traces([], rows)
+            except (DatabaseUnavailable, OSError) as error:
+                return batch[index:], error
             except Exception as error:  # this row alone is refused: report it to its call
                 log.error("ledger: trace %s refused: %s", pending.row[0], error)
                 if not pending.future.done():
                     pending.future.set_exception(error)
             else:
+                self._available()
+                self.rows_written += 1
                 if not pending.future.done():
                     pending.future.set_result(None)
+        return [], None

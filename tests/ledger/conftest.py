@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import sqlite3
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -10,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from llmeu.ledger.database import Database, open_database
+from llmeu.ledger.database import Database, SqliteDatabase, open_database
 from llmeu.ledger.records import CallStatus, TraceRecord, new_trace_id
-from llmeu.ledger.store import Store
+from llmeu.ledger.store import Store, trace_row
 from llmeu.ledger.writer import Ledger
-from tests.support.databases import postgres_database
+from tests.support.databases import postgres_database, unreachable
 
 _clock = itertools.count()
 
@@ -30,9 +32,19 @@ async def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncI
         yield url
 
 
+def sqlite_path(database_url: str) -> Path | None:
+    return (
+        Path(database_url.removeprefix("sqlite:///")) if database_url.startswith("sqlite") else None
+    )
+
+
 @pytest.fixture
 async def db(database_url: str) -> AsyncIterator[Database]:
-    database = open_database(database_url)
+    path = sqlite_path(database_url)
+    # A short busy timeout: a locked SQLite file shows as unavailable within 0.2 s.
+    database = (
+        open_database(database_url) if path is None else SqliteDatabase(path, busy_timeout=0.2)
+    )
     await database.open()
     yield database
     await database.close()
@@ -82,9 +94,25 @@ def trace(status: CallStatus = CallStatus.COMPLETED, **fields: Any) -> TraceReco
 
 async def write(store: Store, *records: TraceRecord) -> None:
     """Finished traces straight to the store, in one transaction."""
-    from llmeu.ledger.store import trace_row
-
     await store.write_traces([], [trace_row(r) for r in records])
+
+
+@contextlib.asynccontextmanager
+async def outage(database_url: str) -> AsyncIterator[None]:
+    """The database cannot take writes, for real: another process's lock on the SQLite
+    file, or a PostgreSQL database that refuses connections and has lost its sessions."""
+    path = sqlite_path(database_url)
+    if path is None:
+        async with unreachable(database_url):
+            yield
+        return
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
 
 
 def now() -> float:

@@ -14,7 +14,9 @@ VERSIONS = [version for version, _, _ in MIGRATIONS]
 async def test_a_new_database_gets_every_migration_recorded(db: Database) -> None:
     store = Store(db)
     assert await store.migrate() == VERSIONS
-    rows = await db.fetch("SELECT version, name, applied_at FROM schema_migrations ORDER BY version")
+    rows = await db.fetch(
+        "SELECT version, name, applied_at FROM schema_migrations ORDER BY version"
+    )
     assert [(r["version"], r["name"]) for r in rows] == [(v, n) for v, n, _ in MIGRATIONS]
     assert all(r["applied_at"] > 0 for r in rows)
     for table in ("traces", "api_keys", "policies", "instances"):

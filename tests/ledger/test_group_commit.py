@@ -1,0 +1,111 @@
+"""Group commit: calls share transactions, and a call's future resolves only once its row
+is committed (read-your-writes, from any connection)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from llmeu.ledger.database import open_database
+from llmeu.ledger.records import CallStatus, TraceRecord
+from llmeu.ledger.store import Store
+from llmeu.ledger.writer import Ledger
+from tests.ledger.conftest import outage, trace
+from tests.support.waiting import until
+
+
+async def test_everything_queued_before_the_writer_runs_shares_one_commit(
+    ledger: Ledger, store: Store
+) -> None:
+    records = [trace() for _ in range(300)]
+    before = ledger.batches
+    futures = [ledger.finish(r) for r in records]
+    await asyncio.gather(*futures)
+    assert ledger.batches == before + 1
+    page = await store.list_traces(
+        filters={}, since=None, until=None, limit=500, cursor=None, key_id=None
+    )
+    assert {t["id"] for t in page.traces} == {r.trace_id for r in records}
+
+
+async def test_concurrent_calls_share_few_commits_and_read_their_writes(
+    ledger: Ledger, store: Store, database_url: str
+) -> None:
+    """200 calls, each: begin, wait until durable, finish, wait, read back from another
+    connection (as another gateway process would)."""
+    reader = Store(open_database(database_url))
+    await reader.db.open()
+
+    async def call(record: TraceRecord) -> None:
+        await ledger.begin(record)
+        assert (await reader.get_trace(record.trace_id))["status"] == "in_progress"  # type: ignore[index]
+        record.status = CallStatus.COMPLETED
+        record.finished_at = record.received_at + 1
+        await ledger.finish(record)
+        assert (await reader.get_trace(record.trace_id))["status"] == "completed"  # type: ignore[index]
+
+    records = [trace(CallStatus.IN_PROGRESS) for _ in range(200)]
+    batches, rows = ledger.batches, ledger.rows_written
+    try:
+        await asyncio.gather(*(call(r) for r in records))
+    finally:
+        await reader.db.close()
+    commits = ledger.batches - batches
+    assert ledger.rows_written - rows == 400
+    assert commits <= 40, f"{commits} commits for 400 rows"
+    print(f"group commit: 400 rows in {commits} transactions")
+
+
+async def test_a_future_resolves_only_after_its_row_is_committed(
+    ledger: Ledger, store: Store, database_url: str
+) -> None:
+    record = trace()
+    async with outage(database_url):
+        future = ledger.finish(record)
+        await until(lambda: not ledger.healthy, what="a failed commit")
+        assert not future.done()
+    await asyncio.wait_for(future, 30)
+    assert (await store.get_trace(record.trace_id))["status"] == "completed"  # type: ignore[index]
+
+
+async def test_a_call_that_ends_before_its_begin_is_written_gets_its_final_row(
+    ledger: Ledger, store: Store
+) -> None:
+    record = trace(CallStatus.IN_PROGRESS)
+    began = ledger.begin(record)
+    record.status = CallStatus.CANCELLED
+    record.finished_at = record.received_at + 1
+    finished = ledger.finish(record)
+    await asyncio.gather(began, finished)
+    assert (await store.get_trace(record.trace_id))["status"] == "cancelled"  # type: ignore[index]
+
+
+async def test_a_late_begin_never_overwrites_a_final_trace(ledger: Ledger, store: Store) -> None:
+    record = trace(CallStatus.COMPLETED)
+    await ledger.finish(record)
+    record.status = CallStatus.IN_PROGRESS
+    await ledger.begin(record)
+    assert (await store.get_trace(record.trace_id))["status"] == "completed"  # type: ignore[index]
+
+
+async def test_a_refused_row_fails_only_its_own_call(ledger: Ledger, store: Store) -> None:
+    good = trace()
+    bad = trace()
+    bad.input_tokens = 1 << 80  # more than any integer column holds
+    futures = [ledger.finish(good), ledger.finish(bad)]
+    results = await asyncio.gather(*futures, return_exceptions=True)
+    assert results[0] is None
+    assert isinstance(results[1], Exception)
+    assert await store.get_trace(good.trace_id) is not None
+    assert await store.get_trace(bad.trace_id) is None
+    assert ledger.healthy and ledger.depth == 0
+
+
+async def test_text_the_database_cannot_store_does_not_lose_the_trace(
+    ledger: Ledger, store: Store
+) -> None:
+    record = trace(request_model="fake\x00model", completion="a\x00b", prompt='"x"')
+    await ledger.finish(record)
+    view = await store.get_trace(record.trace_id)
+    assert view is not None
+    assert view["request_model"] == "fake\ufffdmodel"
+    assert view["content"]["completion"] == "a\ufffdb"
