@@ -31,6 +31,8 @@ class Settings:
     admin_key: str | None = None
     max_body_bytes: int = 4 << 20
     log_level: str = "info"
+    log_format: str = "text"
+    otel_content: bool = False
     cors_origins: tuple[str, ...] = ()
     local_threads: int = 2
     local_country: str = ""
@@ -59,6 +61,11 @@ class Settings:
     @property
     def effective_database_url(self) -> str:
         return self.database_url or f"sqlite:///{self.data_dir / 'llmeu.db'}"
+
+    @property
+    def otel_environ(self) -> dict[str, str]:
+        """The standard OpenTelemetry variables (`OTEL_*`), read by llmeu.observability."""
+        return {k: v for k, v in self.environ.items() if k.startswith("OTEL_")}
 
     @property
     def multi_process(self) -> bool:

@@ -33,11 +33,18 @@ async def handle_healthz(gw: Gateway, request: Request) -> None:
     await send_response(request.send, 200 if gw.accepting else 503, encoder.encode(body))
 
 
+async def handle_metrics(gw: Gateway, request: Request) -> None:
+    """Prometheus metrics; no key needed, and no tenant data in them (README, Observability)."""
+    body, content_type = gw.telemetry.exposition(request.header(b"accept"))
+    await send_response(request.send, 200, body, [(b"content-type", content_type.encode())])
+
+
 ROUTES: dict[tuple[str, str], Handler] = {
     ("POST", "/v1/chat/completions"): handle_chat,
     ("POST", "/v1/embeddings"): handle_embeddings,
     ("GET", "/v1/models"): handle_models,
     ("GET", "/healthz"): handle_healthz,
+    ("GET", "/metrics"): handle_metrics,
     **PLATFORM_ROUTES,
 }
 PREFIX_ROUTES: dict[tuple[str, str], PrefixHandler] = {

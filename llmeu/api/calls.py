@@ -15,9 +15,10 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from llmeu.api.gateway import Gateway
-from llmeu.api.http import Request
+from llmeu.api.http import Headers, Request
 from llmeu.errors import ApiError, NoCompliantRoute, ServiceUnavailable, UpstreamError
 from llmeu.ledger.records import ApiKey, Attempt, CallStatus, TraceRecord, new_trace_id
+from llmeu.observability.timing import ResponseTiming
 from llmeu.protocol.wire import (
     ChatCompletionRequest,
     CostEstimate,
@@ -34,7 +35,7 @@ _DURABLE_WAIT = 10.0
 
 
 class Call:
-    __slots__ = ("endpoint", "gw", "key", "plan", "policy", "record")
+    __slots__ = ("endpoint", "gw", "key", "opened", "plan", "policy", "record", "upstream_seconds")
 
     def __init__(self, gw: Gateway, key: ApiKey, route: str):
         self.gw = gw
@@ -51,6 +52,8 @@ class Call:
         self.policy: Policy | None = None
         self.plan: RoutePlan | None = None
         self.endpoint: Endpoint | None = None
+        self.opened = time.perf_counter()
+        self.upstream_seconds = 0.0  # spent inside attempts, for the overhead headers
 
     @property
     def trace_id(self) -> str:
@@ -79,6 +82,7 @@ class Call:
         breaker.attempt_started(endpoint.endpoint_id, time.monotonic())
         observers = self.gw.observers
         observers.attempt_started(self.record, attempt)
+        waiting = time.perf_counter()
         try:
             result = await run()
         except UpstreamError as error:
@@ -95,6 +99,8 @@ class Call:
             attempt.outcome = "cancelled"
             observers.attempt_finished(self.record, attempt)
             raise
+        finally:
+            self.upstream_seconds += time.perf_counter() - waiting
         attempt.outcome = "served"
         breaker.succeeded(endpoint.endpoint_id)
         self.served_by(endpoint)
@@ -112,6 +118,12 @@ class Call:
         record.sovereignty_class = endpoint.sovereignty_class.value
         if self.policy is not None:
             record.retention = self.policy.route_retention(endpoint).text
+
+    def response_headers(self, headers: Headers) -> Headers:
+        """`headers` plus the trace id and the gateway's overhead up to this response start."""
+        timing = ResponseTiming(time.perf_counter() - self.opened, self.upstream_seconds)
+        self.gw.observers.response_started(self.record, timing)
+        return [*headers, (b"x-llmeu-trace-id", self.trace_id.encode()), *timing.headers()]
 
     def account(self, input_tokens: int | None, output_tokens: int | None, estimated: bool) -> None:
         record = self.record

@@ -12,7 +12,7 @@ from llmeu.api.calls import Call, durable, estimate_prompt_tokens, estimate_toke
 from llmeu.api.chat_stream import stream_chat
 from llmeu.api.errors import send_error
 from llmeu.api.gateway import Gateway
-from llmeu.api.http import JSON_HEADERS, DisconnectWatch, Request, send_response, with_header
+from llmeu.api.http import JSON_HEADERS, DisconnectWatch, Request, send_response
 from llmeu.errors import ApiError, InvalidRequest, UpstreamError
 from llmeu.ledger.records import CallStatus
 from llmeu.protocol.errors import describe_validation_error
@@ -154,5 +154,6 @@ async def complete_chat(call: Call, chat: ChatCompletionRequest, request: Reques
         llmeu=call.routing_block(),
     )
     await durable(gw, call.finish(CallStatus.COMPLETED))
-    headers = with_header(JSON_HEADERS, b"x-llmeu-trace-id", record.trace_id)
-    await send_response(request.send, 200, encoder.encode(body), headers)
+    await send_response(
+        request.send, 200, encoder.encode(body), call.response_headers(JSON_HEADERS)
+    )

@@ -19,7 +19,7 @@ import time
 from llmeu.api.calls import Call, durable, estimate_prompt_tokens, tokens_for_characters
 from llmeu.api.errors import error_body, send_error
 from llmeu.api.frames import FrameEncoder, StreamOutput, error_frame
-from llmeu.api.http import SSE_HEADERS, DisconnectWatch, Request, Send, with_header
+from llmeu.api.http import SSE_HEADERS, DisconnectWatch, Request, Send
 from llmeu.errors import UpstreamError
 from llmeu.ledger.records import CallStatus
 from llmeu.protocol.sse import DONE_FRAME
@@ -62,7 +62,7 @@ async def stream_chat(call: Call, chat: ChatCompletionRequest, request: Request)
             {
                 "type": "http.response.start",
                 "status": 200,
-                "headers": with_header(SSE_HEADERS, b"x-llmeu-trace-id", call.trace_id),
+                "headers": call.response_headers(SSE_HEADERS),
             }
         )
         started = True

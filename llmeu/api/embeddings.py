@@ -13,7 +13,7 @@ import msgspec
 from llmeu.api.calls import Call, durable, estimate_tokens, open_call
 from llmeu.api.errors import send_error
 from llmeu.api.gateway import Gateway
-from llmeu.api.http import JSON_HEADERS, DisconnectWatch, Request, send_response, with_header
+from llmeu.api.http import JSON_HEADERS, DisconnectWatch, Request, send_response
 from llmeu.errors import ApiError, InvalidRequest, UpstreamError
 from llmeu.ledger.records import CallStatus
 from llmeu.protocol.errors import describe_validation_error
@@ -152,8 +152,9 @@ async def _embed(call: Call, req: EmbeddingsRequest, inputs: Inputs, request: Re
         llmeu=call.routing_block(),
     )
     await durable(gw, call.finish(CallStatus.COMPLETED))
-    headers = with_header(JSON_HEADERS, b"x-llmeu-trace-id", call.trace_id)
-    await send_response(request.send, 200, encoder.encode(body), headers)
+    await send_response(
+        request.send, 200, encoder.encode(body), call.response_headers(JSON_HEADERS)
+    )
 
 
 def _base64(vector: Sequence[float]) -> str:

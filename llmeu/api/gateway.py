@@ -17,6 +17,7 @@ from llmeu.errors import ConfigError
 from llmeu.ledger.database import open_database
 from llmeu.ledger.store import Store
 from llmeu.ledger.writer import Ledger
+from llmeu.observability.telemetry import Telemetry
 from llmeu.providers.base import Provider
 from llmeu.providers.http import HttpClient
 from llmeu.providers.registry import build_provider
@@ -43,6 +44,14 @@ class Gateway:
     started_at: float = field(default_factory=time.time)
     accepting: bool = True
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    telemetry: Telemetry = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.telemetry = Telemetry.build(
+            self.settings, self.config.catalog, ledger=self.ledger, breaker=self.breaker
+        )
+        for observer in self.telemetry.observers:
+            self.observers.add(observer)
 
     @classmethod
     def build(cls, settings: Settings) -> Gateway:
@@ -136,6 +145,7 @@ class Gateway:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         await self.ledger.stop()
+        await asyncio.to_thread(self.telemetry.shutdown)
         for provider in self.providers.values():
             await provider.aclose()
         await self.http.aclose()

@@ -14,6 +14,7 @@ from typing import Any
 
 from llmeu.config import Settings
 from llmeu.errors import ConfigError
+from llmeu.observability.logs import FORMATS, configure_logging
 
 
 def register(subparsers: Any) -> None:
@@ -35,6 +36,14 @@ def register(subparsers: Any) -> None:
         "--log-level", default="info", choices=["debug", "info", "warning", "error"]
     )
     parser.add_argument(
+        "--log-format", default="text", choices=FORMATS, help="log lines as text or as JSON"
+    )
+    parser.add_argument(
+        "--otel-content",
+        action="store_true",
+        help="put prompts and outputs in spans, for calls whose policy stores content",
+    )
+    parser.add_argument(
         "--no-local", action="store_true", help="do not load the bundled local models"
     )
     parser.add_argument("--local-threads", type=int, help="CPU threads for the local models")
@@ -51,6 +60,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         redis_url=args.redis_url,
         max_body_bytes=args.max_body_bytes,
         log_level=args.log_level,
+        log_format=args.log_format,
+        otel_content=args.otel_content or None,
         load_local_models=False if args.no_local else None,
         local_threads=args.local_threads,
     )
@@ -62,9 +73,7 @@ def run(args: argparse.Namespace) -> int:
     from llmeu.api.app import create_app
 
     settings = settings_from_args(args)
-    logging.basicConfig(
-        level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    configure_logging(settings.log_level, settings.log_format)
     try:
         app = create_app(settings)
     except ConfigError as error:
@@ -78,6 +87,8 @@ def run(args: argparse.Namespace) -> int:
         http="httptools",
         lifespan="on",
         log_level=settings.log_level,
+        # JSON lines: uvicorn's own loggers go through the root handler too.
+        log_config=None if settings.log_format == "json" else uvicorn.config.LOGGING_CONFIG,
         access_log=False,
         server_header=False,
         timeout_graceful_shutdown=int(settings.shutdown_grace_seconds),

@@ -1,0 +1,98 @@
+"""Hooks into each call's lifecycle, for metrics, tracing and logs.
+
+An observer overrides the hooks it needs (the others do nothing). Hooks run
+inline on the request path, so they must be cheap and must not block; an
+exception in one is logged and never fails the call it observes.
+
+The API calls the hooks in this order: `call_started`; for each endpoint tried
+`attempt_started` then `attempt_finished`; `response_started` when the
+response's headers go out (not for error responses); `first_token` for a
+stream's first delta; `call_finished` once, with the final status.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from llmeu.ledger.records import Attempt, TraceRecord
+from llmeu.observability.timing import ResponseTiming
+
+log = logging.getLogger("llmeu.observers")
+
+Headers = Sequence[tuple[bytes, bytes]]
+
+
+class CallObserver:
+    def call_started(self, record: TraceRecord, headers: Headers) -> None:
+        """A call passed authentication; `headers` are the request's (e.g. `traceparent`)."""
+
+    def attempt_started(self, record: TraceRecord, attempt: Attempt) -> None:
+        """An endpoint is about to be tried."""
+
+    def attempt_finished(self, record: TraceRecord, attempt: Attempt) -> None:
+        """The attempt served, failed or was cancelled (`attempt.outcome`)."""
+
+    def response_started(self, record: TraceRecord, timing: ResponseTiming) -> None:
+        """A successful response's headers are going out; `timing` splits the time so far."""
+
+    def first_token(self, record: TraceRecord) -> None:
+        """The first output delta of a stream is going to the client."""
+
+    def call_finished(self, record: TraceRecord) -> None:
+        """The call has its final status; its trace is queued for the ledger."""
+
+
+class Observers:
+    """The observers of a gateway, called in order; failures are contained."""
+
+    def __init__(self, observers: Sequence[CallObserver] = ()):
+        self._observers = list(observers)
+
+    def add(self, observer: CallObserver) -> None:
+        self._observers.append(observer)
+
+    def __bool__(self) -> bool:
+        return bool(self._observers)
+
+    def call_started(self, record: TraceRecord, headers: Headers) -> None:
+        for observer in self._observers:
+            try:
+                observer.call_started(record, headers)
+            except Exception:  # an observer's bug must not fail the call it observes
+                log.exception("observer %r failed in call_started", observer)
+
+    def attempt_started(self, record: TraceRecord, attempt: Attempt) -> None:
+        for observer in self._observers:
+            try:
+                observer.attempt_started(record, attempt)
+            except Exception:  # an observer's bug must not fail the call it observes
+                log.exception("observer %r failed in attempt_started", observer)
+
+    def attempt_finished(self, record: TraceRecord, attempt: Attempt) -> None:
+        for observer in self._observers:
+            try:
+                observer.attempt_finished(record, attempt)
+            except Exception:  # an observer's bug must not fail the call it observes
+                log.exception("observer %r failed in attempt_finished", observer)
+
+    def response_started(self, record: TraceRecord, timing: ResponseTiming) -> None:
+        for observer in self._observers:
+            try:
+                observer.response_started(record, timing)
+            except Exception:  # an observer's bug must not fail the call it observes
+                log.exception("observer %r failed in response_started", observer)
+
+    def first_token(self, record: TraceRecord) -> None:
+        for observer in self._observers:
+            try:
+                observer.first_token(record)
+            except Exception:  # an observer's bug must not fail the call it observes
+                log.exception("observer %r failed in first_token", observer)
+
+    def call_finished(self, record: TraceRecord) -> None:
+        for observer in self._observers:
+            try:
+                observer.call_finished(record)
+            except Exception:  # an observer's bug must not fail the call it observes
+                log.exception("observer %r failed in call_finished", observer)
