@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
@@ -42,6 +43,11 @@ from llmeu.client import (
     StreamError,
 )
 from llmeu.client.markdown import split_markdown
+
+try:
+    import termios
+except ImportError:  # not on Windows
+    termios = None  # type: ignore[assignment]
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8080/v1"
 DEFAULT_MODEL = "local"
@@ -195,9 +201,11 @@ class LiveAnswer:
         self._text = ""
         self._settled = 0
         self._live: Live | None = None
+        self._keyboard = _SilentKeyboard()
 
     def __enter__(self) -> LiveAnswer:
         if self._console.is_terminal:
+            self._keyboard.__enter__()
             waiting = Spinner("dots", Text("waiting for the first token…", style="dim"))
             self._live = Live(
                 waiting,
@@ -227,8 +235,40 @@ class LiveAnswer:
             if self._text and not self._text.endswith("\n"):
                 self._console.file.write("\n")
             return
-        self._live.update(_markdown(self._text[self._settled :]), refresh=True)
-        self._live.stop()
+        try:
+            self._live.update(_markdown(self._text[self._settled :]), refresh=True)
+            self._live.stop()
+        finally:
+            self._keyboard.__exit__()
+
+
+class _SilentKeyboard:
+    """Turns the terminal's echo off while an answer streams.
+
+    Rich pads each line of the live region to the full width, so the cursor
+    rests in the last column; an echoed `^C` or a key typed ahead would wrap
+    to a new line that rich does not know about, and the next redraw would
+    leave a stale copy of the answer behind. Keys typed ahead are still read
+    by the next prompt; only their echo waits. A no-op when standard input is
+    not a terminal or the platform has no termios.
+    """
+
+    def __init__(self) -> None:
+        self._saved: list[Any] | None = None
+
+    def __enter__(self) -> None:
+        if termios is None or not sys.stdin.isatty():
+            return
+        fd = sys.stdin.fileno()
+        self._saved = termios.tcgetattr(fd)
+        quiet = termios.tcgetattr(fd)
+        quiet[3] &= ~termios.ECHO
+        termios.tcsetattr(fd, termios.TCSANOW, quiet)
+
+    def __exit__(self, *exc_info: object) -> None:
+        if termios is not None and self._saved is not None:
+            termios.tcsetattr(sys.stdin.fileno(), termios.TCSANOW, self._saved)
+            self._saved = None
 
 
 def _markdown(text: str) -> RenderableType:

@@ -110,8 +110,16 @@ class Terminal:
         return {"PYTHONPATH": str(REPO), "PATH": os.environ.get("PATH", ""), "LANG": "C.UTF-8"}
 
     def _tmux(self, *args: str) -> str:
+        # The tmux server inherits this environment. Passed explicitly because
+        # GNU readline, once loaded (pytest loads it), exports COLUMNS=80 and
+        # LINES=24 behind os.environ's back, and rich would believe them.
+        environment = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
         result = subprocess.run(
-            ["tmux", "-L", self._socket, *args], capture_output=True, text=True, check=False
+            ["tmux", "-L", self._socket, *args],
+            capture_output=True,
+            text=True,
+            check=False,
+            env=environment,
         )
         if result.returncode != 0:
             raise RuntimeError(f"tmux {args[0]} failed: {result.stderr.strip()}")
