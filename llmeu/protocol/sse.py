@@ -52,6 +52,7 @@ class SSEDecoder:
         "_last_id",
         "_retry",
         "_skip_lf",
+        "_source_id",
         "_started",
     )
 
@@ -63,6 +64,7 @@ class SSEDecoder:
         self._data: list[str] = []
         self._event = ""
         self._last_id = ""
+        self._source_id = ""
         self._retry: int | None = None
 
     @property
@@ -72,7 +74,8 @@ class SSEDecoder:
 
     @property
     def last_event_id(self) -> str:
-        return self._last_id
+        """The ID a reconnection sends: the buffer's value at the last blank line."""
+        return self._source_id
 
     def feed(self, data: bytes) -> list[ServerSentEvent]:
         """Decode one read; returns the events it completed, in order."""
@@ -136,6 +139,7 @@ class SSEDecoder:
         return None
 
     def _dispatch(self) -> ServerSentEvent | None:
+        self._source_id = self._last_id
         if not self._data:
             self._event = ""
             return None

@@ -149,3 +149,21 @@ def test_events_come_out_as_soon_as_their_blank_line_arrives() -> None:
 def test_json_helper_reads_the_data() -> None:
     [event] = SSEDecoder().feed(b'data: {"a": [1, 2]}\n\n')
     assert event.json() == {"a": [1, 2]}
+
+
+LAST_EVENT_ID = [
+    pytest.param(b"id: 1\ndata: a\n\n", "1", id="set-by-a-dispatched-event"),
+    pytest.param(b"id: 3\n\n", "3", id="set-by-a-block-without-data"),
+    pytest.param(b"id: 1\ndata: a\n\nid: 2\ndata: b\n", "1", id="not-by-an-unfinished-block"),
+    pytest.param(b"id: 1\n\nid: 2\x00\n\n", "1", id="not-by-an-id-with-nul"),
+]
+
+
+@pytest.mark.parametrize(("raw", "expected"), LAST_EVENT_ID)
+def test_last_event_id_is_the_one_a_reconnection_would_send(raw: bytes, expected: str) -> None:
+    # WHATWG "dispatch the event", step 1: the source's last event ID string
+    # takes the buffer's value at each blank line, data or not; never mid-block.
+    decoder = SSEDecoder()
+    decoder.feed(raw)
+    decoder.close()
+    assert decoder.last_event_id == expected
