@@ -267,13 +267,14 @@ class _OpenAIChatStream(ChatStream):
         remaining = self._deadline - time.monotonic()
         try:
             if remaining <= 0:
-                raise TransportTimeout(
-                    f"upstream call exceeded its total timeout of {timeouts.total:g} s"
-                )
+                raise TransportTimeout("")
             chunk = await self._response.read_chunk(min(budget, remaining))
         except TransportTimeout as error:
             await self.aclose()
-            raise UpstreamTimeout(str(error)) from None
+            message = str(error)
+            if budget >= remaining:
+                message = f"upstream call exceeded its total timeout of {timeouts.total:g} s"
+            raise UpstreamTimeout(message) from None
         except TransportError as error:
             await self.aclose()
             raise UpstreamError(f"upstream stream broke: {error}") from None

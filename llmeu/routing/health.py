@@ -60,6 +60,19 @@ class CircuitBreaker:
         if state.opened_at is not None or state.failures >= self.failure_threshold:
             state.opened_at = now
 
+    def known(self, endpoint_id: str) -> bool:
+        """Whether the endpoint has any failure on record."""
+        return endpoint_id in self._states
+
+    def adopt(self, endpoint_id: str, failures: int, opened_at: float | None) -> None:
+        """Take the state another process recorded (shared health); keeps a probe in flight."""
+        if failures <= 0 and opened_at is None:
+            self._states.pop(endpoint_id, None)
+            return
+        state = self._states.setdefault(endpoint_id, _State())
+        state.failures = failures
+        state.opened_at = opened_at
+
     def describe(self, endpoint_id: str, now: float) -> dict[str, object]:
         state = self._states.get(endpoint_id, _State())
         return {

@@ -1,0 +1,22 @@
+"""State that gateway processes share: per-key limits and budgets, and endpoint health.
+
+In one process everything is exact and in memory (`MemoryLimiter`); with
+`--redis-url`, limits, budgets and circuit-breaker state live in Redis so
+that N processes behind a load balancer enforce one limit together.
+"""
+
+from __future__ import annotations
+
+from llmeu.limits.base import Admission, Limiter, Quota
+from llmeu.limits.memory import MemoryLimiter
+
+
+def build_limiter(redis_url: str | None) -> Limiter:
+    if redis_url is None:
+        return MemoryLimiter()
+    from llmeu.limits.redis import RedisLimiter
+
+    return RedisLimiter(redis_url)
+
+
+__all__ = ["Admission", "Limiter", "MemoryLimiter", "Quota", "build_limiter"]

@@ -1,0 +1,102 @@
+"""Limits of one gateway process, exact, in memory.
+
+Each key has one window: a deque of `[admitted_at, tokens]` entries of the
+last 60 s. Its length is the request count, the sum of its tokens the token
+count; settling a call rewrites its entry's tokens in place. The spend per key
+starts from the ledger at start-up and grows with every settled call.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections import deque
+from collections.abc import Callable
+
+from llmeu.limits.base import (
+    WINDOW_SECONDS,
+    Admission,
+    Limiter,
+    Quota,
+    SpendSource,
+    budget_exceeded,
+    requests_exceeded,
+    tokens_exceeded,
+)
+
+
+class _Window:
+    __slots__ = ("entries", "tokens")
+
+    def __init__(self) -> None:
+        self.entries: deque[list[float]] = deque()
+        self.tokens = 0.0
+
+    def prune(self, now: float) -> None:
+        horizon = now - WINDOW_SECONDS
+        entries = self.entries
+        while entries and entries[0][0] <= horizon:
+            self.tokens -= entries.popleft()[1]
+
+    def wait_for_tokens(self, tokens: int, limit: int, now: float) -> float:
+        """Seconds until `tokens` more fit under `limit` as older entries expire."""
+        excess = self.tokens + tokens - limit
+        for admitted_at, amount in self.entries:
+            excess -= amount
+            if excess <= 0:
+                return admitted_at + WINDOW_SECONDS - now
+        return WINDOW_SECONDS
+
+
+class MemoryLimiter(Limiter):
+    def __init__(self, clock: Callable[[], float] = time.monotonic):
+        self._clock = clock
+        self._windows: dict[str, _Window] = {}
+        self._spent: dict[str, float] = {}
+
+    async def start(self, spend: SpendSource) -> None:
+        self._spent = dict(await spend())
+
+    async def admit(self, quota: Quota, tokens: int) -> Admission:
+        admission = Admission(quota, "", tokens)
+        if quota.unlimited:
+            return admission
+        if quota.budget_eur is not None:
+            spent = self._spent.get(quota.key_id, 0.0)
+            if spent >= quota.budget_eur:
+                raise budget_exceeded(quota, spent)
+        if quota.rpm is None and quota.tpm is None:
+            return admission
+        now = self._clock()
+        window = self._windows.get(quota.key_id)
+        if window is None:
+            window = self._windows[quota.key_id] = _Window()
+        window.prune(now)
+        if quota.rpm is not None and len(window.entries) >= quota.rpm:
+            raise requests_exceeded(quota, window.entries[0][0] + WINDOW_SECONDS - now)
+        if quota.tpm is not None and window.tokens + tokens > quota.tpm:
+            if tokens > quota.tpm:
+                raise tokens_exceeded(quota, tokens, WINDOW_SECONDS)
+            raise tokens_exceeded(quota, tokens, window.wait_for_tokens(tokens, quota.tpm, now))
+        entry = [now, float(tokens)]
+        window.entries.append(entry)
+        window.tokens += tokens
+        admission.entry = entry
+        admission.ticket = secrets.token_hex(8)
+        return admission
+
+    def settle(self, admission: Admission, tokens: int, cost_eur: float | None) -> None:
+        key_id = admission.quota.key_id
+        if cost_eur:
+            self._spent[key_id] = self._spent.get(key_id, 0.0) + cost_eur
+        entry = admission.entry
+        if entry is None:
+            return
+        admission.entry = None
+        window = self._windows.get(key_id)
+        if window is not None and window.entries and entry[0] >= window.entries[0][0]:
+            window.tokens += tokens - entry[1]
+            entry[1] = float(tokens)
+
+    def spent(self, key_id: str) -> float:
+        return self._spent.get(key_id, 0.0)
