@@ -35,6 +35,13 @@ def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield url
 
 
+@pytest.fixture(scope="module")
+def greedy_answer(base_url: str) -> ChatResult:
+    """The deterministic answer to PROMPT, as `Client.chat` reads it."""
+    with Client(base_url) as client:
+        return client.chat(PROMPT, model="smollm2", **GREEDY)
+
+
 def test_stream_adds_up(base_url: str) -> None:
     deltas: list[str] = []
     with Client(base_url) as client, client.stream_chat(PROMPT, model="smollm2", **GREEDY) as s:
@@ -51,27 +58,26 @@ def test_stream_adds_up(base_url: str) -> None:
     assert result.llmeu is None
 
 
-def test_missing_usage_chunk_is_none_and_tokens_are_estimated(base_url: str) -> None:
-    with Client(base_url) as client:
-        result = client.chat(PROMPT, model="smollm2", **GREEDY)
-    timings = result.timings
+def test_missing_usage_chunk_is_none_and_tokens_are_estimated(greedy_answer: ChatResult) -> None:
+    assert greedy_answer.complete
+    timings = greedy_answer.timings
     assert timings is not None and timings.ttft is not None
-    if result.usage is None:
+    if greedy_answer.usage is None:
         # This server ignores `stream_options.include_usage`: we must not invent counts.
         assert timings.tokens_estimated
     else:
-        assert result.usage.completion_tokens == timings.output_tokens
+        assert greedy_answer.usage.completion_tokens == timings.output_tokens
 
 
-async def test_async_client_reads_the_same_greedy_answer(base_url: str) -> None:
-    with Client(base_url) as client:
-        expected = client.chat(PROMPT, model="smollm2", **GREEDY).content
+async def test_async_client_reads_the_same_greedy_answer(
+    base_url: str, greedy_answer: ChatResult
+) -> None:
     async with AsyncClient(base_url) as client:
         result = await client.chat(PROMPT, model="smollm2", **GREEDY)
-    assert result.content == expected
+    assert result.content == greedy_answer.content
 
 
-def test_the_openai_sdk_reads_the_same_answer(base_url: str) -> None:
+def test_the_openai_sdk_reads_the_same_answer(base_url: str, greedy_answer: ChatResult) -> None:
     openai = pytest.importorskip("openai")
     sdk = openai.OpenAI(base_url=base_url, api_key="unused")
     try:
@@ -81,13 +87,12 @@ def test_the_openai_sdk_reads_the_same_answer(base_url: str) -> None:
         sdk_text = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
     finally:
         sdk.close()
-    with Client(base_url) as client:
-        assert client.chat(PROMPT, model="smollm2", **GREEDY).content == sdk_text
+    assert greedy_answer.content == sdk_text
 
 
 def test_leaving_early_leaves_the_server_usable(base_url: str) -> None:
     with Client(base_url) as client:
-        with client.stream_chat(PROMPT, model="smollm2", max_tokens=64) as stream:
+        with client.stream_chat(PROMPT, model="smollm2", max_tokens=32) as stream:
             first = next(item for item in stream if isinstance(item, ContentDelta))
         assert first.text
         assert client.chat(PROMPT, model="smollm2", **GREEDY).complete
