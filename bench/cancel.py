@@ -130,12 +130,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--disconnects", type=int, default=200)
     parser.add_argument("--abort", action="store_true", help="hang up with a RST, not a FIN")
     parser.add_argument("--wait", type=float, default=2.0, help="seconds before a close is missed")
+    harness.add_nice_argument(parser)
     return parser.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
-    harness.prepare(args.target)
+    harness.prepare([args.target], args.nice)
     try:
         result = aio.run(main_async(args))
     except aio.Interrupted:

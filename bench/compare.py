@@ -51,6 +51,7 @@ class Plan:
     chunks: int
     budget_s: float
     postgres: bool
+    nice: int = 0
 
     def target_names(self) -> list[str]:
         names = list(self.targets)
@@ -92,7 +93,7 @@ def machine_meta(plan: Plan) -> dict[str, object]:
         "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": f"{os.cpu_count()} x {cpu}, Linux {platform.release()}, "
         f"Python {platform.python_version()}",
-        "pinning": pinning,
+        "pinning": pinning + (f", niceness {plan.nice}" if plan.nice else ""),
         "duration_s": plan.duration_s,
         "chunks": plan.chunks,
         "concurrency": list(plan.concurrency),
@@ -178,6 +179,7 @@ def parse_plan(argv: Sequence[str] | None = None) -> Plan:
     parser.add_argument("--duration", type=float, help="seconds per cell (default 3, quick 0.5)")
     parser.add_argument("--chunks", type=int, default=64, help="content chunks per stream")
     parser.add_argument("--budget", type=float, help="seconds for the whole run (default 540)")
+    harness.add_nice_argument(parser)
     args = parser.parse_args(argv)
     targets = tuple(t.strip() for t in args.targets.split(",") if t.strip())
     unknown = set(targets) - set(ALL_TARGETS)
@@ -191,15 +193,13 @@ def parse_plan(argv: Sequence[str] | None = None) -> Plan:
         chunks=args.chunks,
         budget_s=args.budget or (50.0 if args.quick else 540.0),
         postgres=args.postgres,
+        nice=args.nice,
     )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     plan = parse_plan(argv)
-    procs.pin_self(CLIENT_CORE)
-    harness.raise_fd_limit()
-    if "litellm" in plan.targets:
-        gateways.litellm_venv(VENV)
+    harness.prepare(plan.targets, plan.nice)
     workdir = RESULTS / f"run-{dt.datetime.now().strftime('%Y%m%d-%H%M%S')}"
     meta = machine_meta(plan)
     try:

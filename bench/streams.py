@@ -156,12 +156,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--chunks", type=int, default=40)
     parser.add_argument("--delay-ms", type=int, default=100)
+    harness.add_nice_argument(parser)
     return parser.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
-    harness.prepare(args.target)
+    harness.prepare([args.target], args.nice)
     try:
         rounds = aio.run(main_async(args))
     except aio.Interrupted:
