@@ -1,0 +1,107 @@
+"""Both limiters behave the same: the in-memory one and the one in the real Redis."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import AsyncIterator, Mapping
+
+import pytest
+
+from llmeu.errors import RateLimited
+from llmeu.limits import Limiter, MemoryLimiter, Quota
+from llmeu.limits.redis import SPEND_KEY, RedisLimiter
+
+LEDGER_SPEND = {"k-spent": 5.0}
+
+
+async def ledger_spend() -> Mapping[str, float]:
+    return LEDGER_SPEND
+
+
+@pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.redis)])
+async def limiter(request: pytest.FixtureRequest) -> AsyncIterator[Limiter]:
+    built: Limiter = (
+        MemoryLimiter() if request.param == "memory" else RedisLimiter("redis://127.0.0.1:6379/0")
+    )
+    await built.start(ledger_spend)
+    yield built
+    if isinstance(built, RedisLimiter):
+        await built.redis.hdel(SPEND_KEY, "k-spent")
+    await built.aclose()
+
+
+def quota(**limits: float) -> Quota:
+    return Quota("k" + secrets.token_hex(6), **limits)  # type: ignore[arg-type]
+
+
+async def settle_all(limiter: Limiter) -> None:
+    if isinstance(limiter, RedisLimiter) and limiter._pending:
+        await asyncio.wait(limiter._pending)
+
+
+async def test_requests_per_minute_are_exact(limiter: Limiter) -> None:
+    q = quota(rpm=3)
+    for _ in range(3):
+        await limiter.admit(q, 1)
+    with pytest.raises(RateLimited) as refused:
+        await limiter.admit(q, 1)
+    assert 0 < refused.value.retry_after <= 60
+    assert refused.value.code == "rate_limit_exceeded"
+
+
+async def test_concurrent_admissions_never_exceed_the_limit(limiter: Limiter) -> None:
+    q = quota(rpm=7)
+    results = await asyncio.gather(
+        *(limiter.admit(q, 1) for _ in range(20)), return_exceptions=True
+    )
+    assert sum(not isinstance(r, BaseException) for r in results) == 7
+
+
+async def test_tokens_are_reserved_then_settled_to_what_was_used(limiter: Limiter) -> None:
+    q = quota(tpm=100)
+    first = await limiter.admit(q, 60)
+    with pytest.raises(RateLimited):
+        await limiter.admit(q, 50)  # 60 reserved + 50 > 100
+    limiter.settle(first, 20, None)  # it really used 20
+    await settle_all(limiter)
+    await limiter.admit(q, 50)  # 20 + 50 fits
+    with pytest.raises(RateLimited) as too_large:
+        await limiter.admit(q, 101)
+    assert too_large.value.code == "request_too_large"
+
+
+async def test_budget_starts_from_the_ledger_and_grows_with_each_call(limiter: Limiter) -> None:
+    with pytest.raises(RateLimited) as spent:
+        await limiter.admit(Quota("k-spent", budget_eur=5.0), 1)
+    assert spent.value.code == "insufficient_quota"
+    q = quota(budget_eur=1.0)
+    admission = await limiter.admit(q, 1)
+    limiter.settle(admission, 10, 0.6)
+    await settle_all(limiter)
+    second = await limiter.admit(q, 1)  # 0.6 < 1.0
+    limiter.settle(second, 10, 0.6)
+    await settle_all(limiter)
+    with pytest.raises(RateLimited):
+        await limiter.admit(q, 1)  # 1.2 >= 1.0
+
+
+async def test_unlimited_keys_pass_without_bookkeeping(limiter: Limiter) -> None:
+    q = quota()
+    for _ in range(100):
+        limiter.settle(await limiter.admit(q, 10_000), 10_000, 1.0)
+
+
+async def test_the_window_slides() -> None:
+    now = [1000.0]
+    limiter = MemoryLimiter(clock=lambda: now[0])
+    await limiter.start(ledger_spend)
+    q = quota(rpm=2, tpm=100)
+    await limiter.admit(q, 10)
+    now[0] += 30
+    await limiter.admit(q, 10)
+    with pytest.raises(RateLimited) as refused:
+        await limiter.admit(q, 10)
+    assert refused.value.retry_after == pytest.approx(30)
+    now[0] += 30.001
+    await limiter.admit(q, 10)  # the first call left the window
