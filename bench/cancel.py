@@ -120,7 +120,7 @@ async def measure(
 
 
 async def main_async(args: argparse.Namespace) -> CancelResult:
-    async with harness.running(args.target, "cancel") as running:
+    async with harness.running(args.target, "cancel", args.nice) as running:
         return await measure(running.target, running.upstream_host_port, args)
 
 

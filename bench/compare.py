@@ -143,7 +143,7 @@ async def compare(plan: Plan, workdir: Path) -> tuple[list[CellResult], dict[str
     cells: list[CellResult] = []
     failures: dict[str, str] = {}
     with (
-        procs.supervised(workdir) as supervisor,
+        procs.supervised(workdir, plan.nice) as supervisor,
         pgdb.temporary_database_if(plan.postgres) as database_url,
     ):
         place = await gateways.start_upstream(supervisor, workdir, API_KEY, plan.chunks)

@@ -44,7 +44,7 @@ def prepare(target_names: Sequence[str], nice: int = 0) -> None:
     procs.pin_self(gateways.CLIENT_CORE)
     raise_fd_limit()
     if nice:
-        os.setpriority(os.PRIO_PROCESS, 0, nice)
+        procs.set_niceness(os.getpid(), nice)
     if "litellm" in target_names:
         gateways.litellm_venv(gateways.LITELLM_VENV)
 
@@ -56,12 +56,12 @@ def add_nice_argument(parser: argparse.ArgumentParser) -> None:
 
 
 @contextlib.asynccontextmanager
-async def running(target_name: str, script: str) -> AsyncIterator[Running]:
+async def running(target_name: str, script: str, nice: int = 0) -> AsyncIterator[Running]:
     """Start the upstream and the named target; stop both by PID on exit."""
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     workdir = RESULTS / f"{script}-{target_name}-{stamp}"
     with (
-        procs.supervised(workdir) as supervisor,
+        procs.supervised(workdir, nice) as supervisor,
         pgdb.temporary_database_if(target_name == "llmeu-pg") as database_url,
     ):
         place = await gateways.start_upstream(supervisor, workdir, API_KEY)

@@ -44,6 +44,18 @@ def pin_self(core: int) -> None:
         os.sched_setaffinity(0, {core})
 
 
+def set_niceness(pid: int, nice: int) -> None:
+    """Niceness of a process and of its scheduler autogroup.
+
+    With `kernel.sched_autogroup_enabled`, each session is scheduled as one
+    group and a process's own nice value only counts inside its group, so the
+    group's niceness must be set too for other sessions' jobs to yield.
+    """
+    os.setpriority(os.PRIO_PROCESS, pid, nice)
+    with contextlib.suppress(OSError):
+        Path(f"/proc/{pid}/autogroup").write_text(str(nice))
+
+
 def _children_map() -> dict[int, list[int]]:
     children: dict[int, list[int]] = {}
     for entry in Path("/proc").iterdir():
@@ -141,6 +153,7 @@ class Supervisor:
     """Owns every child of one benchmark run and stops them all, newest first."""
 
     log_dir: Path
+    nice: int = 0
     children: list[Child] = field(default_factory=list)
 
     def start(
@@ -165,6 +178,8 @@ class Supervisor:
                 start_new_session=True,
                 preexec_fn=_die_with_parent,
             )
+        if self.nice:
+            set_niceness(popen.pid, self.nice)
         child = Child(name, popen, log_path)
         self.children.append(child)
         return child
@@ -180,10 +195,10 @@ class Supervisor:
 
 
 @contextlib.contextmanager
-def supervised(log_dir: Path) -> Iterator[Supervisor]:
+def supervised(log_dir: Path, nice: int = 0) -> Iterator[Supervisor]:
     """A supervisor whose children are stopped on exit, errors and cancellation included."""
     log_dir.mkdir(parents=True, exist_ok=True)
-    supervisor = Supervisor(log_dir)
+    supervisor = Supervisor(log_dir, nice)
     try:
         yield supervisor
     finally:

@@ -134,7 +134,7 @@ def _print_round(result: Round) -> None:
 
 
 async def main_async(args: argparse.Namespace) -> list[Round]:
-    async with harness.running(args.target, "streams") as running:
+    async with harness.running(args.target, "streams", args.nice) as running:
         target = running.target
         if target.pid is None:
             raise SystemExit(
