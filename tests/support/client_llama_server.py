@@ -8,20 +8,14 @@ does not only understand llmeu (it sends no usage chunk, for one).
 from __future__ import annotations
 
 import importlib.resources
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from tests.support.processes import _wait_http as wait_http
+from tests.support.processes import free_port
 
 
 def smollm2_path() -> Path:
@@ -43,7 +37,7 @@ def llama_server(log: Path, timeout: float = 120) -> Iterator[str]:
         proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
     try:
         base_url = f"http://127.0.0.1:{port}/v1"
-        _wait_until_ready(f"{base_url}/models", proc, log, timeout)
+        wait_http(f"{base_url}/models", proc, timeout, log)
         yield base_url
     finally:
         proc.terminate()
@@ -52,17 +46,3 @@ def llama_server(log: Path, timeout: float = 120) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-
-
-def _wait_until_ready(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"llama_cpp.server exited early:\n{log.read_text(errors='replace')}")
-        try:
-            with urllib.request.urlopen(url, timeout=1) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.1)
-    raise TimeoutError(f"llama_cpp.server did not answer within {timeout} s")
