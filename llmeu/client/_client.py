@@ -7,8 +7,11 @@ Decisions:
   with `stream_chat()`. A server that answers a streaming request with a plain
   `application/json` completion is read as that completion.
 - `stream_chat()` yields the output deltas as they arrive and the final
-  `ChatResult` last. It asks for usage (`stream_options.include_usage`);
-  a server that does not send it leaves `usage` at `None`.
+  `ChatResult` last. It asks for usage (`stream_options.include_usage`,
+  unless `stream_options` says otherwise); a server that does not send it
+  leaves `usage` at `None`.
+- Further keyword arguments are body fields (`temperature`, `tools`, ...),
+  sent as given; `policy` becomes `llmeu.policy_id`.
 - Configuration is explicit: nothing is read from the environment here.
 """
 
@@ -33,17 +36,13 @@ Messages = str | Sequence[Mapping[str, Any]]
 
 
 def _request_body(
-    messages: Messages,
-    model: str,
-    policy: str | None,
-    include_usage: bool,
-    params: Mapping[str, Any],
+    messages: Messages, model: str, policy: str | None, params: Mapping[str, Any]
 ) -> bytes:
     if isinstance(messages, str):
         messages = [{"role": "user", "content": messages}]
     body: dict[str, Any] = {"model": model, "messages": list(messages), **params, "stream": True}
-    if include_usage:
-        body["stream_options"] = {**body.get("stream_options", {}), "include_usage": True}
+    # Usage is asked for unless the caller said otherwise in `stream_options`.
+    body["stream_options"] = {"include_usage": True, **body.get("stream_options", {})}
     if policy is not None:
         body["llmeu"] = {**body.get("llmeu", {}), "policy_id": policy}
     return msgspec.json.encode(body)
@@ -74,10 +73,9 @@ class _ClientBase:
         messages: Messages,
         model: str,
         policy: str | None,
-        include_usage: bool,
         params: Mapping[str, Any],
     ) -> httpx.Request:
-        body = _request_body(messages, model, policy, include_usage, params)
+        body = _request_body(messages, model, policy, params)
         headers = {**self._headers, "content-type": "application/json"}
         return httpx.Request(
             "POST", f"{self.base_url}/chat/completions", headers=headers, content=body
@@ -117,11 +115,10 @@ class Client(_ClientBase):
         *,
         model: str,
         policy: str | None = None,
-        include_usage: bool = True,
         **params: Any,
     ) -> ChatStream:
         """Start a streaming chat completion; `params` are further body fields."""
-        request = self._chat_request(messages, model, policy, include_usage, params)
+        request = self._chat_request(messages, model, policy, params)
         return ChatStream(self._http, request, self._clock)
 
     def chat(
@@ -130,13 +127,10 @@ class Client(_ClientBase):
         *,
         model: str,
         policy: str | None = None,
-        include_usage: bool = True,
         **params: Any,
     ) -> ChatResult:
         """The complete answer; raises the `IncompleteStreamError` family otherwise."""
-        with self.stream_chat(
-            messages, model=model, policy=policy, include_usage=include_usage, **params
-        ) as stream:
+        with self.stream_chat(messages, model=model, policy=policy, **params) as stream:
             for _ in stream:
                 pass
         assert stream.result is not None
@@ -176,10 +170,9 @@ class AsyncClient(_ClientBase):
         *,
         model: str,
         policy: str | None = None,
-        include_usage: bool = True,
         **params: Any,
     ) -> AsyncChatStream:
-        request = self._chat_request(messages, model, policy, include_usage, params)
+        request = self._chat_request(messages, model, policy, params)
         return AsyncChatStream(self._http, request, self._clock)
 
     async def chat(
@@ -188,12 +181,9 @@ class AsyncClient(_ClientBase):
         *,
         model: str,
         policy: str | None = None,
-        include_usage: bool = True,
         **params: Any,
     ) -> ChatResult:
-        async with self.stream_chat(
-            messages, model=model, policy=policy, include_usage=include_usage, **params
-        ) as stream:
+        async with self.stream_chat(messages, model=model, policy=policy, **params) as stream:
             async for _ in stream:
                 pass
         assert stream.result is not None

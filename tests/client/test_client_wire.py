@@ -136,6 +136,12 @@ async def test_request_shape(run: Run) -> None:
     }
 
 
+async def test_usage_request_can_be_turned_off(run: Run) -> None:
+    with WireServer(Reply(hello())) as server:
+        await run(server.url, stream_options={"include_usage": False})
+    assert json.loads(server.requests[0].body)["stream_options"] == {"include_usage": False}
+
+
 WIRE_VARIANTS = [
     pytest.param(Reply(hello(), framing="close"), id="close-delimited"),
     pytest.param(Reply(hello(), framing="length"), id="content-length"),
