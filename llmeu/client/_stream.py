@@ -51,7 +51,7 @@ def _raise_for_status(response: httpx.Response, body: bytes) -> None:
     raise status_error(response.status_code, ErrorInfo.from_payload(error), body, response.headers)
 
 
-def _connection_error(exc: httpx.TransportError) -> APIConnectionError:
+def _connection_error(exc: httpx.RequestError) -> APIConnectionError:
     if isinstance(exc, httpx.TimeoutException):
         return APITimeoutError(f"timed out waiting for the server: {exc!r}")
     return APIConnectionError(f"could not reach the server: {exc!r}")
@@ -79,7 +79,7 @@ class _StreamReader:
             deltas.extend(self._fold(event))
         return deltas
 
-    def finish(self, cut: httpx.TransportError | None = None) -> ChatResult:
+    def finish(self, cut: httpx.RequestError | None = None) -> ChatResult:
         """End of input; raises the `IncompleteStreamError` family, with timings attached."""
         if not self.ended:
             for event in self._decoder.close():
@@ -90,7 +90,7 @@ class _StreamReader:
             exc.result = self._timed(exc.result)
             if cut is None or type(exc) is not IncompleteStreamError:
                 raise
-            message = f"the connection broke before [DONE] ({cut!r})"
+            message = f"reading the stream failed before [DONE]: {cut!r}"
             raise IncompleteStreamError(message, exc.result) from cut
         return self.result
 
@@ -158,15 +158,15 @@ class ChatStream:
         reader = self._reader = _StreamReader(self._clock)
         try:
             response = self._response = self._http.send(self._request, stream=True)
-        except httpx.TransportError as exc:
+        except httpx.RequestError as exc:
             raise _connection_error(exc) from exc
         self.headers = response.headers
-        cut: httpx.TransportError | None = None
+        cut: httpx.RequestError | None = None
         try:
             if not _is_event_stream(response):
                 try:
                     body = response.read()
-                except httpx.TransportError as exc:
+                except httpx.RequestError as exc:
                     raise _connection_error(exc) from exc
                 yield from reader.whole_body(response, body)
                 return
@@ -175,7 +175,7 @@ class ChatStream:
                     yield from reader.feed(data)
                     if reader.ended:
                         break
-            except httpx.TransportError as exc:
+            except httpx.RequestError as exc:
                 cut = exc
         finally:
             response.close()
@@ -211,15 +211,15 @@ class AsyncChatStream:
         reader = self._reader = _StreamReader(self._clock)
         try:
             response = self._response = await self._http.send(self._request, stream=True)
-        except httpx.TransportError as exc:
+        except httpx.RequestError as exc:
             raise _connection_error(exc) from exc
         self.headers = response.headers
-        cut: httpx.TransportError | None = None
+        cut: httpx.RequestError | None = None
         try:
             if not _is_event_stream(response):
                 try:
                     body = await response.aread()
-                except httpx.TransportError as exc:
+                except httpx.RequestError as exc:
                     raise _connection_error(exc) from exc
                 for item in reader.whole_body(response, body):
                     yield item
@@ -230,7 +230,7 @@ class AsyncChatStream:
                         yield delta
                     if reader.ended:
                         break
-            except httpx.TransportError as exc:
+            except httpx.RequestError as exc:
                 cut = exc
         finally:
             await response.aclose()

@@ -14,6 +14,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+import httpx
 import pytest
 
 from llmeu.client import (
@@ -195,7 +196,8 @@ async def test_missing_done_is_incomplete_and_keeps_the_text(run: Run) -> None:
 async def test_connection_cut_mid_body_is_incomplete(run: Run) -> None:
     error = await failure(run, Reply(sse(ROLE, chunk("Hel")), cut=True), IncompleteStreamError)
     assert error.result.content == "Hel"
-    assert "connection broke" in str(error)
+    assert "failed before [DONE]" in str(error)
+    assert isinstance(error.__cause__, httpx.RemoteProtocolError)
 
 
 async def test_error_frame_raises_stream_error_with_text_and_routing(run: Run) -> None:
