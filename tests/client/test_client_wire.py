@@ -358,3 +358,13 @@ async def test_chat_returns_the_result() -> None:
         async with AsyncClient(server.url) as client:
             assert (await client.chat("Hi", model="m")).content == "Hello"
     assert "authorization" not in server.requests[0].headers
+
+
+def test_read_timeout_after_the_status_is_an_incomplete_stream() -> None:
+    reply = Reply(sse(ROLE, chunk("Hel")), hold=HOLD)
+    with WireServer(reply) as server:
+        client = Client(server.url, timeout=0.5)
+        with client, pytest.raises(IncompleteStreamError) as caught:
+            client.chat("Hi", model="m")
+    assert caught.value.result.content == "Hel"
+    assert isinstance(caught.value.__cause__, httpx.ReadTimeout)
