@@ -30,6 +30,7 @@ from typing import Any
 from rich.console import Console, RenderableType
 from rich.live import Live
 from rich.markdown import Markdown
+from rich.markup import escape
 from rich.spinner import Spinner
 from rich.text import Text
 
@@ -119,7 +120,7 @@ def converse(
 ) -> int:
     """The interactive loop. A cancelled or failed exchange is left out of the history."""
     err.print(
-        f"[dim]llmeu chat · {settings.model} at {settings.base_url} · "
+        f"[dim]llmeu chat · {escape(settings.model)} at {escape(settings.base_url)} · "
         "Ctrl-C cancels an answer · Ctrl-D or /exit quits[/]"
     )
     while True:
@@ -163,27 +164,27 @@ def ask(
                     result = item
     except KeyboardInterrupt:
         trace = stream.headers.get("x-llmeu-trace-id") if stream.headers else None
-        where = f" · trace {trace}" if trace else ""
+        where = f" · trace {escape(trace)}" if trace else ""
         err.print(f"[bold yellow]⏹ cancelled[/] [yellow]— the answer above is partial{where}[/]")
         return Outcome.CANCELLED, None
     except StreamError as exc:
-        err.print(f"[bold red]✗ the server broke off the answer:[/] {exc.error}")
+        err.print(f"[bold red]✗ the server broke off the answer:[/] {escape(str(exc.error))}")
         err.print("[red]  the answer above is incomplete[/]")
         _print_footer(err, exc.result)
         return Outcome.FAILED, exc.result
     except IncompleteStreamError as exc:
-        err.print(f"[bold red]✗ incomplete answer:[/] {exc}")
+        err.print(f"[bold red]✗ incomplete answer:[/] {escape(str(exc))}")
         err.print("[red]  the answer above is partial[/]")
         return Outcome.FAILED, exc.result
     except APIStatusError as exc:
-        err.print(f"[bold red]✗ {exc}[/]")
+        err.print(f"[bold red]✗ {escape(str(exc))}[/]")
         return Outcome.FAILED, None
     except APIConnectionError as exc:
-        err.print(f"[bold red]✗ {settings.base_url}: {exc}[/]")
+        err.print(f"[bold red]✗ {escape(settings.base_url)}: {escape(str(exc))}[/]")
         return Outcome.FAILED, None
     assert result is not None
     for call in result.tool_calls:
-        out.print(f"[magenta]→ tool call[/] {call.name}({call.arguments})")
+        out.print(f"[magenta]→ tool call[/] {escape(call.name)}({escape(call.arguments)})")
     _print_footer(err, result)
     return Outcome.COMPLETE, result
 

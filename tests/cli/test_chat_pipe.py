@@ -71,3 +71,11 @@ def test_nothing_listening_is_a_clear_error() -> None:
     assert done.returncode == 1
     assert done.stdout == ""
     assert "http://127.0.0.1:9/v1: could not reach the server" in done.stderr
+
+
+def test_server_text_is_never_read_as_rich_markup() -> None:
+    error = {"error": {"message": "bad [/] tag [bold]x[/bold]", "code": "[DONE]"}}
+    with WireServer(Reply(sse(content("a"), json.dumps(error)))) as server:
+        done = run_chat(["--base-url", server.url, "q"])
+    assert done.returncode == 1
+    assert "the server broke off the answer: bad [/] tag [bold]x[/bold] ([DONE])" in done.stderr
