@@ -41,6 +41,7 @@ API_KEY = harness.API_KEY
 ALL_TARGETS = ("direct", "nginx", "llmeu", "litellm")
 RESULTS = harness.RESULTS
 VENV = gateways.LITELLM_VENV
+LITELLM_VERSION = "import importlib.metadata as m; print(m.version('litellm'))"
 
 
 @dataclass(frozen=True)
@@ -98,8 +99,10 @@ def machine_meta(plan: Plan) -> dict[str, object]:
         "chunks": plan.chunks,
         "concurrency": list(plan.concurrency),
         "nginx": _run_text(["nginx", "-v"]),
-        "litellm": _run_text([str(VENV / "bin" / "python"), "-m", "pip", "show", "litellm"]),
-        "llmeu_commit": _run_text(["git", "-C", str(gateways.BENCH_DIR), "rev-parse", "HEAD"]),
+        "litellm": _run_text([str(VENV / "bin" / "python"), "-c", LITELLM_VERSION]),
+        "llmeu_commit": _run_text(
+            ["git", "-C", str(gateways.BENCH_DIR), "rev-parse", "--short", "HEAD"]
+        ),
     }
 
 

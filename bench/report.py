@@ -141,7 +141,8 @@ def markdown(meta: dict[str, Any], cells: Sequence[CellResult], failures: dict[s
         f"# llmeu benchmark — {meta['date']}",
         "",
         f"Machine: {meta['machine']}. {meta['pinning']}. Cells of {meta['duration_s']} s each "
-        f"after a warm-up; streams carry {meta['chunks']} content chunks.",
+        f"after a warm-up; streams carry {meta['chunks']} content chunks. "
+        f"{meta['nginx']}; LiteLLM {meta['litellm']}; llmeu at commit {meta['llmeu_commit']}.",
         "",
         cells_table(cells),
         "",

@@ -122,10 +122,16 @@ async def run_round(target: Target, index: int, streams: int, chunks: int, delay
     )
 
 
+def _all_open(seconds: float) -> str:
+    if math.isnan(seconds):
+        return "never all open at once"
+    return f"all open {seconds:.2f} s after the start"
+
+
 def _print_round(result: Round) -> None:
     print(
         f"round {result.index}: at most {result.max_open} streams producing at once "
-        f"(all open {result.seconds_to_all_open:.2f} s after the start), "
+        f"({_all_open(result.seconds_to_all_open)}), "
         f"{result.completed} complete, "
         f"{result.errors} errors; peak RSS {result.peak_rss_mb:.1f} MB, "
         f"after {result.rss_after_mb:.1f} MB",
