@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
+from llmeu.api.calls import shutting_down
 from llmeu.api.chat import handle_chat
+from llmeu.api.cors import CorsMiddleware
 from llmeu.api.embeddings import handle_embeddings
 from llmeu.api.errors import send_error
 from llmeu.api.gateway import Gateway
 from llmeu.api.http import Receive, Request, Scope, Send, send_response
 from llmeu.api.models import handle_models
+from llmeu.api.openapi import handle_openapi
 from llmeu.api.platform import PLATFORM_PREFIX_ROUTES, PLATFORM_ROUTES
 from llmeu.config import Settings
 from llmeu.errors import ApiError, MethodNotAllowed, NotFound
@@ -44,6 +48,7 @@ ROUTES: dict[tuple[str, str], Handler] = {
     ("POST", "/v1/embeddings"): handle_embeddings,
     ("GET", "/v1/models"): handle_models,
     ("GET", "/healthz"): handle_healthz,
+    ("GET", "/openapi.json"): handle_openapi,
     ("GET", "/metrics"): handle_metrics,
     **PLATFORM_ROUTES,
 }
@@ -58,13 +63,15 @@ class App:
 
     def __init__(self, gateway: Gateway):
         self.gateway = gateway
+        origins = gateway.settings.cors_origins
+        self._handle_http = CorsMiddleware(self._http, origins) if origins else self._http
         self.routes = dict(ROUTES)
         self.prefix_routes: dict[tuple[str, str], PrefixHandler] = dict(PREFIX_ROUTES)
         self.paths = {path for _, path in self.routes}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            await self._http(scope, receive, send)
+            await self._handle_http(scope, receive, send)
         elif scope["type"] == "lifespan":
             await self._lifespan(receive, send)
 
@@ -80,6 +87,11 @@ class App:
         request.send = tracking_send  # type: ignore[assignment]
         try:
             await self._dispatch(request)
+        except asyncio.CancelledError:  # the server ended the request: the trace says so
+            call = request.call
+            if call is not None and call.open:
+                call.finish(CallStatus.INTERRUPTED, error=shutting_down())
+            raise
         except ApiError as error:
             if not started:
                 await send_error(send, error)

@@ -16,8 +16,10 @@ from typing import TypeVar
 
 from llmeu.api.gateway import Gateway
 from llmeu.api.http import Headers, Request
+from llmeu.api.redaction import redact
 from llmeu.errors import ApiError, NoCompliantRoute, ServiceUnavailable, UpstreamError
 from llmeu.ledger.records import ApiKey, Attempt, CallStatus, TraceRecord, new_trace_id
+from llmeu.limits import Admission, Quota
 from llmeu.observability.timing import ResponseTiming
 from llmeu.protocol.wire import (
     ChatCompletionRequest,
@@ -35,7 +37,10 @@ _DURABLE_WAIT = 10.0
 
 
 class Call:
-    __slots__ = ("endpoint", "gw", "key", "opened", "plan", "policy", "record", "upstream_seconds")
+    __slots__ = (
+        "admission", "endpoint", "gw", "key", "opened", "plan", "policy", "record", "sensitive",
+        "upstream_seconds",
+    )  # fmt: skip
 
     def __init__(self, gw: Gateway, key: ApiKey, route: str):
         self.gw = gw
@@ -52,6 +57,8 @@ class Call:
         self.policy: Policy | None = None
         self.plan: RoutePlan | None = None
         self.endpoint: Endpoint | None = None
+        self.admission: Admission | None = None
+        self.sensitive: list[str] = []  # prompt and output text, kept out of error messages
         self.opened = time.perf_counter()
         self.upstream_seconds = 0.0  # spent inside attempts, for the overhead headers
 
@@ -68,6 +75,12 @@ class Call:
         self.policy = plan.policy
         self.record.policy_id = plan.policy.policy_id
         self.record.excluded = [x.as_dict() for x in plan.excluded]
+
+    async def admit(self, prompt_tokens: int) -> None:
+        """The key's limits (requests and tokens per minute, budget); 429 when over one."""
+        key = self.key
+        quota = Quota(key.key_id, key.rpm_limit, key.tpm_limit, key.budget_eur)
+        self.admission = await self.gw.limits.admit(quota, prompt_tokens)
 
     def begin(self) -> asyncio.Future[None]:
         """Record the call as in progress (so a crash leaves it `interrupted`)."""
@@ -135,6 +148,8 @@ class Call:
 
     def store_content(self, prompt: object, completion: object) -> None:
         """Keep prompt and output only where the policy's `store_content` allows it."""
+        if isinstance(completion, str) and completion:
+            self.sensitive.append(completion)
         if self.policy is None or self.policy.store_content.seconds <= 0:
             return
         record = self.record
@@ -182,11 +197,18 @@ class Call:
             http_status if http_status is not None else (error.status if error else 200)
         )
         if error is not None:
+            if self.policy is None or self.policy.store_content.seconds <= 0:
+                error.message = redact(error.message, self.sensitive)
             record.error_type = error.type
             record.error_code = error.code
             record.error_message = error.message[:2000]
-        self.gw.observers.call_finished(record)
         return self.gw.ledger.finish(record)
+        gw = self.gw
+        gw.inflight.pop(record.trace_id, None)
+        if self.admission is not None:
+            used = (record.input_tokens or 0) + (record.output_tokens or 0)
+            gw.limits.settle(self.admission, used, record.cost_eur)
+        gw.observers.call_finished(record)
 
     def _close_attempts(self, status: CallStatus, error: ApiError | None) -> None:
         """The serving attempt ends with its call, cut short by a hang-up or a broken stream."""
@@ -208,6 +230,14 @@ class Call:
         return self.finish(CallStatus.REJECTED, error=error)
 
 
+def shutting_down() -> ServiceUnavailable:
+    """What a call still running when the shutdown grace ran out is told (and recorded)."""
+    return ServiceUnavailable(
+        "the gateway is shutting down and ended the call before it finished",
+        code="gateway_shutdown",
+    )
+
+
 def open_call(gw: Gateway, key: ApiKey, route: str, request: Request) -> Call:
     if not gw.accepting:
         raise ServiceUnavailable("the gateway is shutting down", code="shutting_down")
@@ -219,6 +249,9 @@ def open_call(gw: Gateway, key: ApiKey, route: str, request: Request) -> Call:
         )
     call = Call(gw, key, route)
     request.call = call
+    task = asyncio.current_task()
+    if task is not None:
+        gw.inflight[call.trace_id] = task
     gw.observers.call_started(call.record, request.headers)
     return call
 

@@ -8,7 +8,14 @@ import time
 import msgspec
 from msgspec import UNSET
 
-from llmeu.api.calls import Call, durable, estimate_prompt_tokens, estimate_tokens, open_call
+from llmeu.api.calls import (
+    Call,
+    durable,
+    estimate_prompt_tokens,
+    estimate_tokens,
+    open_call,
+    shutting_down,
+)
 from llmeu.api.chat_stream import stream_chat
 from llmeu.api.errors import send_error
 from llmeu.api.gateway import Gateway
@@ -25,6 +32,7 @@ from llmeu.protocol.wire import (
     Usage,
     chat_request_decoder,
     encoder,
+    text_of,
 )
 from llmeu.providers.base import Completion
 from llmeu.routing.catalog import Capability
@@ -42,6 +50,8 @@ async def handle_chat(gw: Gateway, request: Request) -> None:
         chat = parse_chat(await request.body(gw.settings.max_body_bytes))
         call.record.request_model = chat.model
         call.record.stream = bool(chat.stream)
+        call.sensitive.extend(text_of(m) for m in chat.messages)
+        await call.admit(estimate_prompt_tokens(chat))
         policy = gw.policies.effective(
             key.policy_id,
             chat.llmeu if isinstance(chat.llmeu, RoutingRequest) else None,
@@ -63,7 +73,10 @@ async def handle_chat(gw: Gateway, request: Request) -> None:
         await send_error(request.send, error, trace_id=call.trace_id)
         return
     except asyncio.CancelledError:
-        call.finish(CallStatus.CANCELLED, http_status=499)
+        if gw.interrupting:
+            call.finish(CallStatus.INTERRUPTED, error=shutting_down())
+        else:
+            call.finish(CallStatus.CANCELLED, http_status=499)
         raise
     if chat.stream:
         await stream_chat(call, chat, request)
@@ -106,11 +119,16 @@ async def complete_chat(call: Call, chat: ChatCompletionRequest, request: Reques
         )
         watch.disarm()
     except asyncio.CancelledError:
-        if not watch.disconnected:
+        if not (watch.disconnected or gw.interrupting):
             raise
         watch.handled()
         call.account(estimate_prompt_tokens(chat), 0, True)
-        await durable(gw, call.finish(CallStatus.CANCELLED, http_status=499))
+        if watch.disconnected:
+            await durable(gw, call.finish(CallStatus.CANCELLED, http_status=499))
+            return
+        stopped = shutting_down()
+        await durable(gw, call.finish(CallStatus.INTERRUPTED, error=stopped))
+        await send_error(request.send, stopped, trace_id=call.trace_id)
         return
     except UpstreamError as error:
         watch.disarm()

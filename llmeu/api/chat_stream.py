@@ -16,16 +16,24 @@ from __future__ import annotations
 import asyncio
 import time
 
-from llmeu.api.calls import Call, durable, estimate_prompt_tokens, tokens_for_characters
+from llmeu.api.calls import (
+    Call,
+    durable,
+    estimate_prompt_tokens,
+    shutting_down,
+    tokens_for_characters,
+)
 from llmeu.api.errors import error_body, send_error
 from llmeu.api.frames import FrameEncoder, StreamOutput, error_frame
 from llmeu.api.http import SSE_HEADERS, DisconnectWatch, Request, Send
-from llmeu.errors import UpstreamError
+from llmeu.errors import ApiError, UpstreamError
 from llmeu.ledger.records import CallStatus
 from llmeu.protocol.sse import DONE_FRAME
 from llmeu.protocol.wire import ChatCompletionRequest, Delta, Usage
 from llmeu.providers.base import ChatStream, Provider
 from llmeu.routing.fallback import run_with_fallback
+
+INTERRUPTED = CallStatus.INTERRUPTED
 
 
 async def _open(provider: Provider, chat: ChatCompletionRequest) -> tuple[ChatStream, Delta | None]:
@@ -78,13 +86,17 @@ async def stream_chat(call: Call, chat: ChatCompletionRequest, request: Request)
             delta = await upstream.next_delta()
         watch.disarm()
     except asyncio.CancelledError:
-        if not watch.disconnected:
+        if not (watch.disconnected or gw.interrupting):
             raise
         watch.handled()
         if upstream is not None:
             await upstream.aclose()
-        _account(call, chat, upstream.usage if upstream else None, output)
-        await durable(gw, call.finish(CallStatus.CANCELLED, http_status=499))
+        if watch.disconnected:
+            _account(call, chat, upstream.usage if upstream else None, output)
+            await durable(gw, call.finish(CallStatus.CANCELLED, http_status=499))
+            return
+        stopped = shutting_down()
+        await _fail(call, chat, stopped, output, send, started=started, status=INTERRUPTED)
         return
     except UpstreamError as error:
         watch.disarm()
@@ -123,20 +135,21 @@ def _account(
 async def _fail(
     call: Call,
     chat: ChatCompletionRequest,
-    error: UpstreamError,
+    error: ApiError,
     output: StreamOutput,
     send: Send,
     *,
     started: bool,
+    status: CallStatus = CallStatus.FAILED,
 ) -> None:
     """Before the headers went out the client gets an HTTP error; after, an error frame."""
     gw = call.gw
     if call.endpoint is not None:
         _account(call, chat, None, output)
     if not started:
-        await durable(gw, call.finish(CallStatus.FAILED, error=error))
+        await durable(gw, call.finish(status, error=error))
         await send_error(send, error, trace_id=call.trace_id, routing=call.error_routing())
         return
-    await durable(gw, call.finish(CallStatus.FAILED, error=error, http_status=200))
+    await durable(gw, call.finish(status, error=error, http_status=200))
     body = error_frame(error_body(error, call.routing_block()))
     await send({"type": "http.response.body", "body": body, "more_body": False})

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import msgspec
 
-from llmeu.api.calls import Call, durable, estimate_tokens, open_call
+from llmeu.api.calls import Call, durable, estimate_tokens, open_call, shutting_down
 from llmeu.api.errors import send_error
 from llmeu.api.gateway import Gateway
 from llmeu.api.http import JSON_HEADERS, DisconnectWatch, Request, send_response
@@ -43,6 +43,11 @@ async def handle_embeddings(gw: Gateway, request: Request) -> None:
         req = parse_embeddings(await request.body(gw.settings.max_body_bytes))
         call.record.request_model = req.model
         inputs = normalise_inputs(req.input)
+        texts = [i for i in inputs if isinstance(i, str)]
+        call.sensitive.extend(texts)
+        await call.admit(
+            estimate_tokens("".join(texts)) + sum(len(i) for i in inputs if not isinstance(i, str))
+        )
         policy = gw.policies.effective(
             key.policy_id,
             req.llmeu if isinstance(req.llmeu, RoutingRequest) else None,
@@ -120,10 +125,15 @@ async def _embed(call: Call, req: EmbeddingsRequest, inputs: Inputs, request: Re
         )
         watch.disarm()
     except asyncio.CancelledError:
-        if not watch.disconnected:
+        if not (watch.disconnected or gw.interrupting):
             raise
         watch.handled()
-        await durable(gw, call.finish(CallStatus.CANCELLED, http_status=499))
+        if watch.disconnected:
+            await durable(gw, call.finish(CallStatus.CANCELLED, http_status=499))
+            return
+        stopped = shutting_down()
+        await durable(gw, call.finish(CallStatus.INTERRUPTED, error=stopped))
+        await send_error(request.send, stopped, trace_id=call.trace_id)
         return
     except UpstreamError as error:
         watch.disarm()

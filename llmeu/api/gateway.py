@@ -8,6 +8,7 @@ import logging
 import secrets
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from llmeu.api.auth import KeyRing, announce_admin_key
 from llmeu.api.observers import Observers
@@ -17,6 +18,8 @@ from llmeu.errors import ConfigError
 from llmeu.ledger.database import open_database
 from llmeu.ledger.store import Store
 from llmeu.ledger.writer import Ledger
+from llmeu.limits import Limiter, build_limiter
+from llmeu.limits.health import SharedCircuitBreaker
 from llmeu.observability.telemetry import Telemetry
 from llmeu.providers.base import Provider
 from llmeu.providers.http import HttpClient
@@ -25,6 +28,22 @@ from llmeu.routing.config_file import GatewayConfig
 from llmeu.routing.health import CircuitBreaker
 
 log = logging.getLogger("llmeu")
+
+_INTERRUPT_WAIT = 5.0
+
+
+def _breaker(settings: Settings) -> CircuitBreaker:
+    """Per process, or shared by all processes through Redis."""
+    if settings.redis_url is None:
+        return CircuitBreaker(
+            failure_threshold=settings.breaker_threshold,
+            cooldown=settings.breaker_cooldown_seconds,
+        )
+    return SharedCircuitBreaker(
+        settings.redis_url,
+        failure_threshold=settings.breaker_threshold,
+        cooldown=settings.breaker_cooldown_seconds,
+    )
 
 
 @dataclass
@@ -39,10 +58,13 @@ class Gateway:
     providers: dict[str, Provider]
     unavailable: dict[str, str]
     breaker: CircuitBreaker
+    limits: Limiter
     instance_id: str = field(default_factory=lambda: "gw_" + secrets.token_hex(6))
     observers: Observers = field(default_factory=Observers)
     started_at: float = field(default_factory=time.time)
     accepting: bool = True
+    interrupting: bool = False  # set when the shutdown grace ran out (see `drain`)
+    inflight: dict[str, asyncio.Task[Any]] = field(default_factory=dict)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     telemetry: Telemetry = field(init=False)
 
@@ -79,7 +101,8 @@ class Gateway:
             http=http,
             providers=providers,
             unavailable=unavailable,
-            breaker=CircuitBreaker(),
+            breaker=_breaker(settings),
+            limits=build_limiter(settings.redis_url),
         )
 
     async def start(self) -> None:
@@ -104,6 +127,9 @@ class Gateway:
             announce_admin_key(token)
         await self.policies.load()
         self.ledger.start()
+        await self.limits.start(self.store.spend_by_key)
+        if isinstance(self.breaker, SharedCircuitBreaker):
+            self.breaker.start([e.endpoint_id for e in self.config.catalog.endpoints])
         await self._start_providers()
         self._tasks.append(asyncio.create_task(self._maintenance(), name="llmeu-maintenance"))
 
@@ -137,6 +163,24 @@ class Gateway:
             except Exception:  # a maintenance round must never end the loop
                 log.exception("maintenance round failed")
 
+    async def drain(self, grace: float) -> None:
+        """Graceful shutdown: refuse new calls, give those in flight up to `grace` seconds,
+        then end the rest — a stream with the error frame, a call not yet answered with a
+        503 — recording them `interrupted`, and wait (briefly) until they are recorded."""
+        self.accepting = False
+        if self.inflight:
+            await asyncio.wait(set(self.inflight.values()), timeout=grace)
+        if not self.inflight:
+            return
+        log.warning(
+            "shutdown: ending %d calls still in flight after %g s", len(self.inflight), grace
+        )
+        self.interrupting = True
+        ending = set(self.inflight.values())
+        for task in ending:
+            task.cancel()
+        await asyncio.wait(ending, timeout=_INTERRUPT_WAIT)
+
     async def stop(self) -> None:
         self.accepting = False
         for task in self._tasks:
@@ -145,6 +189,9 @@ class Gateway:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         await self.ledger.stop()
+        await self.limits.aclose()
+        if isinstance(self.breaker, SharedCircuitBreaker):
+            await self.breaker.aclose()
         await asyncio.to_thread(self.telemetry.shutdown)
         for provider in self.providers.values():
             await provider.aclose()

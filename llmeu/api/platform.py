@@ -34,8 +34,8 @@ class KeyCreate(Struct, forbid_unknown_fields=True):
     name: Annotated[str, Meta(max_length=200)] = ""
     policy_id: str | None = None
     budget_eur: Annotated[float, Meta(ge=0)] | None = None
-    rpm_limit: Annotated[int, Meta(ge=1)] | None = None
-    tpm_limit: Annotated[int, Meta(ge=1)] | None = None
+    rpm_limit: Annotated[int, Meta(ge=1, le=1_000_000_000)] | None = None
+    tpm_limit: Annotated[int, Meta(ge=1, le=1_000_000_000)] | None = None
     stream: bool | None = None
 
 

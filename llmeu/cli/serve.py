@@ -47,6 +47,27 @@ def register(subparsers: Any) -> None:
         "--no-local", action="store_true", help="do not load the bundled local models"
     )
     parser.add_argument("--local-threads", type=int, help="CPU threads for the local models")
+    parser.add_argument(
+        "--shutdown-grace",
+        type=float,
+        help="seconds in-flight calls may run on after SIGTERM before they are ended (30)",
+    )
+    parser.add_argument(
+        "--breaker-threshold",
+        type=int,
+        help="consecutive failures that open an endpoint's circuit (5)",
+    )
+    parser.add_argument(
+        "--breaker-cooldown",
+        type=float,
+        help="seconds an open circuit waits before a probe call (15)",
+    )
+    parser.add_argument(
+        "--cors-origin",
+        action="append",
+        default=[],
+        help="an origin browsers may call from (repeatable; `*` for any); CORS is off without it",
+    )
     parser.set_defaults(func=run)
 
 
@@ -64,6 +85,10 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         otel_content=args.otel_content or None,
         load_local_models=False if args.no_local else None,
         local_threads=args.local_threads,
+        shutdown_grace_seconds=args.shutdown_grace,
+        breaker_threshold=args.breaker_threshold,
+        breaker_cooldown_seconds=args.breaker_cooldown,
+        cors_origins=tuple(args.cors_origin) or None,
     )
 
 
@@ -71,6 +96,7 @@ def run(args: argparse.Namespace) -> int:
     import uvicorn
 
     from llmeu.api.app import create_app
+    from llmeu.cli.server import GatewayServer
 
     settings = settings_from_args(args)
     configure_logging(settings.log_level, settings.log_format)
@@ -91,9 +117,9 @@ def run(args: argparse.Namespace) -> int:
         log_config=None if settings.log_format == "json" else uvicorn.config.LOGGING_CONFIG,
         access_log=False,
         server_header=False,
-        timeout_graceful_shutdown=int(settings.shutdown_grace_seconds),
+        timeout_graceful_shutdown=5,  # a backstop: the gateway drains first (cli/server.py)
         h11_max_incomplete_event_size=64 * 1024,
     )
-    server = uvicorn.Server(config)
+    server = GatewayServer(config, app.gateway, settings.shutdown_grace_seconds)
     server.run()
     return 0 if server.started else 1
