@@ -25,7 +25,6 @@ from dataclasses import dataclass
 
 import msgspec
 
-import aio
 import gateways
 import harness
 from httpclient import Connection, ConnectionClosed, build_request
@@ -136,11 +135,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
-    harness.prepare([args.target], args.nice)
-    try:
-        result = aio.run(main_async(args))
-    except aio.Interrupted:
-        raise SystemExit("interrupted; every process this run started was stopped") from None
+    result = harness.run_script(args.target, args.nice, lambda: main_async(args))
     missed = result.disconnects - result.reached_upstream
     print(
         f"{result.target}: {result.disconnects} disconnects ({'RST' if args.abort else 'FIN'}), "

@@ -7,15 +7,18 @@ import contextlib
 import datetime as dt
 import os
 import resource
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
+import aio
 import gateways
 import pgdb
 import procs
 from gateways import Placement
 from loadgen import Target
 
+T = TypeVar("T")
 API_KEY = "sk-bench-0123456789abcdef"
 RESULTS = gateways.BENCH_DIR / "results"
 
@@ -53,6 +56,15 @@ def add_nice_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--nice", type=int, default=0, help="niceness of the run, e.g. -10 on a shared machine"
     )
+
+
+def run_script(target_name: str, nice: int, main: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Prepare the process, run `main()` on the event loop, exit 130 style when interrupted."""
+    prepare([target_name], nice)
+    try:
+        return aio.run(main())
+    except aio.Interrupted:
+        raise SystemExit("interrupted; every process this run started was stopped") from None
 
 
 @contextlib.asynccontextmanager

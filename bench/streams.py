@@ -22,7 +22,6 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import aio
 import gateways
 import harness
 import procs
@@ -168,11 +167,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
-    harness.prepare([args.target], args.nice)
-    try:
-        rounds = aio.run(main_async(args))
-    except aio.Interrupted:
-        raise SystemExit("interrupted; every process this run started was stopped") from None
+    rounds = harness.run_script(args.target, args.nice, lambda: main_async(args))
     peaks = [r.peak_rss_mb for r in rounds]
     afters = [r.rss_after_mb for r in rounds]
     print(
