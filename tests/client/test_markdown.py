@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llmeu.client.markdown import MAX_INLINE_HOLD, MarkdownSplit, split_markdown
@@ -93,12 +93,14 @@ MARKDOWN = st.lists(
 ).map("".join)
 
 
+@settings(deadline=None)
 @given(text=MARKDOWN)
 def test_parts_add_up(text: str) -> None:
     split = split_markdown(text)
     assert split.settled + split.live + split.held == text
 
 
+@settings(deadline=None)
 @given(text=MARKDOWN, more=MARKDOWN)
 def test_settled_text_never_changes(text: str, more: str) -> None:
     assert split_markdown(text + more).settled.startswith(split_markdown(text).settled)

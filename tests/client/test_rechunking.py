@@ -99,11 +99,14 @@ PIECES = st.sampled_from(
 SSE_BYTES = st.lists(PIECES | st.binary(max_size=3), max_size=40).map(b"".join)
 
 
+# No deadline: on a loaded CI machine one byte per read can outlast hypothesis' 200 ms.
+@settings(deadline=None)
 @given(raw=SSE_BYTES, points=st.lists(st.integers(0, 400), max_size=30))
 def test_decoder_matches_the_whole_input_algorithm(raw: bytes, points: list[int]) -> None:
     assert decode_in_reads(cut(raw, points)) == reference_decode(raw)
 
 
+@settings(deadline=None)
 @given(raw=SSE_BYTES)
 def test_one_byte_per_read_matches_one_read(raw: bytes) -> None:
     one_read = decode_in_reads([raw])
@@ -181,7 +184,7 @@ def _fields(result: ChatResult) -> dict[str, Any]:
     return {name: getattr(result, name) for name in ChatResult.__dataclass_fields__}
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)
 @given(stream=chat_streams(), points=st.lists(st.integers(0, 2000), max_size=40))
 def test_any_rechunking_gives_the_same_result(
     stream: tuple[bytes, ChatResult, type[Exception] | None], points: list[int]
@@ -234,7 +237,7 @@ def frames_of(payloads: list[Any]) -> bytes:
     return b"".join(b"data: " + json.dumps(p).encode() + b"\n\n" for p in payloads)
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(raw=st.binary(max_size=300) | SSE_BYTES | st.lists(JSON, max_size=6).map(frames_of))
 def test_random_input_raises_only_documented_errors(raw: bytes) -> None:
     decoder, assembler = SSEDecoder(), ChatStreamAssembler()
