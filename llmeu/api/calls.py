@@ -202,13 +202,13 @@ class Call:
             record.error_type = error.type
             record.error_code = error.code
             record.error_message = error.message[:2000]
-        return self.gw.ledger.finish(record)
         gw = self.gw
         gw.inflight.pop(record.trace_id, None)
         if self.admission is not None:
             used = (record.input_tokens or 0) + (record.output_tokens or 0)
             gw.limits.settle(self.admission, used, record.cost_eur)
         gw.observers.call_finished(record)
+        return gw.ledger.finish(record)
 
     def _close_attempts(self, status: CallStatus, error: ApiError | None) -> None:
         """The serving attempt ends with its call, cut short by a hang-up or a broken stream."""
