@@ -2,17 +2,22 @@
 
 Keys are cached in memory; a revocation in this process applies to the very
 next call. With several processes (PostgreSQL), a revocation is broadcast
-with NOTIFY and every process also reloads keys every few seconds, so a
-missed notification delays a revocation by at most that long.
+(`llmeu.ledger.notify`) and confirmed by every live process before the
+platform API answers; every process also reloads keys every few seconds, so a
+missed notice delays a revocation by at most that long. Loads and reloads
+take turns, so a full reload that read the table before a revocation was
+committed can never overwrite the revoked key read after it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sys
 import time
 
-from llmeu.errors import AuthenticationFailed, InvalidRequest
+from llmeu.errors import AuthenticationFailed, InvalidRequest, ServiceUnavailable
+from llmeu.ledger.database import DatabaseUnavailable
 from llmeu.ledger.records import ApiKey
 from llmeu.ledger.secrets import ADMIN_KEY_ID, hash_token, key_id_of, matches, new_key_id, new_token
 from llmeu.ledger.store import Store
@@ -27,10 +32,12 @@ class KeyRing:
         self._store = store
         self._keys: dict[str, ApiKey] = {}
         self._unknown: dict[str, float] = {}
+        self._turn = asyncio.Lock()
 
     async def load(self) -> None:
-        self._keys = {k.key_id: k for k in await self._store.list_keys()}
-        self._unknown.clear()
+        async with self._turn:
+            self._keys = {k.key_id: k for k in await self._store.list_keys()}
+            self._unknown.clear()
 
     async def ensure_admin(self, configured: str | None, default_policy: str) -> str | None:
         """Install the admin key; returns a newly generated token to print once, else None."""
@@ -73,7 +80,13 @@ class KeyRing:
         now = time.monotonic()
         if self._unknown.get(key_id, 0.0) > now:
             return None
-        key = await self._store.get_key(key_id)
+        try:
+            key = await self._store.get_key(key_id)
+        except DatabaseUnavailable:
+            raise ServiceUnavailable(
+                "cannot check this API key now: the ledger database is unavailable",
+                code="ledger_unavailable",
+            ) from None
         if key is None:
             if len(self._unknown) > 10_000:
                 self._unknown.clear()
@@ -117,11 +130,12 @@ class KeyRing:
         return revoked
 
     async def reload(self, key_id: str) -> None:
-        key = await self._store.get_key(key_id)
-        if key is None:
-            self._keys.pop(key_id, None)
-        else:
-            self._keys[key_id] = key
+        async with self._turn:
+            key = await self._store.get_key(key_id)
+            if key is None:
+                self._keys.pop(key_id, None)
+            else:
+                self._keys[key_id] = key
 
     def all(self) -> list[ApiKey]:
         return sorted(self._keys.values(), key=lambda k: k.created_at)

@@ -257,13 +257,9 @@ def open_call(gw: Gateway, key: ApiKey, route: str, request: Request) -> Call:
 
 
 async def durable(gw: Gateway, future: asyncio.Future[None]) -> None:
-    """Wait until a record is durable; while the database is down, don't hold the caller."""
-    if future.done() or not gw.ledger.healthy:
-        return
-    try:
-        await asyncio.wait_for(asyncio.shield(future), _DURABLE_WAIT)
-    except Exception:  # timeout or a refused row: the call is answered anyway
-        return
+    """Wait until a record is durable; while the database is down (or goes down while
+    waiting), don't hold the caller: the record waits in the ledger's buffer."""
+    await gw.ledger.durable(future, _DURABLE_WAIT)
 
 
 def estimate_tokens(text: str) -> int:

@@ -16,6 +16,7 @@ from llmeu.api.policies import PolicyBook
 from llmeu.config import Settings, load_gateway_config, missing_credentials
 from llmeu.errors import ConfigError
 from llmeu.ledger.database import open_database
+from llmeu.ledger.notify import Change, ChangeFeed, Propagation
 from llmeu.ledger.store import Store
 from llmeu.ledger.writer import Ledger
 from llmeu.limits import Limiter, build_limiter
@@ -65,6 +66,7 @@ class Gateway:
     accepting: bool = True
     interrupting: bool = False  # set when the shutdown grace ran out (see `drain`)
     inflight: dict[str, asyncio.Task[Any]] = field(default_factory=dict)
+    changes: ChangeFeed | None = None  # with PostgreSQL: changes other processes apply
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     telemetry: Telemetry = field(init=False)
 
@@ -120,6 +122,12 @@ class Gateway:
         interrupted = await self.store.mark_interrupted(live_after, now)
         if interrupted:
             log.warning("marked %d calls of a stopped gateway process as interrupted", interrupted)
+        if self.settings.multi_process:
+            self.changes = ChangeFeed(
+                self.store, self.instance_id, self._apply_change,
+                live_window=3 * self.settings.heartbeat_seconds,
+            )  # fmt: skip
+            await self.changes.start()  # listening before others can count on this process
         await self.store.register_instance(self.instance_id, now)
         await self.keys.load()
         token = await self.keys.ensure_admin(self.settings.admin_key, self.config.default_policy)
@@ -142,6 +150,17 @@ class Gateway:
                 self.unavailable[endpoint_id] = str(error)
                 del self.providers[endpoint_id]
 
+    async def _apply_change(self, change: Change) -> None:
+        """Another gateway process revoked a key or replaced a policy."""
+        if change.kind == "key":
+            await self.keys.reload(change.ident)
+        elif change.kind == "policy":
+            await self.policies.load()
+
+    async def broadcast(self, kind: str, ident: str) -> Propagation | None:
+        """Make a change this process applied hold in every other process (PostgreSQL)."""
+        return None if self.changes is None else await self.changes.publish(kind, ident)
+
     async def _maintenance(self) -> None:
         """Heartbeat, interrupted-call sweep, key refresh and content purge."""
         settings = self.settings
@@ -153,6 +172,8 @@ class Gateway:
                 await self.store.heartbeat(self.instance_id, now)
                 if settings.multi_process:
                     await self.store.mark_interrupted(now - 3 * settings.heartbeat_seconds, now)
+                    if self.changes is not None:
+                        await self.changes.start()
                     await self.keys.load()
                     await self.policies.load()
                 if now - last_purge >= settings.purge_interval_seconds:
@@ -189,6 +210,8 @@ class Gateway:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         await self.ledger.stop()
+        if self.changes is not None:
+            await self.changes.close()
         await self.limits.aclose()
         if isinstance(self.breaker, SharedCircuitBreaker):
             await self.breaker.aclose()

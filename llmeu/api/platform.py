@@ -3,23 +3,33 @@
 The admin key manages keys and policies and sees every trace and all usage;
 any other key sees only its own traces and usage — another key's trace id
 answers 404 exactly like one that does not exist. No platform route streams:
-`stream` set to true in the query or the body is a 400.
+`stream` set to true in the query or the body is a 400. While the ledger
+database is unavailable, routes that need it answer 503 (`ledger_unavailable`).
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, ParamSpec
 
 import msgspec
 from msgspec import Meta, Struct
 
 from llmeu.api.gateway import Gateway
 from llmeu.api.http import Request, send_response
-from llmeu.errors import ConfigError, InvalidRequest, NotFound, PermissionDenied
-from llmeu.ledger.records import ApiKey
+from llmeu.errors import (
+    ConfigError,
+    InvalidRequest,
+    NotFound,
+    PermissionDenied,
+    ServiceUnavailable,
+)
+from llmeu.ledger.database import DatabaseUnavailable
+from llmeu.ledger.records import ApiKey, CallStatus
 from llmeu.ledger.store import TRACE_FILTERS, USAGE_GROUPS, decode_cursor
 from llmeu.protocol.errors import describe_validation_error
 from llmeu.protocol.wire import encoder
@@ -28,10 +38,12 @@ from llmeu.routing.policy import policy_document
 
 _BODY_LIMIT = 64 << 10
 _MAX_PAGE = 500
+_STATUSES = frozenset(s.value for s in CallStatus)
+P = ParamSpec("P")
 
 
 class KeyCreate(Struct, forbid_unknown_fields=True):
-    name: Annotated[str, Meta(max_length=200)] = ""
+    name: Annotated[str, Meta(max_length=200, pattern="^[^\\x00-\\x1f\\x7f]*$")] = ""
     policy_id: str | None = None
     budget_eur: Annotated[float, Meta(ge=0)] | None = None
     rpm_limit: Annotated[int, Meta(ge=1, le=1_000_000_000)] | None = None
@@ -39,33 +51,59 @@ class KeyCreate(Struct, forbid_unknown_fields=True):
     stream: bool | None = None
 
 
-async def _authorize(gw: Gateway, request: Request, *, admin: bool = False) -> ApiKey:
+@dataclass(frozen=True, slots=True)
+class Caller:
+    key: ApiKey
+    body: bytes
+
+
+async def _authorize(gw: Gateway, request: Request, *, admin: bool = False) -> Caller:
+    """The calling key, and the request body (read here, for every route, so that
+    `stream: true` is refused in the body of any platform call, as in its query)."""
     key = await gw.keys.authenticate(request.header(b"authorization"))
-    if request.query.get("stream", "").lower() in ("true", "1", "yes"):
+    body = await request.body(_BODY_LIMIT)
+    if request.query.get("stream", "").lower() in ("true", "1", "yes") or _streams(body):
         raise InvalidRequest(
             "platform routes never stream; `stream` must not be true", param="stream"
         )
     if admin and not key.is_admin:
         raise PermissionDenied("this route needs the admin key", code="admin_only")
-    return key
+    return Caller(key, body)
 
 
-async def _json(request: Request, kind: type[Any]) -> Any:
-    body = await request.body(_BODY_LIMIT)
+def _streams(body: bytes) -> bool:
+    if not body.strip():
+        return False
     try:
-        value = msgspec.json.decode(body or b"{}", type=kind)
+        value = msgspec.json.decode(body)
+    except msgspec.DecodeError:
+        return False  # a route that takes a body reports it; others ignore it
+    return isinstance(value, dict) and value.get("stream") is True
+
+
+def _decode(body: bytes, kind: type[Any]) -> Any:
+    try:
+        return msgspec.json.decode(body or b"{}", type=kind)
     except msgspec.ValidationError as error:
         message, param = describe_validation_error(str(error))
         raise InvalidRequest(f"Invalid request: {message}", param=param) from None
     except msgspec.DecodeError as error:
         raise InvalidRequest(f"Invalid JSON body: {error}", code="invalid_json") from None
-    if getattr(value, "stream", None) is True or (
-        isinstance(value, dict) and value.get("stream") is True
-    ):
-        raise InvalidRequest(
-            "platform routes never stream; `stream` must not be true", param="stream"
-        )
-    return value
+
+
+def _ledger_guard(handler: Callable[P, Awaitable[None]]) -> Callable[P, Awaitable[None]]:
+    """A route that cannot reach the ledger database answers 503, never 500."""
+
+    @functools.wraps(handler)
+    async def guarded(*args: P.args, **kwargs: P.kwargs) -> None:
+        try:
+            await handler(*args, **kwargs)
+        except DatabaseUnavailable:
+            raise ServiceUnavailable(
+                "the ledger database is unavailable; try again shortly", code="ledger_unavailable"
+            ) from None
+
+    return guarded
 
 
 async def _reply(request: Request, body: object, status: int = 200) -> None:
@@ -76,8 +114,8 @@ async def _reply(request: Request, body: object, status: int = 200) -> None:
 
 
 async def create_key(gw: Gateway, request: Request) -> None:
-    await _authorize(gw, request, admin=True)
-    spec: KeyCreate = await _json(request, KeyCreate)
+    caller = await _authorize(gw, request, admin=True)
+    spec: KeyCreate = _decode(caller.body, KeyCreate)
     policy_id = spec.policy_id or gw.config.default_policy
     if gw.policies.get(policy_id) is None:
         raise InvalidRequest(
@@ -103,13 +141,18 @@ async def revoke_key(gw: Gateway, request: Request, key_id: str) -> None:
     await _authorize(gw, request, admin=True)
     if not await gw.keys.revoke(key_id):
         raise NotFound(f"no active key `{key_id}`", param="key_id")
-    await _reply(request, {"id": key_id, "object": "api_key", "revoked": True})
+    propagation = await gw.broadcast("key", key_id)
+    await _reply(
+        request,
+        {"id": key_id, "object": "api_key", "revoked": True,
+         "propagation": propagation.as_dict() if propagation is not None else None},
+    )  # fmt: skip
 
 
 async def current_key(gw: Gateway, request: Request) -> None:
     """The calling key itself (any key): how a console learns its policy and whether it is admin."""
-    key = await _authorize(gw, request)
-    await _reply(request, key.public())
+    caller = await _authorize(gw, request)
+    await _reply(request, caller.key.public())
 
 
 # Policies -----------------------------------------------------------------
@@ -132,8 +175,8 @@ async def get_policy(gw: Gateway, request: Request, policy_id: str) -> None:
 
 
 async def put_policy(gw: Gateway, request: Request, policy_id: str) -> None:
-    await _authorize(gw, request, admin=True)
-    body = await _json(request, dict[str, Any])
+    caller = await _authorize(gw, request, admin=True)
+    body = _decode(caller.body, dict[str, Any])
     if body.setdefault("policy_id", policy_id) != policy_id:
         raise InvalidRequest("policy_id in the body differs from the path", param="policy_id")
     try:
@@ -141,6 +184,7 @@ async def put_policy(gw: Gateway, request: Request, policy_id: str) -> None:
     except ConfigError as error:
         raise InvalidRequest(f"invalid policy: {error}", param=error.field) from None
     await gw.policies.put(policy, time.time())
+    await gw.broadcast("policy", policy_id)
     await _reply(request, policy_document(policy))
 
 
@@ -179,7 +223,7 @@ async def list_endpoints(gw: Gateway, request: Request) -> None:
 
 
 async def usage(gw: Gateway, request: Request) -> None:
-    key = await _authorize(gw, request)
+    key = (await _authorize(gw, request)).key
     query = request.query
     group_by = query.get("group_by", "day")
     if group_by not in USAGE_GROUPS:
@@ -200,7 +244,7 @@ async def usage(gw: Gateway, request: Request) -> None:
 
 
 async def list_traces(gw: Gateway, request: Request) -> None:
-    key = await _authorize(gw, request)
+    key = (await _authorize(gw, request)).key
     query = request.query
     try:
         limit = int(query.get("limit", "50"))
@@ -215,6 +259,9 @@ async def list_traces(gw: Gateway, request: Request) -> None:
         except ValueError:
             raise InvalidRequest("invalid cursor", param="cursor") from None
     filters = {f: query[f] for f in TRACE_FILTERS if query.get(f) and f != "key_id"}
+    if filters.get("status", "completed") not in _STATUSES:
+        raise InvalidRequest(f"status must be one of {', '.join(sorted(_STATUSES))}",
+                             param="status")  # fmt: skip
     page = await gw.store.list_traces(
         filters=filters,
         since=_time(query, "from"),
@@ -231,7 +278,7 @@ async def list_traces(gw: Gateway, request: Request) -> None:
 
 
 async def get_trace(gw: Gateway, request: Request, trace_id: str) -> None:
-    key = await _authorize(gw, request)
+    key = (await _authorize(gw, request)).key
     trace = await gw.store.get_trace(trace_id, key_id=None if key.is_admin else key.key_id)
     if trace is None:
         raise NotFound(f"no trace `{trace_id}`", param="trace_id", code="trace_not_found")
@@ -268,17 +315,23 @@ Exact = Callable[[Gateway, Request], Awaitable[None]]
 WithId = Callable[[Gateway, Request, str], Awaitable[None]]
 
 PLATFORM_ROUTES: dict[tuple[str, str], Exact] = {
-    ("POST", "/v1/platform/keys"): create_key,
-    ("GET", "/v1/platform/keys"): list_keys,
-    ("GET", "/v1/platform/me"): current_key,
-    ("GET", "/v1/platform/policies"): list_policies,
-    ("GET", "/v1/platform/endpoints"): list_endpoints,
-    ("GET", "/v1/platform/usage"): usage,
-    ("GET", "/v1/platform/traces"): list_traces,
+    route: _ledger_guard(handler)
+    for route, handler in {
+        ("POST", "/v1/platform/keys"): create_key,
+        ("GET", "/v1/platform/keys"): list_keys,
+        ("GET", "/v1/platform/me"): current_key,
+        ("GET", "/v1/platform/policies"): list_policies,
+        ("GET", "/v1/platform/endpoints"): list_endpoints,
+        ("GET", "/v1/platform/usage"): usage,
+        ("GET", "/v1/platform/traces"): list_traces,
+    }.items()
 }
 PLATFORM_PREFIX_ROUTES: dict[tuple[str, str], WithId] = {
-    ("DELETE", "/v1/platform/keys/"): revoke_key,
-    ("GET", "/v1/platform/policies/"): get_policy,
-    ("PUT", "/v1/platform/policies/"): put_policy,
-    ("GET", "/v1/platform/traces/"): get_trace,
+    route: _ledger_guard(handler)
+    for route, handler in {
+        ("DELETE", "/v1/platform/keys/"): revoke_key,
+        ("GET", "/v1/platform/policies/"): get_policy,
+        ("PUT", "/v1/platform/policies/"): put_policy,
+        ("GET", "/v1/platform/traces/"): get_trace,
+    }.items()
 }

@@ -9,6 +9,7 @@ the header applies first, the body narrows further.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -32,14 +33,18 @@ class PolicyBook:
         self.default_policy = default_policy
         self._store = store
         self.policies: dict[str, Policy] = dict(base)
+        # Loads and puts take turns: a load that read the table before a put
+        # committed must not overwrite the policy the put installed.
+        self._turn = asyncio.Lock()
 
     async def load(self) -> None:
-        stored = await self._store.list_policies()
-        self._stored = {
-            pid: parse_policy(json.dumps({"policy_id": pid, **body}))
-            for pid, body in stored.items()
-        }
-        self.policies = {**self._base, **self._stored}
+        async with self._turn:
+            stored = await self._store.list_policies()
+            self._stored = {
+                pid: parse_policy(json.dumps({"policy_id": pid, **body}))
+                for pid, body in stored.items()
+            }
+            self.policies = {**self._base, **self._stored}
 
     def get(self, policy_id: str) -> Policy | None:
         return self.policies.get(policy_id)
@@ -47,9 +52,10 @@ class PolicyBook:
     async def put(self, policy: Policy, now: float) -> None:
         body = policy_document(policy)
         body.pop("policy_id")
-        await self._store.put_policy(policy.policy_id, body, now)
-        self._stored[policy.policy_id] = policy
-        self.policies = {**self._base, **self._stored}
+        async with self._turn:
+            await self._store.put_policy(policy.policy_id, body, now)
+            self._stored[policy.policy_id] = policy
+            self.policies = {**self._base, **self._stored}
 
     def effective(
         self, key_policy_id: str, body_field: RoutingRequest | None, header: str | None

@@ -221,7 +221,7 @@ class PostgresDatabase(Database):
             self._pool = await asyncpg.create_pool(
                 self._url, min_size=1, max_size=self._pool_size, command_timeout=30
             )
-        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
+        except _postgres_errors() as error:
             raise DatabaseUnavailable(f"cannot connect to PostgreSQL: {error}") from error
 
     async def close(self) -> None:
@@ -237,17 +237,15 @@ class PostgresDatabase(Database):
         return rewritten
 
     async def fetch(self, sql: str, params: Params = ()) -> list[Row]:
-        import asyncpg
 
         try:
             async with self._pool.acquire() as conn:
                 rows = await conn.fetch(self._sql(sql), *params)
-        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
+        except _postgres_errors() as error:
             raise _postgres_error(error) from error
         return [dict(row) for row in rows]
 
     async def transaction(self, statements: Sequence[Statement]) -> list[int]:
-        import asyncpg
 
         counts: list[int] = []
         try:
@@ -259,7 +257,7 @@ class PostgresDatabase(Database):
                     else:
                         await conn.executemany(self._sql(sql), rows)
                         counts.append(len(rows))
-        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
+        except _postgres_errors() as error:
             raise _postgres_error(error) from error
         return counts
 
@@ -282,6 +280,14 @@ class PostgresDatabase(Database):
 # connection itself (closed, timed out).
 _PG_TRANSIENT_CLASSES = ("08", "40", "53", "57", "58")
 _PG_TRANSIENT_STATES = frozenset({"55000", "3D000"})
+
+
+def _postgres_errors() -> tuple[type[Exception], ...]:
+    """What asyncpg raises. InternalClientError shows up when the server ends a session
+    in the middle of a statement (a restart, a terminated backend)."""
+    import asyncpg
+
+    return (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, asyncpg.InternalClientError)
 
 
 def _postgres_error(error: Exception) -> DatabaseError:

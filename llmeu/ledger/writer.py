@@ -44,6 +44,7 @@ class Ledger:
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._backoff = _FIRST_BACKOFF
+        self._outage = asyncio.Event()  # set while the database is unavailable
         self.healthy = True
         self.batches = 0
         self.rows_written = 0
@@ -73,6 +74,20 @@ class Ledger:
         self._queue.append(_Pending(kind, trace_row(record), future))
         self._wakeup.set()
         return future
+
+    async def durable(self, future: asyncio.Future[None], timeout: float) -> bool:
+        """Wait until a queued record is durable; True if it is. Returns False at once when
+        the database is (or becomes) unavailable, so that an outage does not hold the caller
+        — the record stays buffered — and False after `timeout`."""
+        if future.done() or not self.healthy:
+            return future.done() and future.exception() is None
+        outage: asyncio.Future[Any] = asyncio.ensure_future(self._outage.wait())
+        waiting: list[asyncio.Future[Any]] = [future, outage]
+        try:
+            await asyncio.wait(waiting, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            outage.cancel()
+        return future.done() and future.exception() is None
 
     async def flush(self, timeout: float | None = None) -> bool:
         """Wait until everything queued so far is durable; False on timeout."""
@@ -128,6 +143,7 @@ class Ledger:
             log.error("ledger: database unavailable, %d records buffered: %s",
                       len(self._queue), error)  # fmt: skip
         self.healthy = False
+        self._outage.set()
         await asyncio.sleep(self._backoff)
         self._backoff = min(self._backoff * 2, self._max_backoff)
 
@@ -135,6 +151,7 @@ class Ledger:
         if not self.healthy:
             log.warning("ledger: database available again; %d records queued", len(self._queue))
         self.healthy = True
+        self._outage.clear()
         self._backoff = _FIRST_BACKOFF
 
     async def _write_one_by_one(
@@ -155,6 +172,7 @@ class Ledger:
                 log.error("ledger: trace %s refused: %s", pending.row[0], error)
                 if not pending.future.done():
                     pending.future.set_exception(error)
+                    pending.future.exception()  # reported here; a caller may not be waiting
             else:
                 self._available()
                 self.rows_written += 1

@@ -109,3 +109,17 @@ async def test_text_the_database_cannot_store_does_not_lose_the_trace(
     assert view is not None
     assert view["request_model"] == "fake\ufffdmodel"
     assert view["content"]["completion"] == "a\ufffdb"
+
+
+async def test_waiting_for_durability_ends_at_an_outage_not_at_the_timeout(
+    ledger: Ledger, store: Store, database_url: str
+) -> None:
+    assert await ledger.durable(ledger.finish(trace()), timeout=30) is True
+    record = trace()
+    async with outage(database_url):
+        future = ledger.finish(record)
+        durable = await asyncio.wait_for(ledger.durable(future, timeout=3600), 30)
+        assert durable is False and not future.done()
+        assert await ledger.durable(ledger.finish(trace()), timeout=3600) is False
+    await asyncio.wait_for(future, 30)
+    assert await ledger.durable(future, timeout=30) is True
