@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from importlib import resources
 
+from llmeu.routing.catalog import LOCAL_CHAT_MODEL as LOCAL_CHAT_MODEL
+from llmeu.routing.catalog import LOCAL_EMBEDDING_MODEL as LOCAL_EMBEDDING_MODEL
 from llmeu.routing.catalog import (
     Capability,
     Catalog,
@@ -20,9 +22,6 @@ from llmeu.routing.catalog import (
 from llmeu.routing.config_file import parse_endpoints
 from llmeu.routing.durations import ZERO, Duration
 from llmeu.routing.policy import Policy
-
-LOCAL_CHAT_MODEL = "SmolLM2-135M-Instruct"
-LOCAL_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 
 EU_STRICT = Policy(
     policy_id="eu-strict",

@@ -29,6 +29,15 @@ class EndpointKind(StrEnum):
     LOCAL = "local"
 
 
+LOCAL_CHAT_MODEL = "SmolLM2-135M-Instruct"
+LOCAL_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
+BUNDLED_MODELS: dict[str, frozenset[Capability]] = {
+    LOCAL_CHAT_MODEL: frozenset({Capability.CHAT}),
+    LOCAL_EMBEDDING_MODEL: frozenset({Capability.EMBEDDINGS}),
+}
+"""What a `kind: local` endpoint may serve: the bundled models and what each can do."""
+
+
 @dataclass(frozen=True, slots=True)
 class Prices:
     """EUR per million tokens."""

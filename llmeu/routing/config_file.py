@@ -7,6 +7,7 @@ duplicate id is a `ConfigError` naming the field and its line.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -15,6 +16,7 @@ import yaml
 
 from llmeu.errors import ConfigError
 from llmeu.routing.catalog import (
+    BUNDLED_MODELS,
     Capability,
     Catalog,
     Endpoint,
@@ -28,6 +30,8 @@ from llmeu.routing.policy import Policy
 
 T = TypeVar("T")
 _Node = yaml.Node
+_NULL_TAG = "tag:yaml.org,2002:null"
+_COUNTRY = re.compile(r"^[A-Za-z]{2}$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,13 +47,7 @@ def parse_config(text: str, *, base_policies: Iterable[Policy] = ()) -> GatewayC
     `base_policies` (the built-in ones) stay available unless the file
     defines a policy with the same id.
     """
-    try:
-        root = yaml.compose(text)
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        raise ConfigError(
-            f"not valid YAML: {error}", line=mark.line + 1 if mark else None
-        ) from None
+    root = _compose(text)
     if root is None:
         raise ConfigError("the configuration file is empty")
     top = _mapping(root, "configuration", {"endpoints", "policies", "default_policy"})
@@ -75,7 +73,7 @@ def parse_config(text: str, *, base_policies: Iterable[Policy] = ()) -> GatewayC
 
 def parse_endpoints(text: str) -> list[Endpoint]:
     """Endpoints from a YAML document holding only an `endpoints:` list."""
-    root = yaml.compose(text)
+    root = _compose(text)
     if root is None:
         return []
     top = _mapping(root, "catalog", {"endpoints"})
@@ -105,28 +103,29 @@ _ENDPOINT_REQUIRED = (
 
 
 def _endpoint(node: _Node) -> Endpoint:
-    fields = _mapping(node, "endpoints[]", _ENDPOINT_FIELDS, required=_ENDPOINT_REQUIRED)
+    fields = _mapping(node, "endpoint", _ENDPOINT_FIELDS, required=_ENDPOINT_REQUIRED)
     kind = _enum(fields.get("kind"), "kind", EndpointKind, EndpointKind.OPENAI)
+    model = _name(fields["model"], "model")
     base_url = _optional(fields, "base_url", str, "")
-    if kind is EndpointKind.OPENAI and not base_url:
+    if kind is EndpointKind.OPENAI and not base_url.startswith(("http://", "https://")):
         raise ConfigError(
-            "an `openai` endpoint needs a base_url", field="base_url", line=_line(node)
+            "an `openai` endpoint needs a base_url starting with http:// or https://",
+            field="base_url",
+            line=_line(fields.get("base_url", node)),
         )
     prices = _mapping(fields["price_eur_per_mtok"], "price_eur_per_mtok", {"input", "output"},
-                      required=("input", "output"))  # fmt: skip
+                      required=("input", "output"), prefix="price_eur_per_mtok.")  # fmt: skip
     return Endpoint(
-        endpoint_id=_scalar(fields["endpoint_id"], "endpoint_id", str),
-        provider=_scalar(fields["provider"], "provider", str),
+        endpoint_id=_name(fields["endpoint_id"], "endpoint_id"),
+        provider=_name(fields["provider"], "provider"),
         kind=kind,
         base_url=base_url.rstrip("/"),
         api_key_env=_optional(fields, "api_key_env", str, None),
-        model=_scalar(fields["model"], "model", str),
+        model=model,
         model_version=str(_optional(fields, "model_version", (str, int, float), "")),
-        aliases=tuple(
-            _scalar(n, "aliases[]", str) for n in _sequence(fields.get("aliases"), "aliases")
-        ),
-        inference_region=_scalar(fields["inference_region"], "inference_region", str),
-        country=_optional(fields, "country", str, "").upper(),
+        aliases=tuple(_name(n, "aliases") for n in _sequence(fields.get("aliases"), "aliases")),
+        inference_region=_name(fields["inference_region"], "inference_region"),
+        country=_country(fields["country"], "country") if "country" in fields else "",
         sovereignty_class=_enum(fields["sovereignty_class"], "sovereignty_class", SovereigntyClass),
         retention=_duration(fields["retention"], "retention"),
         prices=Prices(
@@ -134,20 +133,46 @@ def _endpoint(node: _Node) -> Endpoint:
             output=_non_negative(prices["output"], "price_eur_per_mtok.output"),
         ),
         priority=_optional(fields, "priority", int, 100),
-        capabilities=frozenset(
-            _enum(n, "capabilities[]", Capability)
-            for n in _sequence(fields.get("capabilities"), "capabilities")
-        )
-        or frozenset({Capability.CHAT}),
+        capabilities=_capabilities(fields, kind, model, node),
         timeouts=_timeouts(fields.get("timeouts")),
     )
+
+
+def _capabilities(
+    fields: dict[str, _Node], kind: EndpointKind, model: str, node: _Node
+) -> frozenset[Capability]:
+    """Declared capabilities; a `local` endpoint serves a bundled model and only what it can do."""
+    bundled = BUNDLED_MODELS.get(model) if kind is EndpointKind.LOCAL else None
+    if kind is EndpointKind.LOCAL and bundled is None:
+        raise ConfigError(
+            f"no bundled local model `{model}` (bundled: {', '.join(BUNDLED_MODELS)})",
+            field="model",
+            line=_line(fields["model"]),
+        )
+    if "capabilities" not in fields:
+        return bundled or frozenset({Capability.CHAT})
+    items = _sequence(fields["capabilities"], "capabilities")
+    if not items:
+        raise ConfigError(
+            "capabilities must not be empty (chat, embeddings, tools)",
+            field="capabilities",
+            line=_line(fields["capabilities"]),
+        )
+    declared = frozenset(_enum(n, "capabilities", Capability) for n in items)
+    if bundled is not None and not declared <= bundled:
+        raise ConfigError(
+            f"the bundled model `{model}` offers only {', '.join(sorted(bundled))}",
+            field="capabilities",
+            line=_line(fields["capabilities"]),
+        )
+    return declared
 
 
 def _timeouts(node: _Node | None) -> Timeouts:
     if node is None:
         return Timeouts()
     names = {"connect", "first_token", "idle", "total"}
-    fields = _mapping(node, "timeouts", names)
+    fields = _mapping(node, "timeouts", names, prefix="timeouts.")
     values = {k: _positive(v, f"timeouts.{k}") for k, v in fields.items()}
     return Timeouts(**values)
 
@@ -159,21 +184,21 @@ _POLICY_FIELDS = {
 
 
 def _policy(node: _Node) -> Policy:
-    fields = _mapping(node, "policies[]", _POLICY_FIELDS,
+    fields = _mapping(node, "policy", _POLICY_FIELDS,
                       required=("policy_id", "allow_classes", "max_retention"))  # fmt: skip
     classes = frozenset(
-        _enum(n, "allow_classes[]", SovereigntyClass)
+        _enum(n, "allow_classes", SovereigntyClass)
         for n in _sequence(fields["allow_classes"], "allow_classes")
     )
     return Policy(
-        policy_id=_scalar(fields["policy_id"], "policy_id", str),
+        policy_id=_name(fields["policy_id"], "policy_id"),
         allow_classes=classes,
         allow_countries=frozenset(
-            _scalar(n, "allow_countries[]", str).upper()
+            _country(n, "allow_countries")
             for n in _sequence(fields.get("allow_countries"), "allow_countries")
         ),
         allow_providers=frozenset(
-            _scalar(n, "allow_providers[]", str)
+            _name(n, "allow_providers")
             for n in _sequence(fields.get("allow_providers"), "allow_providers")
         ),
         max_retention=_duration(fields["max_retention"], "max_retention"),
@@ -187,35 +212,50 @@ def _policy(node: _Node) -> Policy:
 # Node helpers -----------------------------------------------------------------
 
 
+def _compose(text: str) -> _Node | None:
+    try:
+        return yaml.compose(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        raise ConfigError(
+            f"not valid YAML: {error}", line=mark.line + 1 if mark else None
+        ) from None
+
+
 def _line(node: _Node) -> int:
     return int(node.start_mark.line) + 1
 
 
 def _mapping(
-    node: _Node, what: str, allowed: set[str], *, required: Iterable[str] = ()
+    node: _Node, what: str, allowed: set[str], *, required: Iterable[str] = (), prefix: str = ""
 ) -> dict[str, _Node]:
+    """The fields of a mapping node; errors name the field as `prefix` + key."""
     if not isinstance(node, yaml.MappingNode):
         raise ConfigError(f"{what} must be a mapping", field=what, line=_line(node))
     fields: dict[str, _Node] = {}
     for key_node, value_node in node.value:
-        key = key_node.value
+        key = str(key_node.value)
         if key not in allowed:
             raise ConfigError(
                 f"unknown field `{key}` in {what} (allowed: {', '.join(sorted(allowed))})",
-                field=key,
+                field=prefix + key,
                 line=_line(key_node),
             )
         if key in fields:
-            raise ConfigError(f"field `{key}` given twice", field=key, line=_line(key_node))
+            raise ConfigError(
+                f"field `{key}` given twice", field=prefix + key, line=_line(key_node)
+            )
         fields[key] = value_node
     for key in required:
         if key not in fields:
-            raise ConfigError(f"missing required field in {what}", field=key, line=_line(node))
+            raise ConfigError(
+                f"missing required field in {what}", field=prefix + key, line=_line(node)
+            )
     return fields
 
 
 def _sequence(node: _Node | None, what: str) -> list[_Node]:
-    if node is None or (isinstance(node, yaml.ScalarNode) and node.value in ("", "null", "~")):
+    if node is None or (isinstance(node, yaml.ScalarNode) and node.tag == _NULL_TAG):
         return []
     if not isinstance(node, yaml.SequenceNode):
         raise ConfigError(f"{what} must be a list", field=what, line=_line(node))
@@ -251,8 +291,28 @@ def _enum(node: _Node | None, what: str, enum: Callable[[str], T], default: T | 
     except ValueError:
         known = ", ".join(m.value for m in enum)  # type: ignore[attr-defined]
         raise ConfigError(
-            f"unknown {what.rstrip('[]')} `{value}` (known: {known})", field=what, line=_line(node)
+            f"unknown {what} `{value}` (known: {known})", field=what, line=_line(node)
         ) from None
+
+
+def _name(node: _Node, what: str) -> str:
+    """A non-empty string: an id, a provider, a model or region name."""
+    value: str = _scalar(node, what, str)
+    if not value.strip():
+        raise ConfigError(f"{what} must not be empty", field=what, line=_line(node))
+    return value
+
+
+def _country(node: _Node, what: str) -> str:
+    """An ISO 3166-1 alpha-2 country code, upper-cased."""
+    value: str = _scalar(node, what, str)
+    if not _COUNTRY.match(value):
+        raise ConfigError(
+            f"{what} must be a two-letter ISO country code such as FR or DE, got {value!r}",
+            field=what,
+            line=_line(node),
+        )
+    return value.upper()
 
 
 def _duration(node: _Node, what: str) -> Duration:
@@ -280,9 +340,14 @@ def _positive(node: _Node, what: str) -> float:
 def _refuse_duplicates(
     items: list[T], node: _Node | None, key: Callable[[T], str], field: str
 ) -> None:
-    seen: set[str] = set()
+    first: dict[str, int] = {}
     for item, item_node in zip(items, _sequence(node, field), strict=True):
         value = key(item)
-        if value in seen:
-            raise ConfigError(f"duplicate {field} `{value}`", field=field, line=_line(item_node))
-        seen.add(value)
+        line = next((_line(v) for k, v in item_node.value if k.value == field), _line(item_node))
+        if value in first:
+            raise ConfigError(
+                f"duplicate {field} `{value}` (first defined on line {first[value]})",
+                field=field,
+                line=line,
+            )
+        first[value] = line

@@ -38,15 +38,6 @@ class Duration:
         seconds = sum(int(v) * _SECONDS[k] for k, v in match.groupdict().items() if v)
         return cls(seconds, text)
 
-    @classmethod
-    def of_seconds(cls, seconds: int) -> Duration:
-        if seconds == 0:
-            return ZERO
-        days, rest = divmod(seconds, 86400)
-        if rest == 0:
-            return cls(seconds, f"P{days}D")
-        return cls(seconds, f"PT{seconds}S")
-
     def __str__(self) -> str:
         return self.text
 

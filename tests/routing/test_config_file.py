@@ -1,0 +1,262 @@
+"""The configuration file of DESIGN §4: what it means, and every refusal naming field and line."""
+
+from __future__ import annotations
+
+import pytest
+
+from llmeu.errors import ConfigError
+from llmeu.routing.builtin import BUILTIN_POLICIES
+from llmeu.routing.catalog import Capability, EndpointKind, SovereigntyClass, Timeouts
+from llmeu.routing.config_file import parse_config, parse_endpoints, parse_policy
+from llmeu.routing.durations import Duration
+
+VALID = """\
+endpoints:
+  - endpoint_id: scw-small
+    provider: scaleway
+    kind: openai
+    base_url: https://api.scaleway.ai/v1/
+    api_key_env: SCW_SECRET_KEY
+    model: mistral-small-3.2-24b-instruct-2506
+    model_version: "2506"
+    aliases: [mistral-small]
+    inference_region: fr-par
+    country: fr
+    sovereignty_class: eu_sovereign
+    retention: P0D
+    price_eur_per_mtok: {input: 0.15, output: 0.35}
+    priority: 10
+    capabilities: [chat, tools]
+    timeouts: {connect: 5, first_token: 20}
+  - endpoint_id: local-chat
+    provider: llmeu-local
+    kind: local
+    model: SmolLM2-135M-Instruct
+    aliases: [smollm2]
+    inference_region: local
+    sovereignty_class: on_premise
+    retention: P0D
+    price_eur_per_mtok: {input: 0, output: 0}
+policies:
+  - policy_id: fr-only
+    allow_classes: [on_premise, eu_sovereign]
+    allow_countries: [fr]
+    allow_providers: []
+    max_retention: P0D
+    store_content: PT12H
+    fallback: false
+default_policy: fr-only
+"""
+
+
+def test_a_valid_file_means_what_it_says() -> None:
+    config = parse_config(VALID, base_policies=BUILTIN_POLICIES)
+    scw, local = config.catalog.endpoints
+    assert scw.endpoint_id == "scw-small"
+    assert scw.kind is EndpointKind.OPENAI
+    assert scw.base_url == "https://api.scaleway.ai/v1"
+    assert scw.country == "FR"
+    assert scw.model_version == "2506"
+    assert scw.sovereignty_class is SovereigntyClass.EU_SOVEREIGN
+    assert (scw.prices.input, scw.prices.output) == (0.15, 0.35)
+    assert scw.capabilities == {Capability.CHAT, Capability.TOOLS}
+    assert scw.timeouts == Timeouts(connect=5, first_token=20)
+    assert local.kind is EndpointKind.LOCAL
+    assert local.country == ""
+    assert local.priority == 100
+    assert local.capabilities == {Capability.CHAT}
+    assert config.default_policy == "fr-only"
+    own = config.policies["fr-only"]
+    assert own.allow_countries == {"FR"}
+    assert own.store_content == Duration.parse("PT12H")
+    assert own.fallback is False
+    assert set(config.policies) == {"fr-only", "eu-strict", "eu", "open"}
+
+
+def test_a_file_policy_replaces_a_built_in_one_of_the_same_id() -> None:
+    text = VALID.replace("policy_id: fr-only", "policy_id: eu").replace(
+        "default_policy: fr-only", "default_policy: eu"
+    )
+    config = parse_config(text, base_policies=BUILTIN_POLICIES)
+    assert config.policies["eu"].allow_countries == {"FR"}
+
+
+@pytest.mark.parametrize(
+    ("model", "capabilities"),
+    [
+        pytest.param("SmolLM2-135M-Instruct", {Capability.CHAT}, id="chat-model"),
+        pytest.param("all-MiniLM-L6-v2", {Capability.EMBEDDINGS}, id="embedding-model"),
+    ],
+)
+def test_a_local_endpoint_defaults_to_what_its_bundled_model_does(
+    model: str, capabilities: set[Capability]
+) -> None:
+    text = VALID.replace("model: SmolLM2-135M-Instruct", f"model: {model}")
+    local = parse_config(text).catalog.endpoints[1]
+    assert local.capabilities == capabilities
+
+
+def edit(old: str, new: str, count: int = 1) -> str:
+    assert old in VALID, old
+    return VALID.replace(old, new, count)
+
+
+# (text, field, line, part of the message)
+INVALID = [
+    # unknown fields
+    pytest.param(edit("    priority: 10\n", "    priority: 10\n    region: fr\n"), "region", 16,
+                 "unknown field `region`", id="unknown-endpoint-field"),
+    pytest.param(edit("    fallback: false\n", "    fallback: false\n    retries: 3\n"), "retries", 35,
+                 "unknown field `retries`", id="unknown-policy-field"),
+    pytest.param(edit("default_policy: fr-only\n", "default_policy: fr-only\nlisten: 8080\n"),
+                 "listen", 36, "unknown field `listen`", id="unknown-top-level-field"),
+    pytest.param(edit("{input: 0.15, output: 0.35}", "{input: 0.15, output: 0.35, currency: EUR}"),
+                 "price_eur_per_mtok.currency", 14, "unknown field `currency`", id="unknown-price-field"),
+    pytest.param(edit("{connect: 5, first_token: 20}", "{connect: 5, first_byte: 20}"),
+                 "timeouts.first_byte", 17, "unknown field `first_byte`", id="unknown-timeout"),
+    pytest.param(edit("    priority: 10\n", "    priority: 10\n    priority: 20\n"), "priority", 16,
+                 "given twice", id="field-given-twice"),
+    # durations
+    pytest.param(edit("    retention: P0D\n", "    retention: 30 days\n"), "retention", 13,
+                 "'30 days' is not an ISO-8601 duration", id="bad-retention"),
+    pytest.param(edit("    retention: P0D\n", "    retention: 0\n"), "retention", 13,
+                 "retention must be a str", id="retention-not-text"),
+    pytest.param(edit("max_retention: P0D", "max_retention: P30"), "max_retention", 32,
+                 "'P30' is not an ISO-8601 duration", id="bad-max-retention"),
+    pytest.param(edit("store_content: PT12H", "store_content: 12h"), "store_content", 33,
+                 "'12h' is not an ISO-8601 duration", id="bad-store-content"),
+    # enumerations
+    pytest.param(edit("sovereignty_class: eu_sovereign", "sovereignty_class: sovereign"),
+                 "sovereignty_class", 12, "unknown sovereignty_class `sovereign`", id="unknown-class"),
+    pytest.param(edit("allow_classes: [on_premise, eu_sovereign]", "allow_classes: [on_premise, eu]"),
+                 "allow_classes", 29, "unknown allow_classes `eu`", id="unknown-allowed-class"),
+    pytest.param(edit("    kind: openai\n", "    kind: vllm\n"), "kind", 4, "unknown kind `vllm`",
+                 id="unknown-kind"),
+    pytest.param(edit("capabilities: [chat, tools]", "capabilities: [chat, vision]"), "capabilities",
+                 16, "unknown capabilities `vision`", id="unknown-capability"),
+    pytest.param(edit("capabilities: [chat, tools]", "capabilities: []"), "capabilities", 16,
+                 "must not be empty", id="no-capability"),
+    # duplicates
+    pytest.param(edit("endpoint_id: local-chat", "endpoint_id: scw-small"), "endpoint_id", 18,
+                 "duplicate endpoint_id `scw-small` (first defined on line 2)", id="duplicate-endpoint"),
+    pytest.param(edit("default_policy: fr-only\n",
+                      "  - policy_id: fr-only\n    allow_classes: []\n    max_retention: P0D\n"
+                      "default_policy: fr-only\n"),
+                 "policy_id", 35, "duplicate policy_id `fr-only`", id="duplicate-policy"),
+    # missing fields
+    pytest.param(edit("    provider: scaleway\n", ""), "provider", 2, "missing required field",
+                 id="missing-provider"),
+    pytest.param(edit("    sovereignty_class: eu_sovereign\n", ""), "sovereignty_class", 2,
+                 "missing required field", id="missing-class"),
+    pytest.param(edit("    retention: P0D\n", ""), "retention", 2, "missing required field",
+                 id="missing-retention"),
+    pytest.param(edit("    price_eur_per_mtok: {input: 0.15, output: 0.35}\n", ""),
+                 "price_eur_per_mtok", 2, "missing required field", id="missing-prices"),
+    pytest.param(edit("{input: 0.15, output: 0.35}", "{input: 0.15}"), "price_eur_per_mtok.output",
+                 14, "missing required field", id="missing-output-price"),
+    pytest.param(edit("    max_retention: P0D\n", ""), "max_retention", 28, "missing required field",
+                 id="missing-max-retention"),
+    pytest.param(edit("default_policy: fr-only\n", ""), "default_policy", 1,
+                 "missing required field", id="missing-default-policy"),
+    pytest.param(edit("    base_url: https://api.scaleway.ai/v1/\n", ""), "base_url", 2,
+                 "needs a base_url", id="openai-without-base-url"),
+    # values
+    pytest.param(edit("base_url: https://api.scaleway.ai/v1/", "base_url: api.scaleway.ai/v1"),
+                 "base_url", 5, "starting with http:// or https://", id="base-url-without-scheme"),
+    pytest.param(edit("default_policy: fr-only", "default_policy: eu-lax"), "default_policy", 35,
+                 "`eu-lax` is not a defined policy", id="undefined-default-policy"),
+    pytest.param(edit("{input: 0.15, output: 0.35}", "{input: -0.15, output: 0.35}"),
+                 "price_eur_per_mtok.input", 14, "must not be negative", id="negative-price"),
+    pytest.param(edit("{input: 0.15, output: 0.35}", "{input: cheap, output: 0.35}"),
+                 "price_eur_per_mtok.input", 14, "must be a int or float", id="price-not-a-number"),
+    pytest.param(edit("{connect: 5, first_token: 20}", "{connect: 0, first_token: 20}"),
+                 "timeouts.connect", 17, "must be positive", id="zero-timeout"),
+    pytest.param(edit("priority: 10", "priority: high"), "priority", 15, "priority must be a int",
+                 id="priority-not-int"),
+    pytest.param(edit("priority: 10", "priority: true"), "priority", 15, "must not be a boolean",
+                 id="priority-boolean"),
+    pytest.param(edit("fallback: false", "fallback: sometimes"), "fallback", 34,
+                 "fallback must be a bool", id="fallback-not-boolean"),
+    pytest.param(edit("    country: fr\n", "    country: France\n"), "country", 11,
+                 "two-letter ISO country code", id="country-not-iso"),
+    pytest.param(edit("allow_countries: [fr]", "allow_countries: [FRA]"), "allow_countries", 30,
+                 "two-letter ISO country code", id="allowed-country-not-iso"),
+    pytest.param(edit("endpoint_id: scw-small", 'endpoint_id: ""'), "endpoint_id", 2,
+                 "must not be empty", id="empty-endpoint-id"),
+    pytest.param(edit("aliases: [mistral-small]", "aliases: mistral-small"), "aliases", 9,
+                 "aliases must be a list", id="aliases-not-a-list"),
+    pytest.param(edit("model: SmolLM2-135M-Instruct", "model: llama-3-8b"), "model", 21,
+                 "no bundled local model `llama-3-8b`", id="unknown-local-model"),
+    pytest.param(edit("    price_eur_per_mtok: {input: 0, output: 0}\n",
+                      "    price_eur_per_mtok: {input: 0, output: 0}\n    capabilities: [embeddings]\n"),
+                 "capabilities", 27, "offers only chat", id="local-model-cannot-embed"),
+    pytest.param(edit("  - endpoint_id: local-chat\n", "  - local-chat\n  - endpoint_id: local-chat\n"),
+                 "endpoint", 18, "must be a mapping", id="endpoint-not-a-mapping"),
+    pytest.param(edit("    aliases: [mistral-small]\n", "    aliases: [mistral-small\n"), None, 10,
+                 "not valid YAML", id="broken-yaml"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("text", "field", "line", "message"), INVALID)
+def test_an_invalid_file_is_refused_naming_field_and_line(
+    text: str, field: str | None, line: int, message: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_config(text, base_policies=BUILTIN_POLICIES)
+    error = caught.value
+    assert message in str(error)
+    assert (error.field, error.line) == (field, line)
+    if field is not None:
+        assert f"(field `{field}`, line {line})" in str(error)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        pytest.param("", "the configuration file is empty", id="empty"),
+        pytest.param("# only a comment\n", "the configuration file is empty", id="comment"),
+        pytest.param("- endpoints\n", "configuration must be a mapping", id="a-list"),
+        pytest.param("a: 1\n---\nb: 2\n", "not valid YAML", id="two-documents"),
+    ],
+)
+def test_a_file_that_is_not_a_configuration_is_refused(text: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        parse_config(text)
+
+
+def test_a_file_without_endpoints_or_policies_keeps_the_built_in_policies() -> None:
+    config = parse_config("default_policy: eu\n", base_policies=BUILTIN_POLICIES)
+    assert config.catalog.endpoints == ()
+    assert set(config.policies) == {"eu-strict", "eu", "open"}
+
+
+def test_a_quoted_null_is_a_name_not_an_empty_list() -> None:
+    text = edit("aliases: [mistral-small]", 'aliases: "null"')
+    with pytest.raises(ConfigError, match="aliases must be a list"):
+        parse_config(text)
+
+
+def test_endpoints_alone_parse_with_the_same_rules() -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_endpoints("endpoints:\n  - endpoint_id: x\n    colour: blue\n")
+    assert (caught.value.field, caught.value.line) == ("colour", 3)
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        parse_endpoints("endpoints: [\n")
+
+
+@pytest.mark.parametrize(
+    ("document", "field"),
+    [
+        pytest.param('{"policy_id": "x", "allow_classes": ["eu"], "max_retention": "P0D"}',
+                     "allow_classes", id="json-unknown-class"),
+        pytest.param('{"policy_id": "x", "allow_classes": [], "max_retention": "P0D", "ttl": 1}',
+                     "ttl", id="json-unknown-field"),
+        pytest.param('{"policy_id": "x", "allow_classes": []}', "max_retention",
+                     id="json-missing-field"),
+    ],
+)  # fmt: skip
+def test_a_policy_document_is_validated_like_the_file(document: str, field: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_policy(document)
+    assert caught.value.field == field
+    assert caught.value.line == 1
