@@ -122,8 +122,8 @@ def narrow(base: Policy, narrowing: Narrowing, policies: dict[str, Policy]) -> P
         field = base.widening_field(named)
         if field is not None:
             raise PermissionDenied(
-                f"policy `{named.policy_id}` would widen the key's policy `{base.policy_id}` "
-                f"in `{field}`; a request may only narrow its policy",
+                f"`{src}.policy_id` names policy `{named.policy_id}`, which would widen "
+                f"policy `{base.policy_id}` in `{field}`; a request may only narrow its policy",
                 param=f"{src}.policy_id",
                 code="policy_widening",
             )

@@ -68,15 +68,11 @@ def plan_route(
     excluded: list[Exclusion] = []
     admitted: list[Endpoint] = []
     for endpoint in capable:
-        exclusion = policy.exclusion(endpoint)
-        if exclusion is not None:
-            excluded.append(Exclusion(endpoint.endpoint_id, *exclusion))
-        elif endpoint.endpoint_id in unavailable:
-            excluded.append(
-                Exclusion(endpoint.endpoint_id, "api_key_env", unavailable[endpoint.endpoint_id])
-            )
-        else:
+        exclusion = assess(endpoint, policy, unavailable)
+        if exclusion is None:
             admitted.append(endpoint)
+        else:
+            excluded.append(exclusion)
     if not admitted:
         raise no_compliant_route(model, policy, excluded)
     usable = [e for e in admitted if health.get(e.endpoint_id, Health.HEALTHY) != Health.OPEN]
@@ -89,14 +85,33 @@ def plan_route(
     for endpoint in admitted:
         if endpoint not in usable:
             excluded.append(Exclusion(endpoint.endpoint_id, "health", "circuit open"))
-    usable.sort(
-        key=lambda e: (
-            e.priority,
-            health.get(e.endpoint_id, Health.HEALTHY),
-            e.prices.input + e.prices.output,
-        )
-    )
+    usable.sort(key=lambda e: try_order(e, health))
     return RoutePlan(model, policy, tuple(usable), tuple(excluded))
+
+
+def assess(endpoint: Endpoint, policy: Policy, unavailable: Mapping[str, str]) -> Exclusion | None:
+    """Why `endpoint` cannot serve under `policy`, or None when it can.
+
+    The policy's rule comes first; an endpoint the policy admits but that
+    cannot be called (its API-key variable is unset, local models are off)
+    is excluded by the rule `unavailable`.
+    """
+    exclusion = policy.exclusion(endpoint)
+    if exclusion is not None:
+        return Exclusion(endpoint.endpoint_id, *exclusion)
+    reason = unavailable.get(endpoint.endpoint_id)
+    if reason is not None:
+        return Exclusion(endpoint.endpoint_id, "unavailable", reason)
+    return None
+
+
+def try_order(endpoint: Endpoint, health: Mapping[str, Health]) -> tuple[int, Health, float]:
+    """Sort key of the candidates: priority (lower first), then health, then price."""
+    return (
+        endpoint.priority,
+        health.get(endpoint.endpoint_id, Health.HEALTHY),
+        endpoint.prices.input + endpoint.prices.output,
+    )
 
 
 def no_compliant_route(model: str, policy: Policy, excluded: list[Exclusion]) -> NoCompliantRoute:

@@ -1,0 +1,60 @@
+"""Small builders of catalog endpoints and policies for the routing tests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from llmeu.routing.catalog import Capability, Endpoint, EndpointKind, Prices, SovereigntyClass
+from llmeu.routing.durations import ZERO, Duration
+from llmeu.routing.policy import Policy
+
+
+def endpoint(
+    endpoint_id: str,
+    *,
+    sovereignty_class: str = "eu_sovereign",
+    country: str = "FR",
+    provider: str | None = None,
+    retention: str = "P0D",
+    priority: int = 10,
+    prices: tuple[float, float] = (1.0, 2.0),
+    aliases: Iterable[str] = ("m",),
+    capabilities: Iterable[str] = ("chat",),
+) -> Endpoint:
+    return Endpoint(
+        endpoint_id=endpoint_id,
+        provider=provider or endpoint_id.split("-")[0],
+        kind=EndpointKind.OPENAI,
+        model=f"upstream-{endpoint_id}",
+        model_version="1",
+        aliases=tuple(aliases),
+        inference_region="test-1",
+        country=country,
+        sovereignty_class=SovereigntyClass(sovereignty_class),
+        retention=Duration.parse(retention),
+        prices=Prices(*prices),
+        base_url="http://127.0.0.1:9/v1",
+        priority=priority,
+        capabilities=frozenset(Capability(c) for c in capabilities),
+    )
+
+
+def policy(
+    policy_id: str = "p",
+    *,
+    classes: Iterable[str] = ("on_premise", "eu_sovereign"),
+    countries: Iterable[str] = (),
+    providers: Iterable[str] = (),
+    max_retention: str = "P0D",
+    store_content: str = "P0D",
+    fallback: bool = True,
+) -> Policy:
+    return Policy(
+        policy_id=policy_id,
+        allow_classes=frozenset(SovereigntyClass(c) for c in classes),
+        allow_countries=frozenset(countries),
+        allow_providers=frozenset(providers),
+        max_retention=Duration.parse(max_retention),
+        store_content=Duration.parse(store_content) if store_content != "P0D" else ZERO,
+        fallback=fallback,
+    )
