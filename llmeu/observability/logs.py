@@ -8,11 +8,12 @@ failures; nothing is built for a line the level filters out.
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 import time
 from typing import Any
+
+import msgspec
 
 from llmeu.ledger.records import CallStatus, TraceRecord
 from llmeu.observability.hooks import CallObserver
@@ -21,6 +22,7 @@ from llmeu.observability.timing import ResponseTiming
 CALLS_LOGGER = "llmeu.calls"
 FORMATS = ("text", "json")
 _FIELDS_ATTRIBUTE = "llmeu_fields"
+_json = msgspec.json.Encoder(enc_hook=str)
 
 
 def _milliseconds(start: float | None, end: float | None) -> float | None:
@@ -92,7 +94,7 @@ class JsonFormatter(logging.Formatter):
             payload.update(fields)
         if record.exc_info:
             payload["exception"] = self.formatException(record.exc_info)
-        return json.dumps(payload, ensure_ascii=False, separators=(",", ":"), default=str)
+        return _json.encode(payload).decode()
 
 
 class TextFormatter(logging.Formatter):
