@@ -12,9 +12,9 @@ import sys
 from collections.abc import Sequence
 
 from llmeu import __version__
-from llmeu.cli import chat, serve
+from llmeu.cli import chat, config, routes, serve
 
-SUBCOMMANDS = (serve, chat)
+SUBCOMMANDS = (serve, chat, routes, config)
 
 
 def build_parser() -> argparse.ArgumentParser:
