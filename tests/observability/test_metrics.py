@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.observability.harness import AUTH, hang_up, in_process
-from tests.support.processes import FakeUpstream, config_yaml, fake_endpoint
+from tests.observability.harness import AUTH, Harness, hang_up, in_process
+from tests.support.processes import REPO, FakeUpstream, config_yaml, fake_endpoint
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
@@ -41,22 +43,27 @@ def config(fake_upstream: FakeUpstream) -> str:
     )
 
 
+async def exercise(gw: Harness) -> None:
+    """Two chats (one streamed), embeddings, a 404, a fallback and a hang-up."""
+    plain = await gw.chat("one [[chunks=3]]")
+    streamed = await gw.chat(
+        "two [[chunks=5]]", stream=True, stream_options={"include_usage": True}
+    )
+    embedded = await gw.client.post(
+        "/v1/embeddings", json={"model": "fake-model", "input": ["a", "b"]}, headers=AUTH
+    )
+    assert (plain.status_code, streamed.status_code, embedded.status_code) == (200, 200, 200)
+    assert (await gw.chat("x", model="no-such-model")).status_code == 404
+    assert (await gw.chat("x", model="flaky")).status_code == 200
+    await hang_up(gw.app, "long [[chunks=2000;delay=5]]", after_deltas=2)
+
+
 async def test_counters_move_as_calls_are_made(tmp_path: Path, config: str) -> None:
     chat = {"route": "chat.completions", "model": "fake-model", "endpoint": "fakeprov-fr-a"}
     async with in_process(tmp_path, config) as gw:
         before = parse(await gw.metrics())
         assert value(before, "llmeu_requests_total") == 0
-        plain = await gw.chat("one [[chunks=3]]")
-        streamed = await gw.chat(
-            "two [[chunks=5]]", stream=True, stream_options={"include_usage": True}
-        )
-        embedded = await gw.client.post(
-            "/v1/embeddings", json={"model": "fake-model", "input": ["a", "b"]}, headers=AUTH
-        )
-        assert (plain.status_code, streamed.status_code, embedded.status_code) == (200, 200, 200)
-        assert (await gw.chat("x", model="no-such-model")).status_code == 404
-        assert (await gw.chat("x", model="flaky")).status_code == 200
-        await hang_up(gw.app, "long [[chunks=2000;delay=5]]", after_deltas=2)
+        await exercise(gw)
         after = parse(await gw.metrics())
 
     def moved(name: str, **labels: str) -> float:
@@ -118,3 +125,14 @@ async def test_metrics_need_no_key_and_carry_no_tenant_data(tmp_path: Path, conf
     labels = {name for (_, ls) in parse(response.text) for name, _ in ls}
     assert labels.isdisjoint({"key", "key_id", "policy", "policy_id", "tenant"})
     assert "admin" not in response.text
+
+
+async def test_the_grafana_dashboard_uses_only_exposed_metrics(tmp_path: Path, config: str) -> None:
+    dashboard = json.loads((REPO / "docs/grafana-dashboard.json").read_text())
+    text = json.dumps(dashboard)
+    used = set(re.findall(r"\bllmeu_[a-z_]+", text))
+    async with in_process(tmp_path, config) as gw:
+        await exercise(gw)
+        exposed = {name for name, _ in parse(await gw.metrics())}
+    assert len(used) >= 15
+    assert used <= exposed, used - exposed
