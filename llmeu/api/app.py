@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable
 
 from llmeu.api.calls import shutting_down
 from llmeu.api.chat import handle_chat
+from llmeu.api.console import handle_console, handle_console_asset, handle_console_slash
 from llmeu.api.cors import CorsMiddleware
 from llmeu.api.embeddings import handle_embeddings
 from llmeu.api.errors import send_error
@@ -48,12 +49,15 @@ ROUTES: dict[tuple[str, str], Handler] = {
     ("POST", "/v1/embeddings"): handle_embeddings,
     ("GET", "/v1/models"): handle_models,
     ("GET", "/healthz"): handle_healthz,
+    ("GET", "/console"): handle_console,
+    ("GET", "/console/"): handle_console_slash,
     ("GET", "/openapi.json"): handle_openapi,
     ("GET", "/metrics"): handle_metrics,
     **PLATFORM_ROUTES,
 }
 PREFIX_ROUTES: dict[tuple[str, str], PrefixHandler] = {
     ("GET", "/v1/models/"): handle_models,
+    ("GET", "/console/"): handle_console_asset,
     **PLATFORM_PREFIX_ROUTES,
 }
 

@@ -1,0 +1,185 @@
+// The console shell: sign-in, the navigation, and a hash router.
+//
+// Routes live in the URL fragment (#/traces/trc_…), so the gateway serves one
+// page, a trace can be linked to, and the browser's back button works. The
+// fragment never holds the key. Each view is a module whose render(ctx, main,
+// params) fills <main> and may return a cleanup function, called when the
+// view is left (the playground uses it to stop a stream still running).
+
+import { api, ApiError, session } from "./api.js";
+import { errorNote, h } from "./dom.js";
+
+const VIEWS = {
+  playground: () => import("./playground.js"),
+  usage: () => import("./usage.js"),
+  traces: () => import("./traces.js"),
+  trace: () => import("./trace.js"),
+  routing: () => import("./routing.js"),
+  policies: () => import("./policies.js"),
+  keys: () => import("./keys.js"),
+};
+
+const main = document.getElementById("main");
+let ctx = null;
+let cleanup = null;
+let firstRender = true;
+let navigation = 0;
+
+function parseHash() {
+  const raw = location.hash.startsWith("#/") ? location.hash.slice(2) : "";
+  const [path, query = ""] = raw.split("?");
+  const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
+  const params = new URLSearchParams(query);
+  if (parts[0] === "traces" && parts[1]) return { view: "trace", id: parts[1], params };
+  const view = parts[0] in VIEWS ? parts[0] : "playground";
+  return { view, params };
+}
+
+/** Who the key is and what it may see; loaded once per sign-in. */
+async function loadContext(key) {
+  const me = await api("v1/platform/me", { key });
+  const policies = await api("v1/platform/policies", { key });
+  return { me, isAdmin: me.admin, policies: policies.data, defaultPolicy: policies.default_policy };
+}
+
+function showSignIn(message) {
+  ctx = null;
+  navigation += 1;
+  document.getElementById("nav").hidden = true;
+  document.getElementById("who").hidden = true;
+  const input = h("input", {
+    id: "api-key",
+    name: "api-key",
+    type: "password",
+    autocomplete: "off",
+    spellcheck: "false",
+    required: true,
+    "aria-describedby": "api-key-hint",
+  });
+  const note = h("div", { className: "signin-note", "aria-live": "polite" }, message ? errorNote({ message }) : null);
+  const form = h(
+    "form",
+    { className: "card signin", method: "post", "aria-labelledby": "signin-title" },
+    h("h1", { id: "signin-title", tabIndex: -1 }, "Sign in"),
+    h("label", { htmlFor: "api-key" }, "API key"),
+    input,
+    h(
+      "p",
+      { id: "api-key-hint", className: "hint" },
+      "A tenant key sees its own calls; the admin key sees everything and manages keys and policies. ",
+      "The key is kept in this tab only (session storage) and sent only in the Authorization header.",
+    ),
+    h("button", { type: "submit", className: "primary" }, "Sign in"),
+    note,
+  );
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const key = input.value.trim();
+    note.replaceChildren();
+    try {
+      ctx = await loadContext(key);
+    } catch (error) {
+      const text = error instanceof ApiError && error.status === 401 ? "That key was not accepted." : error.message;
+      note.replaceChildren(errorNote({ message: text }));
+      input.focus();
+      return;
+    }
+    session.set(key);
+    input.value = "";
+    showShell();
+    firstRender = false; // the form is gone: focus goes to the new page's heading
+    route();
+  });
+  main.replaceChildren(form);
+  input.focus();
+}
+
+function showShell() {
+  document.getElementById("nav").hidden = false;
+  document.querySelector("#nav [data-admin]").hidden = !ctx.isAdmin;
+  document.getElementById("who").hidden = false;
+  const { me } = ctx;
+  document.getElementById("who-name").replaceChildren(
+    h("span", { className: "who-key" }, me.name || me.id),
+    ` · policy ${me.policy_id}`,
+    ctx.isAdmin ? h("span", { className: "badge admin" }, "admin") : null,
+  );
+}
+
+async function route() {
+  if (cleanup) {
+    cleanup();
+    cleanup = null;
+  }
+  if (!session.key) {
+    showSignIn();
+    return;
+  }
+  if (ctx === null) {
+    try {
+      ctx = await loadContext(session.key);
+    } catch (error) {
+      session.clear();
+      showSignIn(error instanceof ApiError && error.status === 401 ? "Your key is no longer accepted." : error.message);
+      return;
+    }
+    showShell();
+  }
+  const target = parseHash();
+  const navName = target.view === "trace" ? "traces" : target.view;
+  for (const link of document.querySelectorAll("#nav a")) {
+    if (link.dataset.route === navName) link.setAttribute("aria-current", "page");
+    else link.removeAttribute("aria-current");
+  }
+  // Each navigation renders into an element of its own: a slower render of
+  // an earlier navigation then fills a detached element, never the page.
+  const generation = ++navigation;
+  const view = h("div", { className: "view" });
+  main.replaceChildren(view);
+  main.setAttribute("aria-busy", "true");
+  let done = null;
+  try {
+    // Policies change under the admin's hands: each page sees the current set.
+    const [module, policies] = await Promise.all([VIEWS[target.view](), api("v1/platform/policies")]);
+    ctx.policies = policies.data;
+    ctx.defaultPolicy = policies.default_policy;
+    done = await module.render(ctx, view, target);
+  } catch (error) {
+    if (generation !== navigation) return;
+    if (error instanceof ApiError && error.status === 401) {
+      session.clear();
+      showSignIn("Your key is no longer accepted.");
+      return;
+    }
+    view.replaceChildren(h("h1", { tabIndex: -1 }, "Something went wrong"), errorNote(error));
+  }
+  if (generation !== navigation) {
+    if (typeof done === "function") done();
+    return;
+  }
+  cleanup = typeof done === "function" ? done : null;
+  main.removeAttribute("aria-busy");
+  const title = view.querySelector("h1");
+  document.title = title ? `${title.textContent} · llmeu console` : "llmeu console";
+  // After a navigation, move focus to the new page's heading so a screen
+  // reader announces it and the keyboard starts from the top of the view.
+  if (!firstRender && title) title.focus();
+  firstRender = false;
+}
+
+document.getElementById("sign-out").addEventListener("click", () => {
+  session.clear();
+  if (cleanup) cleanup();
+  cleanup = null;
+  history.replaceState(null, "", location.pathname);
+  showSignIn();
+});
+
+document.getElementById("skip-link").addEventListener("click", (event) => {
+  // The fragment is the router's: focus <main> without navigating.
+  event.preventDefault();
+  main.focus();
+});
+
+window.addEventListener("hashchange", route);
+route();

@@ -1,0 +1,121 @@
+// Small DOM and formatting helpers shared by the views.
+//
+// Every node is built with createElement and text nodes, never from HTML
+// strings: traces hold prompts and answers written by anyone, and the page
+// must show them as text.
+
+const SVG_NS = "http://www.w3.org/2000/svg";
+
+// Props are set as attributes (so that nothing depends on which DOM
+// properties are writable), except `value` and `checked`, which are state.
+const ATTRIBUTE_NAMES = { className: "class", htmlFor: "for", tabIndex: "tabindex", readOnly: "readonly", maxLength: "maxlength" };
+
+function build(node, props, children) {
+  for (const [name, value] of Object.entries(props ?? {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (name.startsWith("on") && typeof value === "function") {
+      node.addEventListener(name.slice(2), value);
+    } else if (name === "dataset") {
+      Object.assign(node.dataset, value);
+    } else if (name === "value" || name === "checked") {
+      node[name] = value;
+      if (name === "value") node.setAttribute("value", value);
+    } else {
+      node.setAttribute(ATTRIBUTE_NAMES[name] ?? name, value === true ? "" : String(value));
+    }
+  }
+  for (const child of children.flat(Infinity)) {
+    if (child === undefined || child === null || child === false) continue;
+    node.append(child instanceof Node ? child : String(child));
+  }
+  return node;
+}
+
+/** An HTML element: h("a", {href: "#x", className: "c"}, "text", otherNode). */
+export function h(tag, props, ...children) {
+  return build(document.createElement(tag), props, children);
+}
+
+/** An SVG element; attributes are always set as attributes. */
+export function s(tag, props, ...children) {
+  return build(document.createElementNS(SVG_NS, tag), props, children);
+}
+
+export const DASH = "—";
+
+export function fmtNumber(value, digits = 0) {
+  if (value === null || value === undefined) return DASH;
+  return Number(value).toLocaleString("en-GB", {
+    minimumFractionDigits: digits,
+    maximumFractionDigits: digits,
+  });
+}
+
+/** EUR amounts are often fractions of a cent: keep four significant digits. */
+export function fmtEur(value) {
+  if (value === null || value === undefined) return DASH;
+  if (value === 0) return "€0";
+  if (Math.abs(value) >= 1) return `€${fmtNumber(value, 2)}`;
+  return `€${Number(value).toLocaleString("en-GB", { maximumSignificantDigits: 3, maximumFractionDigits: 12 })}`;
+}
+
+export function fmtMs(value) {
+  if (value === null || value === undefined) return DASH;
+  if (value >= 10000) return `${fmtNumber(value / 1000, 1)} s`;
+  return `${fmtNumber(value, value < 10 ? 1 : 0)} ms`;
+}
+
+/** Epoch seconds as local date and time (the viewer's clock; the API speaks UTC). */
+export function fmtTime(epochSeconds, withSeconds = true) {
+  if (epochSeconds === null || epochSeconds === undefined) return DASH;
+  const options = { dateStyle: "medium", timeStyle: withSeconds ? "medium" : "short" };
+  return new Date(epochSeconds * 1000).toLocaleString("en-GB", options);
+}
+
+export function statusBadge(status) {
+  return h("span", { className: `badge status-${status}` }, status.replace("_", " "));
+}
+
+/** A table of rows; `columns` are [heading, row => cell content, className?]. */
+export function dataTable(columns, rows, { caption, empty = "Nothing to show." } = {}) {
+  if (!rows.length) return h("p", { className: "empty" }, empty);
+  return h(
+    "div",
+    { className: "table-wrap", tabIndex: 0, role: "region", "aria-label": caption ?? "table" },
+    h(
+      "table",
+      null,
+      caption ? h("caption", null, caption) : null,
+      h("thead", null, h("tr", null, columns.map(([title, , cls]) => h("th", { scope: "col", className: cls }, title)))),
+      h(
+        "tbody",
+        null,
+        rows.map((row) => h("tr", null, columns.map(([, cell, cls]) => h("td", { className: cls }, cell(row))))),
+      ),
+    ),
+  );
+}
+
+/** A description list from [term, value] pairs; null values are shown as a dash. */
+export function facts(pairs, className = "facts") {
+  return h(
+    "dl",
+    { className },
+    pairs.map(([term, value]) => h("div", null, h("dt", null, term), h("dd", null, value ?? DASH))),
+  );
+}
+
+export function errorNote(error) {
+  return h("p", { className: "error", role: "alert" }, error?.message ?? String(error));
+}
+
+/** Seconds since the epoch → the value of an <input type="date"> (UTC day). */
+export function isoDay(epochSeconds) {
+  return new Date(epochSeconds * 1000).toISOString().slice(0, 10);
+}
+
+/** Replace the children of `node`, skipping null and false (views pass optional parts). */
+export function fill(node, ...children) {
+  node.replaceChildren(...children.flat(Infinity).filter((c) => c !== null && c !== undefined && c !== false));
+  return node;
+}

@@ -1,0 +1,172 @@
+// Policies: every key may read them; the admin edits them (PUT, the whole
+// policy) or adds one. The gateway validates; its message is shown as is.
+
+import { api } from "./api.js";
+import { errorNote, facts, fill, h } from "./dom.js";
+import { wideningField } from "./policy.js";
+
+const CLASSES = ["on_premise", "eu_sovereign", "eu_resident", "global"];
+
+export async function render(ctx, main) {
+  const { data: policies, default_policy: defaultPolicy } = await api("v1/platform/policies");
+  const own = policies.find((p) => p.policy_id === ctx.me.policy_id);
+  const list = h(
+    "ul",
+    { className: "policy-cards" },
+    policies.map((policy) => h("li", null, policyCard(ctx, policy, own, defaultPolicy))),
+  );
+  fill(
+    main,
+    h("h1", { tabIndex: -1 }, "Policies"),
+    h(
+      "p",
+      { className: "lead" },
+      `The default policy is ${defaultPolicy}. Your key's policy is ${ctx.me.policy_id}; a request may name it or any policy at least as strict.`,
+    ),
+    list,
+    ctx.isAdmin ? newPolicy() : null,
+  );
+}
+
+function policyCard(ctx, policy, own, defaultPolicy) {
+  const notes = [];
+  if (policy.policy_id === defaultPolicy) notes.push("default");
+  if (policy.policy_id === ctx.me.policy_id) notes.push("your key's");
+  else if (own && wideningField(own, policy) === null) notes.push("usable by your key");
+  const body = h("div", null, policyFacts(policy));
+  const card = h(
+    "article",
+    { className: "card policy-card", "aria-labelledby": `policy-${policy.policy_id}` },
+    h(
+      "div",
+      { className: "card-head" },
+      h("h2", { id: `policy-${policy.policy_id}` }, policy.policy_id),
+      h("span", { className: "chips" }, notes.map((n) => h("span", { className: "chip" }, n))),
+    ),
+    body,
+  );
+  if (ctx.isAdmin) {
+    const edit = h("button", { type: "button", className: "small", "aria-label": `Edit ${policy.policy_id}` }, "Edit");
+    edit.addEventListener("click", () => {
+      body.replaceChildren(
+        policyForm(policy, {
+          onSaved: (saved) => body.replaceChildren(policyFacts(saved), edit),
+          onCancel: () => {
+            body.replaceChildren(policyFacts(policy), edit);
+            edit.focus();
+          },
+        }),
+      );
+      body.querySelector("input")?.focus();
+    });
+    body.append(edit);
+  }
+  return card;
+}
+
+function policyFacts(p) {
+  const list = (items) => (items.length ? items.join(", ") : "any");
+  return facts(
+    [
+      ["Classes", p.allow_classes.join(", ")],
+      ["Countries", list(p.allow_countries)],
+      ["Providers", list(p.allow_providers)],
+      ["Longest provider retention", p.max_retention],
+      ["Gateway stores content for", p.store_content],
+      ["Fallback", p.fallback ? "yes" : "no"],
+    ],
+    "facts compact",
+  );
+}
+
+let formCount = 0;
+
+/** The form of one policy; `policy` null means a new one (its id is asked for). */
+function policyForm(policy, { onSaved, onCancel }) {
+  formCount += 1;
+  const id = (name) => `pf-${formCount}-${name}`;
+  const isNew = policy === null;
+  const p = policy ?? {
+    policy_id: "",
+    allow_classes: ["on_premise", "eu_sovereign"],
+    allow_countries: [],
+    allow_providers: [],
+    max_retention: "P0D",
+    store_content: "P0D",
+    fallback: true,
+  };
+  const text = (name, label, value, hint, extra = {}) =>
+    h(
+      "div",
+      { className: "field" },
+      h("label", { htmlFor: id(name) }, label),
+      h("input", { id: id(name), name, value, "aria-describedby": hint ? id(`${name}-hint`) : null, ...extra }),
+      hint ? h("p", { className: "hint", id: id(`${name}-hint`) }, hint) : null,
+    );
+  const note = h("div", { "aria-live": "polite" });
+  const form = h(
+    "form",
+    { className: "policy-form", method: "post", "aria-label": isNew ? "New policy" : `Edit policy ${p.policy_id}` },
+    isNew ? text("policy_id", "Policy id", "", "Letters, digits, - and _.", { required: true, pattern: "[A-Za-z0-9_.\\-]+" }) : null,
+    h(
+      "fieldset",
+      null,
+      h("legend", null, "Allowed sovereignty classes"),
+      CLASSES.map((cls) =>
+        h(
+          "label",
+          { className: "check" },
+          h("input", { type: "checkbox", name: "allow_classes", value: cls, checked: p.allow_classes.includes(cls) }),
+          ` ${cls}`,
+        ),
+      ),
+    ),
+    text("allow_countries", "Allowed countries", p.allow_countries.join(", "), "ISO codes, comma separated; empty means any."),
+    text("allow_providers", "Allowed providers", p.allow_providers.join(", "), "Comma separated; empty means any."),
+    text("max_retention", "Longest provider retention", p.max_retention, "ISO-8601 duration, e.g. P0D, P30D, PT12H.", { required: true }),
+    text("store_content", "Gateway stores content for", p.store_content, "P0D stores no prompts or answers.", { required: true }),
+    h("label", { className: "check" }, h("input", { type: "checkbox", name: "fallback", checked: p.fallback }), " Fall back to the next admitted endpoint on failure"),
+    h(
+      "div",
+      { className: "actions" },
+      h("button", { type: "submit", className: "primary" }, isNew ? "Create policy" : "Save"),
+      onCancel ? h("button", { type: "button", onclick: onCancel }, "Cancel") : null,
+    ),
+    note,
+  );
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const data = new FormData(form);
+    const split = (name) => String(data.get(name) ?? "").split(",").map((v) => v.trim()).filter(Boolean);
+    const policyId = isNew ? String(data.get("policy_id")).trim() : p.policy_id;
+    const body = {
+      policy_id: policyId,
+      allow_classes: data.getAll("allow_classes"),
+      allow_countries: split("allow_countries").map((c) => c.toUpperCase()),
+      allow_providers: split("allow_providers"),
+      max_retention: String(data.get("max_retention")).trim(),
+      store_content: String(data.get("store_content")).trim(),
+      fallback: data.get("fallback") !== null,
+    };
+    try {
+      const saved = await api(`v1/platform/policies/${encodeURIComponent(policyId)}`, { method: "PUT", body });
+      note.replaceChildren(h("p", { className: "ok", role: "status" }, `Saved ${saved.policy_id}.`));
+      onSaved(saved);
+    } catch (error) {
+      note.replaceChildren(errorNote(error));
+    }
+  });
+  return form;
+}
+
+function newPolicy() {
+  const holder = h("div");
+  const reset = () =>
+    holder.replaceChildren(
+      policyForm(null, {
+        onSaved: () => window.dispatchEvent(new HashChangeEvent("hashchange")),
+      }),
+    );
+  reset();
+  return h("section", { className: "card", "aria-labelledby": "new-policy" }, h("h2", { id: "new-policy" }, "New policy"), holder);
+}

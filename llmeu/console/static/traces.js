@@ -1,0 +1,139 @@
+// Traces: a filterable list, newest first, paged with the API's cursor.
+//
+// The filters live in the URL fragment (#/traces?status=cancelled), so a
+// filtered list can be linked to and the back button returns to it. "Load
+// more" follows `next_cursor` and appends: the list never re-sorts under
+// the reader's eyes.
+
+import { api } from "./api.js";
+import { dataTable, DASH, fill, fmtEur, fmtMs, fmtNumber, fmtTime, h, statusBadge } from "./dom.js";
+
+const STATUSES = ["completed", "cancelled", "failed", "rejected", "interrupted", "in_progress"];
+const PAGE = 50;
+
+/** A datetime-local value (the viewer's clock) → epoch seconds for the API. */
+function epoch(local) {
+  if (!local) return undefined;
+  const time = new Date(local).getTime();
+  return Number.isNaN(time) ? undefined : String(time / 1000);
+}
+
+export async function render(ctx, main, { params }) {
+  const filters = Object.fromEntries(
+    ["status", "model", "endpoint_id", "key_id", "from", "to"].map((name) => [name, params.get(name) ?? ""]),
+  );
+  const [endpoints, keys] = await Promise.all([
+    api("v1/platform/endpoints"),
+    ctx.isAdmin ? api("v1/platform/keys") : Promise.resolve(null),
+  ]);
+  const query = {
+    status: filters.status,
+    model: filters.model,
+    endpoint_id: filters.endpoint_id,
+    key_id: ctx.isAdmin ? filters.key_id : "",
+    from: epoch(filters.from),
+    to: epoch(filters.to),
+    limit: PAGE,
+  };
+  const list = h("div", { id: "trace-list" });
+  const more = h("button", { type: "button", hidden: true }, "Load more");
+  const count = h("p", { className: "hint", role: "status", "aria-live": "polite" });
+  let cursor = null;
+  let shown = 0;
+  let rows = [];
+
+  async function loadPage() {
+    more.disabled = true;
+    const page = await api("v1/platform/traces", { query: { ...query, cursor } });
+    rows = rows.concat(page.data);
+    shown = rows.length;
+    cursor = page.next_cursor;
+    list.replaceChildren(traceTable(rows));
+    more.hidden = !page.has_more;
+    more.disabled = false;
+    count.textContent = shown ? `${shown} trace${shown === 1 ? "" : "s"} shown${page.has_more ? ", more available" : ""}.` : "";
+  }
+  more.addEventListener("click", async () => {
+    const before = shown;
+    await loadPage();
+    // Keep the keyboard where the reader was: on the first new row's link.
+    list.querySelectorAll("tbody tr a")[before]?.focus();
+  });
+
+  fill(
+    main,
+    h("h1", { tabIndex: -1 }, "Traces"),
+    filterForm(ctx, filters, endpoints.data, keys?.data ?? null),
+    count,
+    list,
+    h("div", { className: "actions" }, more),
+  );
+  await loadPage();
+}
+
+function traceTable(rows) {
+  return dataTable(
+    [
+      ["Received", (t) => fmtTime(t.timings.received_at)],
+      ["Status", (t) => statusBadge(t.status)],
+      ["Model", (t) => t.routing.model_used ?? t.request_model],
+      ["Endpoint", (t) => t.routing.endpoint_id ?? DASH, "wide-only"],
+      ["Class", (t) => (t.routing.sovereignty_class ? h("span", { className: `badge class-${t.routing.sovereignty_class}` }, t.routing.sovereignty_class) : DASH), "wide-only"],
+      ["Tokens", (t) => `${fmtNumber(t.usage.input_tokens)} / ${fmtNumber(t.usage.output_tokens)}${t.usage.estimated ? "*" : ""}`, "num wide-only"],
+      ["Cost", (t) => fmtEur(t.usage.cost_eur), "num wide-only"],
+      ["TTFT", (t) => fmtMs(t.timings.ttft_ms), "num wide-only"],
+      ["Trace", (t) => h("a", { href: `#/traces/${encodeURIComponent(t.id)}`, "aria-label": `Trace ${t.id}, ${t.status}` }, t.id)],
+    ],
+    rows,
+    { caption: "Traces, newest first (tokens in / out; * estimated)", empty: "No trace matches these filters." },
+  );
+}
+
+function filterForm(ctx, filters, endpoints, keys) {
+  const field = (id, label, control) => h("div", { className: "field" }, h("label", { htmlFor: id }, label), control);
+  const select = (id, name, value, options) => {
+    const node = h("select", { id, name }, options.map(([v, text]) => h("option", { value: v }, text)));
+    node.value = value;
+    return node;
+  };
+  const models = [...new Set(endpoints.flatMap((e) => (e.aliases.length ? e.aliases : [e.model])))].sort();
+  const controls = [
+    field("f-status", "Status", select("f-status", "status", filters.status, [["", "Any"], ...STATUSES.map((s) => [s, s.replace("_", " ")])])),
+    field(
+      "f-model",
+      "Model",
+      h("input", { id: "f-model", name: "model", value: filters.model, list: "f-model-list", autocomplete: "off" }),
+    ),
+    field(
+      "f-endpoint",
+      "Endpoint",
+      select("f-endpoint", "endpoint_id", filters.endpoint_id, [["", "Any"], ...endpoints.map((e) => [e.endpoint_id, e.endpoint_id])]),
+    ),
+    keys
+      ? field("f-key", "Key", select("f-key", "key_id", filters.key_id, [["", "Any"], ...keys.map((k) => [k.id, k.name ? `${k.name} (${k.id})` : k.id])]))
+      : null,
+    field("f-from", "From", h("input", { id: "f-from", name: "from", type: "datetime-local", value: filters.from })),
+    field("f-to", "Before", h("input", { id: "f-to", name: "to", type: "datetime-local", value: filters.to })),
+  ];
+  const form = h(
+    "form",
+    { className: "card filter-form", method: "post", "aria-label": "Filter traces" },
+    h("datalist", { id: "f-model-list" }, models.map((m) => h("option", { value: m }))),
+    h("div", { className: "filters" }, controls),
+    h(
+      "div",
+      { className: "actions" },
+      h("button", { type: "submit", className: "primary" }, "Filter"),
+      h("a", { href: "#/traces", className: "button-link" }, "Clear"),
+    ),
+  );
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const chosen = new URLSearchParams();
+    for (const [name, value] of new FormData(form)) if (value) chosen.set(name, value);
+    const next = `#/traces${chosen.size ? `?${chosen}` : ""}`;
+    if (location.hash === next) window.dispatchEvent(new HashChangeEvent("hashchange"));
+    else location.hash = next;
+  });
+  return form;
+}

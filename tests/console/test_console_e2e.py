@@ -1,0 +1,318 @@
+"""The console in a real browser against a real `llmeu serve` and a slow fake upstream.
+
+Each test signs in with a key of its own, so the traces and usage it checks
+are exactly the calls it made. Screenshots of every page, at laptop and phone
+widths, go to `artifacts/screenshots/`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.request
+
+from playwright.sync_api import Page, expect
+
+from llmeu.routing.config_file import parse_policy
+from tests.console.conftest import Console, screenshot, sign_in
+
+ANSWER = "#pg-answer"
+TRACE_ID = re.compile(r"trc_[0-9a-f]+")
+
+
+def answer_length(page: Page) -> int:
+    return int(page.evaluate(f"document.querySelector('{ANSWER}').textContent.length"))
+
+
+def send_prompt(page: Page, prompt: str) -> None:
+    page.get_by_label("Prompt", exact=True).fill(prompt)
+    page.get_by_role("button", name="Send").click()
+
+
+def trace_id_on_page(page: Page) -> str:
+    link = page.get_by_role("link", name=re.compile("^Open trace"))
+    expect(link).to_be_visible()
+    match = TRACE_ID.search(link.inner_text())
+    assert match is not None
+    return match.group(0)
+
+
+def assert_fits_phone_width(page: Page) -> None:
+    """At 390 px nothing but the tables' own scroll boxes may scroll sideways."""
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.evaluate("new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    page.set_viewport_size({"width": 1280, "height": 860})
+
+
+def assert_every_control_is_labelled(page: Page) -> None:
+    unlabelled = page.evaluate(
+        """[...document.querySelectorAll("input, select, textarea, button")]
+            .filter((el) => !el.closest("[hidden]"))
+            .filter((el) => !(el.labels?.length || el.getAttribute("aria-label") || el.textContent.trim()))
+            .map((el) => el.outerHTML)"""
+    )
+    assert unlabelled == []
+
+
+def test_a_tenant_streams_stops_and_finds_both_calls(page: Page, console: Console) -> None:
+    key = console.new_key("e2e-tenant")
+    page.goto(console.url)
+    screenshot(page, "sign-in")
+    sign_in(page, console, key)
+    assert key not in page.url
+    assert page.evaluate("sessionStorage.getItem('llmeu.console.key')") == key
+    expect(page.get_by_role("link", name="Keys")).to_be_hidden()
+    assert_every_control_is_labelled(page)
+
+    # 1. An answer streams in: its text grows while the call is still open.
+    send_prompt(page, "Say something [[chunks=60;delay=50]]")
+    lengths = [0]
+    for _ in range(3):
+        page.wait_for_function(
+            f"n => document.querySelector('{ANSWER}').textContent.length > n", arg=lengths[-1]
+        )
+        lengths.append(answer_length(page))
+        assert "streaming" in (page.locator(ANSWER).get_attribute("class") or "")
+    assert lengths == sorted(set(lengths))
+    expect(page.locator(".live-stats dd").first).not_to_have_text("—")
+    screenshot(page, "playground-streaming")
+    expect(page.locator(".stream-status")).to_contain_text("complete", timeout=30_000)
+    assert "complete" in (page.locator(ANSWER).get_attribute("class") or "")
+    expect(page.locator(ANSWER)).to_contain_text("tok59")
+    routing = page.get_by_role("region", name="Where it ran")
+    for fact in ("acme", "acme-fr-par", "eu_sovereign", "eu-store", "P1D", "€"):
+        expect(routing).to_contain_text(fact)
+    completed_id = trace_id_on_page(page)
+    screenshot(page, "playground")
+
+    # 2. Stop: the fetch is aborted, the answer is marked incomplete, the gateway records `cancelled`.
+    send_prompt(page, "Keep going [[chunks=400;delay=50]]")
+    page.wait_for_function(f"() => document.querySelector('{ANSWER}').textContent.length > 0")
+    page.get_by_role("button", name="Stop").click()
+    expect(page.locator(".stream-status")).to_contain_text("stopped")
+    assert "incomplete" in (page.locator(ANSWER).get_attribute("class") or "")
+    cancelled_id = trace_id_on_page(page)
+    screenshot(page, "playground-stopped")
+
+    # 3. The traces list, filtered by status, shows the cancelled call.
+    page.get_by_role("link", name="Traces").click()
+    page.get_by_label("Status").select_option("cancelled")
+    row_link = page.locator("#trace-list").get_by_role("link", name=re.compile(cancelled_id))
+    for _ in range(100):  # the gateway writes the cancelled trace once it sees the hang-up
+        page.get_by_role("button", name="Filter").click()
+        page.locator("#trace-list").wait_for()
+        if row_link.count():
+            break
+        page.wait_for_timeout(100)
+    expect(row_link).to_be_visible()
+    expect(page.locator("#trace-list tbody tr")).to_have_count(1)
+    assert "status=cancelled" in page.url
+    page.get_by_label("Status").select_option("")
+    page.get_by_role("button", name="Filter").click()
+    expect(page.locator("#trace-list tbody tr")).to_have_count(2)
+    expect(page.locator("#trace-list")).to_contain_text(completed_id)
+    screenshot(page, "traces")
+    assert_fits_phone_width(page)
+
+    # 4. The trace page: the attempt, the exclusion, estimated tokens, stored content.
+    page.locator("#trace-list").get_by_role("link", name=re.compile(cancelled_id)).click()
+    expect(page.get_by_role("heading", level=1)).to_contain_text(cancelled_id)
+    expect(page.get_by_role("heading", level=1)).to_contain_text("cancelled")
+    attempts = page.locator("#trace-attempts")
+    expect(attempts.locator(".attempt")).to_have_count(1)
+    expect(attempts.locator(".attempt")).to_contain_text("acme-fr-par")
+    expect(attempts.locator(".attempt")).to_contain_text("cancelled")
+    expect(attempts.locator(".excluded")).to_contain_text("bigcloud-us-east")
+    expect(attempts.locator(".excluded")).to_contain_text("allow_classes")
+    expect(page.get_by_text("the gateway (estimated)")).to_be_visible()
+    content = page.locator("#trace-content")
+    expect(content).to_contain_text("Keep going [[chunks=400;delay=50]]")
+    expect(content).to_contain_text("Answer (as far as it got)")
+    expect(content.locator(".answer.incomplete")).to_contain_text("tok0")
+    screenshot(page, "trace")
+    assert_fits_phone_width(page)
+
+    # 5. Usage counts both calls: one completed, one cancelled.
+    page.get_by_role("link", name="Usage").click()
+    totals = page.locator("#usage-totals")
+    expect(totals.locator(".tile", has_text="Requests")).to_contain_text("2")
+    expect(totals.locator(".tile", has_text="Completed")).to_contain_text("1")
+    expect(totals.locator(".tile", has_text="Cancelled")).to_contain_text("1")
+    figure = page.locator("#usage-status")
+    expect(figure.get_by_role("img")).to_have_attribute(
+        "aria-label", re.compile("1 completed, 1 cancelled")
+    )
+    figure.get_by_role("button", name="Show numbers").click()
+    last_day = figure.locator("tbody tr").last
+    expect(last_day.locator("td")).to_have_text(
+        [re.compile(r"\d{4}-\d\d-\d\d"), "1", "1", "0", "0", "0", "2"]
+    )
+    figure.get_by_role("button", name="Show chart").click()
+    expect(page.locator("#usage-by-model")).to_contain_text("fake")
+    expect(page.locator("#usage-by-sovereignty-class")).to_contain_text("eu_sovereign")
+    screenshot(page, "usage")
+    assert_fits_phone_width(page)
+
+    trace = console.api("GET", f"/v1/platform/traces/{cancelled_id}", key=key)
+    assert trace["status"] == "cancelled"
+
+
+def test_a_broken_stream_is_shown_as_incomplete(page: Page, console: Console) -> None:
+    sign_in(page, console, console.new_key("e2e-broken"))
+    send_prompt(page, "Break [[fault=reset_mid_stream;chunks=20;delay=20]]")
+    expect(page.locator(".stream-status")).to_contain_text("incomplete", timeout=30_000)
+    assert "incomplete" in (page.locator(ANSWER).get_attribute("class") or "")
+    expect(page.locator(".stream-status .badge")).not_to_have_text("complete")
+    expect(page.get_by_text("Incomplete answer")).to_be_visible()
+    trace = console.api("GET", f"/v1/platform/traces/{trace_id_on_page(page)}")
+    assert trace["status"] == "failed"
+    screenshot(page, "playground-broken")
+
+
+def test_the_playground_offers_only_what_the_key_may_use(page: Page, console: Console) -> None:
+    sign_in(page, console, console.new_key("e2e-options", policy_id="eu-store"))
+    documents = {d["policy_id"]: d for d in console.api("GET", "/v1/platform/policies")["data"]}
+    own = parse_policy(json.dumps(documents["eu-store"]))
+    usable = {
+        p for p, d in documents.items() if own.widening_field(parse_policy(json.dumps(d))) is None
+    }
+    options = page.locator("#pg-policy option").evaluate_all("os => os.map(o => o.value)")
+    assert options[0] == "eu-store"
+    assert set(options) == usable
+    assert {"eu", "open"}.isdisjoint(options)
+    models = page.locator("#pg-model option").evaluate_all("os => os.map(o => o.value)")
+    assert models == ["fake-model"]  # big-model runs only on a global endpoint
+
+
+def test_a_tenant_sees_only_its_own_calls(page: Page, console: Console) -> None:
+    other = console.new_key("e2e-other")
+    request = urllib.request.Request(
+        f"{console.gateway.url}/v1/chat/completions",
+        data=json.dumps(
+            {"model": "fake-model", "messages": [{"role": "user", "content": "hi"}]}
+        ).encode(),
+        headers={"authorization": f"Bearer {other}", "content-type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        other_trace = json.loads(response.read())["llmeu"]["trace_id"]
+
+    sign_in(page, console, console.new_key("e2e-alone"))
+    page.get_by_role("link", name="Traces").click()
+    expect(page.get_by_text("No trace matches these filters.")).to_be_visible()
+    expect(page.get_by_label("Key")).to_have_count(0)
+    page.goto(f"{console.url}#/traces/{other_trace}")
+    expect(page.get_by_role("heading", level=1)).to_have_text("Trace not found")
+    page.get_by_role("link", name="Usage").click()
+    expect(page.get_by_text("No calls in this range.")).to_be_visible()
+
+
+def test_the_key_stays_in_the_tab(page: Page, console: Console) -> None:
+    page.goto(console.url)
+    page.get_by_label("API key").fill("sk-llmeu-nope-wrong")
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("alert")).to_have_text("That key was not accepted.")
+    key = console.new_key("e2e-session")
+    sign_in(page, console, key)
+    page.reload()
+    expect(page.get_by_role("heading", name="Playground", level=1)).to_be_visible()
+    other_tab = page.context.browser.new_context().new_page()  # type: ignore[union-attr]
+    other_tab.goto(console.url)
+    expect(other_tab.get_by_label("API key")).to_be_visible()
+    other_tab.context.close()
+    page.get_by_role("button", name="Sign out").click()
+    expect(page.get_by_label("API key")).to_be_visible()
+    assert page.evaluate("sessionStorage.length") == 0
+    assert key not in page.url
+
+
+def test_keyboard_navigation(page: Page, console: Console) -> None:
+    sign_in(page, console, console.new_key("e2e-keyboard"))
+    expect(page.get_by_role("heading", name="Playground", level=1)).to_be_focused()
+    page.reload()
+    page.get_by_role("heading", name="Playground", level=1).wait_for()
+    page.keyboard.press("Tab")
+    skip = page.get_by_role("link", name="Skip to content")
+    expect(skip).to_be_focused()
+    outline = skip.evaluate("el => getComputedStyle(el).outlineStyle")
+    assert outline != "none"
+    page.keyboard.press("Enter")
+    expect(page.locator("main")).to_be_focused()
+    page.get_by_role("link", name="Usage").focus()
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("heading", name="Usage", level=1)).to_be_focused()
+    expect(page.get_by_role("link", name="Usage")).to_have_attribute("aria-current", "page")
+    page.get_by_role("link", name="Playground").focus()
+    page.keyboard.press("Enter")
+    page.get_by_label("Prompt", exact=True).fill("Quick [[chunks=3]]")
+    page.keyboard.press("Control+Enter")
+    expect(page.locator(".stream-status")).to_contain_text("complete")
+
+
+def test_the_admin_manages_keys_and_policies(page: Page, console: Console) -> None:
+    sign_in(page, console, console.gateway.admin_key)
+    page.get_by_role("link", name="Keys").click()
+    page.get_by_label("Name").fill("ci-tenant")
+    page.get_by_label("Policy").select_option("eu-strict")
+    page.get_by_role("button", name="Create key").click()
+    secret = page.get_by_label("Secret")
+    expect(secret).to_have_value(re.compile(r"^sk-llmeu-"))
+    token = secret.input_value()
+    row = page.locator("#key-list tr", has_text="ci-tenant")
+    expect(row).to_contain_text("eu-strict")
+    expect(row).to_contain_text("active")
+    assert_every_control_is_labelled(page)
+    screenshot(page, "keys")
+    page.once("dialog", lambda dialog: dialog.accept())
+    row.get_by_role("button", name="Revoke ci-tenant").click()
+    expect(row).to_contain_text("revoked")
+    page.get_by_role("button", name="I have stored it").click()
+    expect(page.get_by_label("Secret")).to_have_count(0)
+    assert_fits_phone_width(page)
+
+    page.get_by_role("link", name="Policies").click()
+    new = page.get_by_role("form", name="New policy")
+    new.get_by_label("Policy id").fill("fr-only")
+    new.get_by_label("on_premise").uncheck()
+    new.get_by_label("Allowed countries").fill("fr")
+    new.get_by_label("Fall back").uncheck()
+    new.get_by_role("button", name="Create policy").click()
+    card = page.get_by_role("article", name="fr-only")
+    expect(card).to_contain_text("FR")
+    policy = console.api("GET", "/v1/platform/policies/fr-only")
+    assert policy["allow_classes"] == ["eu_sovereign"]
+    assert policy["allow_countries"] == ["FR"]
+    assert policy["fallback"] is False
+    card.get_by_role("button", name="Edit fr-only").click()
+    card.get_by_label("Gateway stores content for").fill("P2D")
+    card.get_by_role("button", name="Save").click()
+    expect(card).to_contain_text("P2D")
+    assert console.api("GET", "/v1/platform/policies/fr-only")["store_content"] == "P2D"
+    card.get_by_role("button", name="Edit fr-only").click()
+    card.get_by_label("Longest provider retention").fill("thirty days")
+    card.get_by_role("button", name="Save").click()
+    expect(card.get_by_role("alert")).to_contain_text("max_retention")
+    card.get_by_role("button", name="Cancel").click()
+    screenshot(page, "policies")
+    assert_fits_phone_width(page)
+
+    page.get_by_role("link", name="Routing map").click()
+    matrix = page.get_by_role("region", name="Policy admission matrix")
+    expect(matrix.locator("tr", has_text="acme-fr-par")).to_contain_text("admitted")
+    header = [t.strip() for t in matrix.locator("thead th").all_inner_texts()]
+    column = header.index("fr-only")
+    cell = lambda endpoint: matrix.locator("tr", has_text=endpoint).locator("th, td").nth(column)  # noqa: E731
+    expect(cell("acme-fr-par")).to_contain_text("admitted")
+    expect(cell("nordlys-de-fra")).to_contain_text("excluded")
+    expect(cell("bigcloud-us-east")).to_contain_text("excluded")
+    card = page.get_by_role("listitem", name="bigcloud-us-east")
+    expect(card).to_contain_text("US")
+    expect(card).to_contain_text("healthy")
+    screenshot(page, "routing")
+    assert_fits_phone_width(page)
+
+    page.goto(console.url)
+    page.get_by_role("button", name="Sign out").click()
+    page.get_by_label("API key").fill(token)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("alert")).to_have_text("That key was not accepted.")
