@@ -74,16 +74,16 @@ async def stream_chat(call: Call, chat: ChatCompletionRequest, request: Request)
             }
         )
         started = True
-        await send({"type": "http.response.body", "body": frames.role(), "more_body": True})
+        pending = frames.role()
         if delta is not None:
             call.record.first_token_at = time.time()
             gw.observers.first_token(call.record)
         while delta is not None:
-            output.add(delta)
-            await send(
-                {"type": "http.response.body", "body": frames.delta(delta), "more_body": True}
-            )
+            await _forward(upstream, delta, pending, frames, output, send)
+            pending = b""
             delta = await upstream.next_delta()
+        if pending:
+            await send({"type": "http.response.body", "body": pending, "more_body": True})
         watch.disarm()
     except asyncio.CancelledError:
         if not (watch.disconnected or gw.interrupting):
@@ -117,6 +117,27 @@ async def stream_chat(call: Call, chat: ChatCompletionRequest, request: Request)
         total = record.input_tokens + record.output_tokens
         tail += frames.usage(Usage(record.input_tokens, record.output_tokens, total))
     await send({"type": "http.response.body", "body": tail + DONE_FRAME, "more_body": False})
+
+
+async def _forward(
+    upstream: ChatStream,
+    delta: Delta,
+    pending: bytes,
+    frames: FrameEncoder,
+    output: StreamOutput,
+    send: Send,
+) -> None:
+    """Send `delta`'s frame, together with the frames already waiting and the further
+    deltas that arrived with it: one write, one frame per delta, nothing held back."""
+    body = pending
+    current: Delta | None = delta
+    try:
+        while current is not None:
+            output.add(current)
+            body += frames.delta(current)
+            current = upstream.buffered_delta()
+    finally:
+        await send({"type": "http.response.body", "body": body, "more_body": True})
 
 
 def _account(

@@ -102,6 +102,14 @@ class SSEDecoder:
                 text = text[1:]
         buf = self._buffer + text if self._buffer else text
         events: list[ServerSentEvent] = []
+        if "\r" not in buf:  # the common case (LF only): split without the regex
+            lines = buf.split("\n")
+            self._buffer = lines.pop()
+            for line in lines:
+                event = self._process_line(line)
+                if event is not None:
+                    events.append(event)
+            return events
         pos = 0
         end = len(buf)
         search = _LINE_END.search

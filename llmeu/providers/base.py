@@ -30,6 +30,15 @@ class ChatStream(ABC):
     async def next_delta(self) -> Delta | None:
         """The next upstream delta that carries output, or None at the end of the stream."""
 
+    def buffered_delta(self) -> Delta | None:
+        """A delta made from data already received, without waiting; None when there is none.
+
+        Lets the caller write several deltas that arrived together in one
+        write (still one frame each) instead of one system call per frame.
+        Never ends the stream: the end is always seen through `next_delta`.
+        """
+        return None
+
     @abstractmethod
     async def aclose(self) -> None:
         """Stop the upstream now; safe to call more than once and after completion."""

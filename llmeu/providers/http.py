@@ -151,6 +151,12 @@ class _Connection(asyncio.Protocol):
             if self.message_done:
                 return None
             await self._wait(timeout, "response data")
+        return self.read_buffered()
+
+    def read_buffered(self) -> bytes | None:
+        """A body chunk already received, without waiting; None when there is none."""
+        if not self._chunks:
+            return None
         chunk = self._chunks.popleft()
         self._buffered -= len(chunk)
         if self._paused and self._buffered < _MAX_BUFFERED // 2 and self.transport is not None:
@@ -216,6 +222,9 @@ class Response:
 
     async def read_chunk(self, timeout: float) -> bytes | None:
         return await self._conn.read_chunk(timeout)
+
+    def read_buffered(self) -> bytes | None:
+        return self._conn.read_buffered()
 
     async def read(self, timeout: float, limit: int = 64 << 20) -> bytes:
         parts: list[bytes] = []

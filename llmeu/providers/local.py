@@ -254,6 +254,15 @@ class _LocalChatStream(ChatStream):
                 self._release()
                 return None
 
+    def buffered_delta(self) -> Delta | None:
+        queue = self._queue
+        if queue.empty():
+            return None
+        item = queue._queue[0]  # type: ignore[attr-defined]  # peek: only text is taken here
+        if not isinstance(item, str):
+            return None
+        return Delta(content=queue.get_nowait())  # type: ignore[arg-type]
+
     async def aclose(self) -> None:
         """Stop generation before its next token; the tokens made so far are counted."""
         self._cancelled.set()

@@ -230,6 +230,22 @@ class _OpenAIChatStream(ChatStream):
             else:
                 self._events.extend(self._decoder.feed(chunk))
 
+    def buffered_delta(self) -> Delta | None:
+        events = self._events
+        while True:
+            while events:
+                if events[0].data == DONE_DATA:
+                    return None  # the end is handled by next_delta
+                delta = self._take(events.popleft())
+                if delta is not None:
+                    return delta
+            if self._done:
+                return None
+            chunk = self._response.read_buffered()
+            if chunk is None:
+                return None
+            events.extend(self._decoder.feed(chunk))
+
     def _take(self, event: ServerSentEvent) -> Delta | None:
         data = event.data
         if data == DONE_DATA:
