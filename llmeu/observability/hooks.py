@@ -56,43 +56,26 @@ class Observers:
         return bool(self._observers)
 
     def call_started(self, record: TraceRecord, headers: Headers) -> None:
-        for observer in self._observers:
-            try:
-                observer.call_started(record, headers)
-            except Exception:  # an observer's bug must not fail the call it observes
-                log.exception("observer %r failed in call_started", observer)
+        self._notify("call_started", record, headers)
 
     def attempt_started(self, record: TraceRecord, attempt: Attempt) -> None:
-        for observer in self._observers:
-            try:
-                observer.attempt_started(record, attempt)
-            except Exception:  # an observer's bug must not fail the call it observes
-                log.exception("observer %r failed in attempt_started", observer)
+        self._notify("attempt_started", record, attempt)
 
     def attempt_finished(self, record: TraceRecord, attempt: Attempt) -> None:
-        for observer in self._observers:
-            try:
-                observer.attempt_finished(record, attempt)
-            except Exception:  # an observer's bug must not fail the call it observes
-                log.exception("observer %r failed in attempt_finished", observer)
+        self._notify("attempt_finished", record, attempt)
 
     def response_started(self, record: TraceRecord, timing: ResponseTiming) -> None:
-        for observer in self._observers:
-            try:
-                observer.response_started(record, timing)
-            except Exception:  # an observer's bug must not fail the call it observes
-                log.exception("observer %r failed in response_started", observer)
+        self._notify("response_started", record, timing)
 
     def first_token(self, record: TraceRecord) -> None:
-        for observer in self._observers:
-            try:
-                observer.first_token(record)
-            except Exception:  # an observer's bug must not fail the call it observes
-                log.exception("observer %r failed in first_token", observer)
+        self._notify("first_token", record)
 
     def call_finished(self, record: TraceRecord) -> None:
+        self._notify("call_finished", record)
+
+    def _notify(self, hook: str, *args: object) -> None:
         for observer in self._observers:
             try:
-                observer.call_finished(record)
+                getattr(observer, hook)(*args)
             except Exception:  # an observer's bug must not fail the call it observes
-                log.exception("observer %r failed in call_finished", observer)
+                log.exception("observer %r failed in %s", observer, hook)

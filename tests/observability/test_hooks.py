@@ -20,26 +20,15 @@ HOOKS = (
 )
 
 
+def _broken(*args: object) -> None:
+    raise RuntimeError("broken")
+
+
 class Broken(CallObserver):
     """Raises in every hook."""
 
-    def call_started(self, *args: object) -> None:
-        raise RuntimeError("broken")
-
-    def attempt_started(self, *args: object) -> None:
-        raise RuntimeError("broken")
-
-    def attempt_finished(self, *args: object) -> None:
-        raise RuntimeError("broken")
-
-    def response_started(self, *args: object) -> None:
-        raise RuntimeError("broken")
-
-    def first_token(self, *args: object) -> None:
-        raise RuntimeError("broken")
-
-    def call_finished(self, *args: object) -> None:
-        raise RuntimeError("broken")
+    call_started = attempt_started = attempt_finished = staticmethod(_broken)
+    response_started = first_token = call_finished = staticmethod(_broken)
 
 
 async def test_a_failing_observer_does_not_fail_the_call(
