@@ -30,7 +30,8 @@ from llmeu.errors import (
 )
 from llmeu.ledger.database import DatabaseUnavailable
 from llmeu.ledger.records import ApiKey, CallStatus
-from llmeu.ledger.store import TRACE_FILTERS, USAGE_GROUPS, decode_cursor
+from llmeu.ledger.store import TRACE_FILTERS, USAGE_GROUPS
+from llmeu.ledger.views import decode_cursor
 from llmeu.protocol.errors import describe_validation_error
 from llmeu.protocol.wire import encoder
 from llmeu.routing.config_file import parse_policy

@@ -12,9 +12,9 @@ import sys
 from collections.abc import Sequence
 
 from llmeu import __version__
-from llmeu.cli import chat, config, routes, serve
+from llmeu.cli import chat, config, keys, ledger, routes, serve, traces, usage
 
-SUBCOMMANDS = (serve, chat, routes, config)
+SUBCOMMANDS = (serve, chat, routes, config, keys, usage, traces, ledger)
 
 
 def build_parser() -> argparse.ArgumentParser:

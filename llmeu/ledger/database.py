@@ -93,6 +93,10 @@ class SqliteDatabase(Database):
         self._checkpoint_seconds = checkpoint_seconds
         self._checkpointer: asyncio.Task[None] | None = None
 
+    @property
+    def path(self) -> Path:
+        return self._path
+
     def _connect(self, *, busy_timeout_ms: int, autocheckpoint: bool) -> sqlite3.Connection:
         conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
         conn.row_factory = sqlite3.Row

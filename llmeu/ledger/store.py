@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
-import base64
 import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from llmeu.ledger.database import Database, DatabaseError, Row, Statement
+from llmeu.ledger.database import Database, DatabaseError, DatabaseUnavailable, Row, Statement
 from llmeu.ledger.migrations import CREATE_MIGRATIONS_TABLE, MIGRATIONS
-from llmeu.ledger.records import ApiKey, CallStatus, TraceRecord
+from llmeu.ledger.records import ApiKey, TraceRecord
+from llmeu.ledger.views import (
+    STATUS_COUNTS,
+    decode_cursor,
+    encode_cursor,
+    trace_view,
+    usage_view,
+)
 
 _TRACE_COLUMNS = (
     "trace_id", "key_id", "route", "request_model", "stream", "status", "instance_id",
@@ -112,6 +118,15 @@ class Store:
             applied.append(version)
         return applied
 
+    async def has_schema(self) -> bool:
+        """Whether this database holds a ledger (its migrations were applied)."""
+        try:
+            return bool(await self._applied_versions())
+        except DatabaseUnavailable:
+            raise
+        except DatabaseError:  # no schema_migrations table
+            return False
+
     async def _applied_versions(self) -> set[int]:
         return {r["version"] for r in await self.db.fetch("SELECT version FROM schema_migrations")}
 
@@ -183,8 +198,7 @@ class Store:
             where.append("key_id = ?")
             params.append(key_id)
         counts = ", ".join(
-            f"SUM(CASE WHEN status = '{s}' THEN 1 ELSE 0 END) AS {s}"
-            for s in ("completed", "cancelled", "failed", "rejected", "interrupted")
+            f"SUM(CASE WHEN status = '{s}' THEN 1 ELSE 0 END) AS {s}" for s in STATUS_COUNTS
         )
         sql = (
             f"SELECT {group} AS grp, COUNT(*) AS requests, {counts}, "
@@ -195,7 +209,7 @@ class Store:
             f"FROM traces WHERE {' AND '.join(where)} GROUP BY {group} ORDER BY {group}"
         )
         rows = await self.db.fetch(sql, params)
-        return [_usage_view(group_by, r) for r in rows]
+        return [usage_view(group_by, r) for r in rows]
 
     async def spend_by_key(self) -> dict[str, float]:
         rows = await self.db.fetch(
@@ -305,91 +319,6 @@ def _time_window(since: float | None, until: float | None) -> tuple[list[str], l
     return where, params
 
 
-def encode_cursor(received_at: float, trace_id: str) -> str:
-    raw = json.dumps([received_at, trace_id]).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str) -> tuple[float, str]:
-    """Raises ValueError for a cursor this server did not issue."""
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        received_at, trace_id = json.loads(raw)
-        return float(received_at), str(trace_id)
-    except Exception as error:  # any malformed cursor is the caller's error
-        raise ValueError("invalid cursor") from error
-
-
-def trace_view(row: Row, *, summary: bool = False) -> dict[str, Any]:
-    """A trace as the platform API shows it."""
-    view: dict[str, Any] = {
-        "id": row["trace_id"],
-        "object": "trace",
-        "status": row["status"],
-        "key_id": row["key_id"],
-        "route": row["route"],
-        "stream": bool(row["stream"]),
-        "request_model": row["request_model"],
-        "timings": {
-            "received_at": row["received_at"],
-            "first_token_at": row["first_token_at"],
-            "finished_at": row["finished_at"],
-            "ttft_ms": row["ttft_ms"],
-            "tpot_ms": row["tpot_ms"],
-        },
-        "routing": {
-            "policy_id": row["policy_id"],
-            "endpoint_id": row["endpoint_id"],
-            "provider": row["provider"],
-            "model_used": row["model_used"],
-            "model_version": row["model_version"],
-            "inference_region": row["inference_region"],
-            "sovereignty_class": row["sovereignty_class"],
-            "retention": row["retention"],
-        },
-        "usage": {
-            "input_tokens": row["input_tokens"],
-            "output_tokens": row["output_tokens"],
-            "estimated": bool(row["tokens_estimated"]),
-            "cost_eur": row["cost_eur"],
-        },
-        "finish_reason": row["finish_reason"],
-        "error": None
-        if row["error_type"] is None
-        else {
-            "type": row["error_type"],
-            "code": row["error_code"],
-            "message": row["error_message"],
-            "http_status": row["http_status"],
-        },
-    }
-    if not summary:
-        view["attempts"] = json.loads(row["attempts"])
-        view["excluded"] = json.loads(row["excluded"])
-        view["content"] = {
-            "stored": row["prompt"] is not None or row["completion"] is not None,
-            "prompt": json.loads(row["prompt"]) if row["prompt"] else None,
-            "completion": row["completion"],
-            "expires_at": row["content_expires_at"],
-        }
-    return view
-
-
-def _usage_view(group_by: str, row: Row) -> dict[str, Any]:
-    return {
-        group_by: row["grp"],
-        "requests": int(row["requests"]),
-        **{
-            s: int(row[s] or 0)
-            for s in ("completed", "cancelled", "failed", "rejected", "interrupted")
-        },
-        "input_tokens": int(row["input_tokens"] or 0),
-        "output_tokens": int(row["output_tokens"] or 0),
-        "estimated_requests": int(row["estimated_requests"] or 0),
-        "cost_eur": round(float(row["cost_eur"] or 0), 10),
-    }
-
-
 def _key_row(key: ApiKey) -> tuple[Any, ...]:
     return (
         key.key_id, key.name, key.secret_hash, key.policy_id, int(key.is_admin), key.budget_eur,
@@ -410,6 +339,3 @@ def _key(row: Row) -> ApiKey:
         created_at=row["created_at"],
         revoked_at=row["revoked_at"],
     )
-
-
-__all__ = ["USAGE_GROUPS", "CallStatus", "Store", "TracePage"]

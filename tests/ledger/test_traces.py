@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from llmeu.ledger.records import CallStatus
-from llmeu.ledger.store import Store, decode_cursor, encode_cursor, trace_row
+from llmeu.ledger.store import Store, trace_row
+from llmeu.ledger.views import decode_cursor, encode_cursor
 from tests.ledger.conftest import trace, write
 
 

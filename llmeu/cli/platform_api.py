@@ -1,0 +1,136 @@
+"""What the platform subcommands (`keys`, `usage`, `traces`) share: the connection
+options, one HTTP call to the platform API, and the two output forms.
+
+    --base-url URL   [LLMEU_BASE_URL]  the gateway, default http://127.0.0.1:8080
+                                        (a trailing /v1, as `llmeu chat` takes it, is fine)
+    --api-key KEY    [LLMEU_API_KEY]   the admin key, or a tenant key for its own records
+    --json                              print the API's JSON instead of a table
+
+Exit status: 0; 1 when the gateway answers with an error or cannot be reached
+(its message, and the OpenAI-shaped error's `param`, go to standard error).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+DEFAULT_BASE_URL = "http://127.0.0.1:8080"
+Command = Callable[["PlatformClient", argparse.Namespace], int]
+
+
+class CliError(Exception):
+    """A failure to report on standard error, with exit status 1."""
+
+
+def add_connection_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--base-url", help=f"the gateway (env LLMEU_BASE_URL, {DEFAULT_BASE_URL})")
+    parser.add_argument("--api-key", help="API key (env LLMEU_API_KEY)")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+def base_url(value: str | None) -> str:
+    url = (value or os.environ.get("LLMEU_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+    return url.removesuffix("/v1")
+
+
+class PlatformClient:
+    def __init__(self, url: str, api_key: str | None, *, timeout: float = 30.0):
+        headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
+        self._http = httpx.Client(base_url=url, headers=headers, timeout=timeout)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def call(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, object] | None = None,
+        body: object = None,
+    ) -> Any:
+        query = {k: str(v) for k, v in (params or {}).items() if v is not None}
+        try:
+            response = self._http.request(method, path, params=query, json=body)
+        except httpx.HTTPError as failure:
+            url = self._http.base_url
+            raise CliError(f"cannot reach the gateway at {url}: {failure}") from None
+        try:
+            payload = response.json()
+        except ValueError:
+            payload = None
+        if response.is_success and payload is not None:
+            return payload
+        error = payload.get("error") if isinstance(payload, dict) else None
+        if not isinstance(error, dict):
+            raise CliError(f"HTTP {response.status_code} from {path}: {response.text[:200]}")
+        where = f" (param `{error['param']}`)" if error.get("param") else ""
+        raise CliError(f"{response.status_code} {error.get('message')}{where}")
+
+
+def runner(command: Command) -> Callable[[argparse.Namespace], int]:
+    """Wrap a subcommand: build the client from the options, report failures."""
+
+    def run(args: argparse.Namespace) -> int:
+        client = PlatformClient(base_url(args.base_url), args.api_key or
+                                os.environ.get("LLMEU_API_KEY"))  # fmt: skip
+        try:
+            return command(client, args)
+        except CliError as error:
+            print(f"llmeu {args.command}: {error}", file=sys.stderr)
+            return 1
+        finally:
+            client.close()
+
+    return run
+
+
+def print_json(value: object) -> None:
+    print(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+def print_table(
+    columns: Sequence[str],
+    rows: Sequence[Sequence[object]],
+    *,
+    title: str | None = None,
+    right: Sequence[str] = (),
+) -> None:
+    table = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left")
+    for column in columns:
+        # Fold rather than cut: an id or a time is never shown with an ellipsis.
+        table.add_column(column, justify="right" if column in right else "left", overflow="fold")
+    for row in rows:
+        table.add_row(*(cell(v) for v in row))
+    console = Console()
+    if not console.is_terminal:  # a pipe or a file gets every table at its natural width
+        console = Console(width=1000)
+    console.print(table)
+
+
+def cell(value: object) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+def moment(epoch: float | None) -> str | None:
+    """Seconds since the epoch as a UTC time people read."""
+    if epoch is None:
+        return None
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M:%S")

@@ -1,0 +1,93 @@
+"""How the platform API shows what the ledger holds: traces, usage rows, page cursors."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+from llmeu.ledger.database import Row
+
+STATUS_COUNTS = ("completed", "cancelled", "failed", "rejected", "interrupted")
+
+
+def encode_cursor(received_at: float, trace_id: str) -> str:
+    raw = json.dumps([received_at, trace_id]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[float, str]:
+    """Raises ValueError for a cursor this server did not issue."""
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        received_at, trace_id = json.loads(raw)
+        return float(received_at), str(trace_id)
+    except Exception as error:  # any malformed cursor is the caller's error
+        raise ValueError("invalid cursor") from error
+
+
+def trace_view(row: Row, *, summary: bool = False) -> dict[str, Any]:
+    """A trace as the platform API shows it."""
+    view: dict[str, Any] = {
+        "id": row["trace_id"],
+        "object": "trace",
+        "status": row["status"],
+        "key_id": row["key_id"],
+        "route": row["route"],
+        "stream": bool(row["stream"]),
+        "request_model": row["request_model"],
+        "timings": {
+            "received_at": row["received_at"],
+            "first_token_at": row["first_token_at"],
+            "finished_at": row["finished_at"],
+            "ttft_ms": row["ttft_ms"],
+            "tpot_ms": row["tpot_ms"],
+        },
+        "routing": {
+            "policy_id": row["policy_id"],
+            "endpoint_id": row["endpoint_id"],
+            "provider": row["provider"],
+            "model_used": row["model_used"],
+            "model_version": row["model_version"],
+            "inference_region": row["inference_region"],
+            "sovereignty_class": row["sovereignty_class"],
+            "retention": row["retention"],
+        },
+        "usage": {
+            "input_tokens": row["input_tokens"],
+            "output_tokens": row["output_tokens"],
+            "estimated": bool(row["tokens_estimated"]),
+            "cost_eur": row["cost_eur"],
+        },
+        "finish_reason": row["finish_reason"],
+        "error": None
+        if row["error_type"] is None
+        else {
+            "type": row["error_type"],
+            "code": row["error_code"],
+            "message": row["error_message"],
+            "http_status": row["http_status"],
+        },
+    }
+    if not summary:
+        view["attempts"] = json.loads(row["attempts"])
+        view["excluded"] = json.loads(row["excluded"])
+        view["content"] = {
+            "stored": row["prompt"] is not None or row["completion"] is not None,
+            "prompt": json.loads(row["prompt"]) if row["prompt"] else None,
+            "completion": row["completion"],
+            "expires_at": row["content_expires_at"],
+        }
+    return view
+
+
+def usage_view(group_by: str, row: Row) -> dict[str, Any]:
+    return {
+        group_by: row["grp"],
+        "requests": int(row["requests"]),
+        **{s: int(row[s] or 0) for s in STATUS_COUNTS},
+        "input_tokens": int(row["input_tokens"] or 0),
+        "output_tokens": int(row["output_tokens"] or 0),
+        "estimated_requests": int(row["estimated_requests"] or 0),
+        "cost_eur": round(float(row["cost_eur"] or 0), 10),
+    }
