@@ -55,9 +55,68 @@ def assert_every_control_is_labelled(page: Page) -> None:
     assert unlabelled == []
 
 
+CONTRAST = """() => {
+    // WCAG 2 contrast of every visible text against the first opaque background behind it.
+    const rgb = (c) => c.match(/[\\d.]+/g).map(Number);
+    const luminance = ([r, g, b]) => {
+        const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+        return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+    };
+    const background = (el) => {
+        for (; el; el = el.parentElement) {
+            const c = rgb(getComputedStyle(el).backgroundColor);
+            if (c.length === 3 || c[3] === 1) return c.slice(0, 3);
+        }
+        return [255, 255, 255];
+    };
+    const low = [];
+    const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+        const el = node.parentElement;
+        if (!node.textContent.trim() || !el.checkVisibility() || el.closest("[disabled], svg, option")) continue;
+        const style = getComputedStyle(el);
+        const [a, b] = [luminance(rgb(style.color).slice(0, 3)), luminance(background(el))];
+        const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+        if (ratio < 4.5) low.push(`${node.textContent.trim().slice(0, 30)}: ${ratio.toFixed(2)}`);
+    }
+    return low;
+}"""
+
+
+def assert_text_contrast(page: Page) -> None:
+    assert page.evaluate(CONTRAST) == []
+
+
+def test_the_contrast_check_sees_pale_text(page: Page, console: Console) -> None:
+    page.goto(console.url)
+    assert page.evaluate(CONTRAST) == []
+    page.evaluate(
+        """() => {
+            const p = document.createElement("p");
+            p.textContent = "pale";
+            p.style.color = "#aaaaaa";
+            document.querySelector("main").append(p);
+        }"""
+    )
+    assert [line.split(":")[0] for line in page.evaluate(CONTRAST)] == ["pale"]
+
+
+def call(console: Console, key: str, content: str = "hi") -> str:
+    """One non-streamed chat call with `key`; its trace id."""
+    body = {"model": "fake-model", "messages": [{"role": "user", "content": content}]}
+    request = urllib.request.Request(
+        f"{console.gateway.url}/v1/chat/completions",
+        data=json.dumps(body).encode(),
+        headers={"authorization": f"Bearer {key}", "content-type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return str(json.loads(response.read())["llmeu"]["trace_id"])
+
+
 def test_a_tenant_streams_stops_and_finds_both_calls(page: Page, console: Console) -> None:
     key = console.new_key("e2e-tenant")
     page.goto(console.url)
+    assert_text_contrast(page)
     screenshot(page, "sign-in")
     sign_in(page, console, key)
     assert key not in page.url
@@ -84,6 +143,7 @@ def test_a_tenant_streams_stops_and_finds_both_calls(page: Page, console: Consol
     for fact in ("acme", "acme-fr-par", "eu_sovereign", "eu-store", "P1D", "€"):
         expect(routing).to_contain_text(fact)
     completed_id = trace_id_on_page(page)
+    assert_text_contrast(page)
     screenshot(page, "playground")
 
     # 2. Stop: the fetch is aborted, the answer is marked incomplete, the gateway records `cancelled`.
@@ -111,7 +171,10 @@ def test_a_tenant_streams_stops_and_finds_both_calls(page: Page, console: Consol
     page.get_by_label("Status").select_option("")
     page.get_by_role("button", name="Filter").click()
     expect(page.locator("#trace-list tbody tr")).to_have_count(2)
-    expect(page.locator("#trace-list")).to_contain_text(completed_id)
+    expect(
+        page.locator("#trace-list").get_by_role("link", name=re.compile(completed_id))
+    ).to_be_visible()
+    assert_text_contrast(page)
     screenshot(page, "traces")
     assert_fits_phone_width(page)
 
@@ -130,6 +193,7 @@ def test_a_tenant_streams_stops_and_finds_both_calls(page: Page, console: Consol
     expect(content).to_contain_text("Keep going [[chunks=400;delay=50]]")
     expect(content).to_contain_text("Answer (as far as it got)")
     expect(content.locator(".answer.incomplete")).to_contain_text("tok0")
+    assert_text_contrast(page)
     screenshot(page, "trace")
     assert_fits_phone_width(page)
 
@@ -151,6 +215,7 @@ def test_a_tenant_streams_stops_and_finds_both_calls(page: Page, console: Consol
     figure.get_by_role("button", name="Show chart").click()
     expect(page.locator("#usage-by-model")).to_contain_text("fake")
     expect(page.locator("#usage-by-sovereignty-class")).to_contain_text("eu_sovereign")
+    assert_text_contrast(page)
     screenshot(page, "usage")
     assert_fits_phone_width(page)
 
@@ -167,6 +232,7 @@ def test_a_broken_stream_is_shown_as_incomplete(page: Page, console: Console) ->
     expect(page.get_by_text("Incomplete answer")).to_be_visible()
     trace = console.api("GET", f"/v1/platform/traces/{trace_id_on_page(page)}")
     assert trace["status"] == "failed"
+    assert_text_contrast(page)
     screenshot(page, "playground-broken")
 
 
@@ -186,16 +252,7 @@ def test_the_playground_offers_only_what_the_key_may_use(page: Page, console: Co
 
 
 def test_a_tenant_sees_only_its_own_calls(page: Page, console: Console) -> None:
-    other = console.new_key("e2e-other")
-    request = urllib.request.Request(
-        f"{console.gateway.url}/v1/chat/completions",
-        data=json.dumps(
-            {"model": "fake-model", "messages": [{"role": "user", "content": "hi"}]}
-        ).encode(),
-        headers={"authorization": f"Bearer {other}", "content-type": "application/json"},
-    )
-    with urllib.request.urlopen(request, timeout=10) as response:
-        other_trace = json.loads(response.read())["llmeu"]["trace_id"]
+    other_trace = call(console, console.new_key("e2e-other"))
 
     sign_in(page, console, console.new_key("e2e-alone"))
     page.get_by_role("link", name="Traces").click()
@@ -205,6 +262,54 @@ def test_a_tenant_sees_only_its_own_calls(page: Page, console: Console) -> None:
     expect(page.get_by_role("heading", level=1)).to_have_text("Trace not found")
     page.get_by_role("link", name="Usage").click()
     expect(page.get_by_text("No calls in this range.")).to_be_visible()
+
+
+def test_the_trace_list_pages_with_the_cursor(page: Page, console: Console) -> None:
+    key = console.new_key("e2e-pages")
+    ids = [call(console, key, f"call {n}") for n in range(5)]
+    sign_in(page, console, key)
+    page.goto(f"{console.url}#/traces?limit=2")
+    rows = page.locator("#trace-list tbody tr")
+    more = page.get_by_role("button", name="Load more")
+    expect(rows).to_have_count(2)
+    more.click()
+    expect(rows).to_have_count(4)
+    expect(rows.nth(2).get_by_role("link")).to_be_focused()  # the keyboard stays on the new rows
+    more.click()
+    expect(rows).to_have_count(5)
+    expect(more).to_be_hidden()
+    shown = [
+        TRACE_ID.search(n or "")
+        for n in rows.get_by_role("link").evaluate_all(
+            "as => as.map(a => a.getAttribute('aria-label'))"
+        )
+    ]
+    assert [m.group(0) for m in shown if m] == ids[::-1]  # newest first, each once
+
+
+def test_the_admin_filters_traces_by_key_model_and_time(page: Page, console: Console) -> None:
+    key = console.new_key("e2e-filtered")
+    key_id = console.api("GET", "/v1/platform/me", key=key)["id"]
+    ids = [call(console, key) for _ in range(2)]
+    sign_in(page, console, console.gateway.admin_key)
+    page.get_by_role("link", name="Traces").click()
+    page.get_by_label("Key").select_option(key_id)
+    page.get_by_label("Model").fill("fake-model")
+    page.get_by_role("button", name="Filter").click()
+    rows = page.locator("#trace-list tbody tr")
+    expect(rows).to_have_count(2)
+    for trace_id in ids:
+        expect(page.get_by_role("link", name=re.compile(trace_id))).to_be_visible()
+    assert f"key_id={key_id}" in page.url
+    page.get_by_label("From").fill("2999-01-01T00:00")
+    page.get_by_role("button", name="Filter").click()
+    expect(page.get_by_text("No trace matches these filters.")).to_be_visible()
+    page.get_by_label("From").fill("")
+    page.get_by_label("Before").fill("2000-01-01T00:00")
+    page.get_by_role("button", name="Filter").click()
+    expect(page.get_by_text("No trace matches these filters.")).to_be_visible()
+    page.get_by_role("link", name="Clear").click()
+    expect(page.get_by_label("Key")).to_have_value("")
 
 
 def test_the_key_stays_in_the_tab(page: Page, console: Console) -> None:
@@ -244,9 +349,10 @@ def test_keyboard_navigation(page: Page, console: Console) -> None:
     expect(page.get_by_role("link", name="Usage")).to_have_attribute("aria-current", "page")
     page.get_by_role("link", name="Playground").focus()
     page.keyboard.press("Enter")
-    page.get_by_label("Prompt", exact=True).fill("Quick [[chunks=3]]")
+    page.get_by_label("Prompt", exact=True).fill("Quick [[chunks=3;text=**bold**]]")
     page.keyboard.press("Control+Enter")
     expect(page.locator(".stream-status")).to_contain_text("complete")
+    expect(page.locator(f"{ANSWER} strong")).to_have_count(3)  # the answer is rendered Markdown
 
 
 def test_the_admin_manages_keys_and_policies(page: Page, console: Console) -> None:
@@ -262,6 +368,7 @@ def test_the_admin_manages_keys_and_policies(page: Page, console: Console) -> No
     expect(row).to_contain_text("eu-strict")
     expect(row).to_contain_text("active")
     assert_every_control_is_labelled(page)
+    assert_text_contrast(page)
     screenshot(page, "keys")
     page.once("dialog", lambda dialog: dialog.accept())
     row.get_by_role("button", name="Revoke ci-tenant").click()
@@ -293,6 +400,7 @@ def test_the_admin_manages_keys_and_policies(page: Page, console: Console) -> No
     card.get_by_role("button", name="Save").click()
     expect(card.get_by_role("alert")).to_contain_text("max_retention")
     card.get_by_role("button", name="Cancel").click()
+    assert_text_contrast(page)
     screenshot(page, "policies")
     assert_fits_phone_width(page)
 
@@ -308,6 +416,7 @@ def test_the_admin_manages_keys_and_policies(page: Page, console: Console) -> No
     card = page.get_by_role("listitem", name="bigcloud-us-east")
     expect(card).to_contain_text("US")
     expect(card).to_contain_text("healthy")
+    assert_text_contrast(page)
     screenshot(page, "routing")
     assert_fits_phone_width(page)
 

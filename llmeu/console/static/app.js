@@ -7,7 +7,7 @@
 // view is left (the playground uses it to stop a stream still running).
 
 import { api, ApiError, session } from "./api.js";
-import { errorNote, h } from "./dom.js";
+import { errorNote, fill, h } from "./dom.js";
 
 const VIEWS = {
   playground: () => import("./playground.js"),
@@ -99,7 +99,8 @@ function showShell() {
   document.querySelector("#nav [data-admin]").hidden = !ctx.isAdmin;
   document.getElementById("who").hidden = false;
   const { me } = ctx;
-  document.getElementById("who-name").replaceChildren(
+  fill(
+    document.getElementById("who-name"),
     h("span", { className: "who-key" }, me.name || me.id),
     ` · policy ${me.policy_id}`,
     ctx.isAdmin ? h("span", { className: "badge admin" }, "admin") : null,

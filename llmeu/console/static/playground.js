@@ -122,7 +122,8 @@ export async function render(ctx, main) {
     const snap = timings.snapshot(tokens);
     stats.ttft.textContent = fmtMs(snap.ttft);
     stats.tpot.textContent = fmtMs(snap.tpot);
-    stats.tokens.textContent = snap.tokens === null ? DASH : `${fmtNumber(snap.tokens)}${snap.estimated ? " (frames)" : ""}`;
+    // Until the server reports usage, each content frame counts as one token.
+    stats.tokens.textContent = snap.tokens === null ? DASH : `${fmtNumber(snap.tokens)}${snap.estimated ? " est." : ""}`;
     stats.elapsed.textContent = fmtMs(snap.elapsed);
   }
 

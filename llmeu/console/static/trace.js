@@ -7,6 +7,12 @@ import { DASH, errorNote, facts, fill, fmtEur, fmtMs, fmtNumber, fmtTime, h, s, 
 import { responsive } from "./charts.js";
 import { renderMarkdown } from "./markdown.js";
 
+const ENDED = {
+  cancelled: "the client hung up",
+  failed: "the call failed",
+  interrupted: "the gateway stopped during the call",
+  in_progress: "the call is still running",
+};
 const OUTCOME_COLORS = { served: "#15803d", failed: "#b91c1c", cancelled: "#b45309", pending: "#4b5563" };
 
 export async function render(ctx, main, { id }) {
@@ -230,7 +236,7 @@ function completionView(trace, completion) {
   return h(
     "div",
     null,
-    h("p", { className: "incomplete-label" }, `Incomplete answer: the call ended ${trace.status}.`),
+    h("p", { className: "incomplete-label" }, `Incomplete answer: ${ENDED[trace.status] ?? `the call ended ${trace.status}`}.`),
     h("div", { className: "answer markdown incomplete" }, renderMarkdown(completion)),
   );
 }

@@ -6,7 +6,7 @@
 // the reader's eyes.
 
 import { api } from "./api.js";
-import { dataTable, DASH, fill, fmtEur, fmtMs, fmtNumber, fmtTime, h, statusBadge } from "./dom.js";
+import { dataTable, DASH, fill, fmtEur, fmtMs, fmtNumber, h, statusBadge } from "./dom.js";
 
 const STATUSES = ["completed", "cancelled", "failed", "rejected", "interrupted", "in_progress"];
 const PAGE = 50;
@@ -33,7 +33,7 @@ export async function render(ctx, main, { params }) {
     key_id: ctx.isAdmin ? filters.key_id : "",
     from: epoch(filters.from),
     to: epoch(filters.to),
-    limit: PAGE,
+    limit: params.get("limit") || PAGE,
   };
   const list = h("div", { id: "trace-list" });
   const more = h("button", { type: "button", hidden: true }, "Load more");
@@ -63,7 +63,7 @@ export async function render(ctx, main, { params }) {
   fill(
     main,
     h("h1", { tabIndex: -1 }, "Traces"),
-    filterForm(ctx, filters, endpoints.data, keys?.data ?? null),
+    filterForm(ctx, filters, endpoints.data, keys?.data ?? null, params.get("limit")),
     count,
     list,
     h("div", { className: "actions" }, more),
@@ -71,10 +71,30 @@ export async function render(ctx, main, { params }) {
   await loadPage();
 }
 
+/** `trc_…` ids are long; the list shows their end, which is what differs. */
+function shortId(id) {
+  return id.length > 16 ? `${id.slice(0, 4)}…${id.slice(-8)}` : id;
+}
+
+function fmtShortTime(epochSeconds) {
+  const date = new Date(epochSeconds * 1000);
+  const day = date.toLocaleDateString("en-GB", { day: "numeric", month: "short" });
+  return `${day} ${date.toLocaleTimeString("en-GB")}`;
+}
+
 function traceTable(rows) {
   return dataTable(
     [
-      ["Received", (t) => fmtTime(t.timings.received_at)],
+      // The time is the link: at phone widths it is the one column that always shows.
+      [
+        "Received",
+        (t) =>
+          h(
+            "a",
+            { href: `#/traces/${encodeURIComponent(t.id)}`, "aria-label": `Trace ${t.id}, ${t.status}`, className: "nowrap" },
+            fmtShortTime(t.timings.received_at),
+          ),
+      ],
       ["Status", (t) => statusBadge(t.status)],
       ["Model", (t) => t.routing.model_used ?? t.request_model],
       ["Endpoint", (t) => t.routing.endpoint_id ?? DASH, "wide-only"],
@@ -82,14 +102,14 @@ function traceTable(rows) {
       ["Tokens", (t) => `${fmtNumber(t.usage.input_tokens)} / ${fmtNumber(t.usage.output_tokens)}${t.usage.estimated ? "*" : ""}`, "num wide-only"],
       ["Cost", (t) => fmtEur(t.usage.cost_eur), "num wide-only"],
       ["TTFT", (t) => fmtMs(t.timings.ttft_ms), "num wide-only"],
-      ["Trace", (t) => h("a", { href: `#/traces/${encodeURIComponent(t.id)}`, "aria-label": `Trace ${t.id}, ${t.status}` }, t.id)],
+      ["Trace id", (t) => h("code", { title: t.id }, shortId(t.id)), "wide-only"],
     ],
     rows,
     { caption: "Traces, newest first (tokens in / out; * estimated)", empty: "No trace matches these filters." },
   );
 }
 
-function filterForm(ctx, filters, endpoints, keys) {
+function filterForm(ctx, filters, endpoints, keys, limit) {
   const field = (id, label, control) => h("div", { className: "field" }, h("label", { htmlFor: id }, label), control);
   const select = (id, name, value, options) => {
     const node = h("select", { id, name }, options.map(([v, text]) => h("option", { value: v }, text)));
@@ -119,6 +139,7 @@ function filterForm(ctx, filters, endpoints, keys) {
     "form",
     { className: "card filter-form", method: "post", "aria-label": "Filter traces" },
     h("datalist", { id: "f-model-list" }, models.map((m) => h("option", { value: m }))),
+    limit ? h("input", { type: "hidden", name: "limit", value: limit }) : null,
     h("div", { className: "filters" }, controls),
     h(
       "div",
