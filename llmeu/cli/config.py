@@ -50,13 +50,17 @@ def summary(config: GatewayConfig, unavailable: dict[str, str]) -> list[str]:
     classes = Counter(e.sovereignty_class.value for e in endpoints)
     models = config.catalog.aliases()
     lines = [
-        f"{len(endpoints)} endpoints ({_counts(kinds)}; {_counts(classes)})",
-        f"{len(models)} models: {', '.join(models) or 'none'}",
-        f"{len(config.policies)} policies: {', '.join(config.policies)}; "
+        f"{_many(len(endpoints), 'endpoint')} ({_counts(kinds)}; {_counts(classes)})",
+        f"{_many(len(models), 'model')}: {', '.join(models) or 'none'}",
+        f"{_many(len(config.policies), 'policy', 'policies')}: {', '.join(config.policies)}; "
         f"default policy: {config.default_policy}",
     ]
     lines += [f"skipped until configured: {eid} ({why})" for eid, why in unavailable.items()]
     return lines
+
+
+def _many(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else many or one + 's'}"
 
 
 def _counts(counter: Counter[str]) -> str:

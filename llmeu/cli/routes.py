@@ -153,28 +153,25 @@ def _table(
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
     if order is not None:
         table.add_column("#", justify="right")
-    table.add_column("endpoint")
-    if order is None:
-        table.add_column("models", max_width=34)
-    for name in ("class", "region", "retention"):
+    for name in ("endpoint", "decision", "class", "region", "retention"):
         table.add_column(name)
     table.add_column("EUR/Mtok in/out", justify="right")
-    table.add_column("decision")
+    if order is None:
+        table.add_column("models", max_width=34)
     rank = {e.endpoint_id: str(i) for i, e in enumerate(order or (), start=1)}
     for endpoint in endpoints:
         cells = [
+            Text(endpoint.endpoint_id),
+            decision(verdicts[endpoint.endpoint_id]),
             Text(endpoint.sovereignty_class.value),
             Text(f"{endpoint.inference_region} {endpoint.country or '?'}"),
             Text(endpoint.retention.text),
             Text(f"{endpoint.prices.input:g} / {endpoint.prices.output:g}"),
-            decision(verdicts[endpoint.endpoint_id]),
         ]
         if order is None:
-            table.add_row(Text(endpoint.endpoint_id), Text(" ".join(endpoint.aliases)), *cells)
+            table.add_row(*cells, Text(" ".join(endpoint.aliases)))
         else:
-            table.add_row(
-                Text(rank.get(endpoint.endpoint_id, "")), Text(endpoint.endpoint_id), *cells
-            )
+            table.add_row(Text(rank.get(endpoint.endpoint_id, "")), *cells)
     return table
 
 

@@ -86,6 +86,16 @@ def test_a_set_key_is_not_reported_as_skipped(
     assert "secret" not in out
 
 
+def test_the_summary_counts_in_the_singular_too(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    one = VALID[: VALID.index("  - endpoint_id: local-smollm2")] + VALID[VALID.index("policies:") :]
+    status, out, _, _ = check(capsys, tmp_path, one)
+    assert status == 0
+    assert "  1 endpoint (1 openai; 1 eu_sovereign)" in out.splitlines()
+    assert "  1 model: mistral-small" in out.splitlines()
+
+
 def edit(old: str, new: str) -> str:
     assert old in VALID
     return VALID.replace(old, new, 1)

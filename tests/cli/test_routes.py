@@ -75,20 +75,40 @@ def config(tmp_path: Path) -> Path:
     return path
 
 
-def routes(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, list[str]], str]:
-    """Exit status, the table's rows by endpoint id (cells), and the whole output."""
+def routes(
+    capsys: pytest.CaptureFixture[str], *args: str
+) -> tuple[int, dict[str, dict[str, str]], str]:
+    """Exit status, the table's rows by endpoint id, and the whole output."""
     status = main(["routes", *args])
     out, err = capsys.readouterr()
-    rows = {}
-    for line in out.splitlines():
-        cells = re.split(r"\s{2,}", line.strip())
-        if len(cells) >= 6 and cells[0] not in ("#", "endpoint"):
-            rows[cells[1] if cells[0].isdigit() else cells[0]] = cells
-    return status, rows, out + err
+    return status, table_rows(out), out + err
 
 
-def decision(cells: list[str]) -> str:
-    return cells[-1]
+def table_rows(out: str) -> dict[str, dict[str, str]]:
+    """Each row as {column: text}, cut at the header's column starts; wrapped cells joined."""
+    lines = out.splitlines()
+    head = next(
+        (i for i, line in enumerate(lines) if "endpoint" in line and "decision" in line), None
+    )
+    if head is None:
+        return {}
+    names = [(m.start(), m.group()) for m in re.finditer(r"\S+(?: \S+)*", lines[head])]
+    if names[0][1] == "#":  # right-aligned: its cells end where its header ends
+        names[0] = (0, "#")
+    rows: dict[str, dict[str, str]] = {}
+    last: dict[str, str] = {}
+    for line in lines[head + 2 :]:
+        if not line.strip():
+            break
+        bounds = [start for start, _ in names[1:]] + [len(line)]
+        cells = {
+            name: line[start:end].strip() for (start, name), end in zip(names, bounds, strict=True)
+        }
+        if cells["endpoint"]:
+            last = rows[cells["endpoint"]] = cells
+        else:
+            last.update({k: f"{last[k]} {v}" for k, v in cells.items() if v})
+    return rows
 
 
 # (arguments, variables set, endpoint, decision)
@@ -132,7 +152,7 @@ def test_builtin_catalog_decisions(
         monkeypatch.setenv(name, value)
     status, rows, _ = routes(capsys, *args)
     assert status == 0
-    assert decision(rows[endpoint_id]) == expected
+    assert rows[endpoint_id]["decision"] == expected
 
 
 def test_without_a_configuration_every_builtin_endpoint_is_listed(
@@ -141,6 +161,7 @@ def test_without_a_configuration_every_builtin_endpoint_is_listed(
     status, rows, out = routes(capsys)
     assert status == 0
     assert len(rows) == 19
+    assert rows["local-minilm-l6-v2"]["models"] == "minilm all-minilm-l6-v2 local-embeddings"
     assert out.startswith("Policy eu-strict: classes eu_sovereign, on_premise;")
     assert "2 admitted, 7 excluded by the policy, 10 skipped" in out
     assert all(line == line.rstrip() for line in out.splitlines())
@@ -153,16 +174,11 @@ def test_model_lists_its_endpoints_in_try_order(
         monkeypatch.setenv(name, "x")
     status, rows, _ = routes(capsys, "--model", "gpt-oss-120b", "--policy", "eu")
     assert status == 0
-    numbered = sorted((cells[0], cells[1], decision(cells)) for cells in rows.values())
-    assert numbered == [
-        ("1", "scaleway-fr-par-gpt-oss-120b", "admitted"),
-        ("2", "ovhcloud-gra-gpt-oss-120b", "admitted"),
-        ("3", "ionos-de-txl-gpt-oss-120b", "admitted"),
-        (
-            "aws-eu-central-1-gpt-oss-120b",
-            "eu_resident",
-            "skipped: AWS_BEARER_TOKEN_BEDROCK is not set",
-        ),
+    assert [(id_, row["#"], row["decision"]) for id_, row in rows.items()] == [
+        ("scaleway-fr-par-gpt-oss-120b", "1", "admitted"),
+        ("ovhcloud-gra-gpt-oss-120b", "2", "admitted"),
+        ("ionos-de-txl-gpt-oss-120b", "3", "admitted"),
+        ("aws-eu-central-1-gpt-oss-120b", "", "skipped: AWS_BEARER_TOKEN_BEDROCK is not set"),
     ]
 
 
@@ -172,15 +188,18 @@ def test_a_configuration_file_is_the_whole_catalog(
     status, rows, _ = routes(capsys, "--config", str(config), "--model", "small")
     assert status == 0
     assert set(rows) == {"fr-a", "de-b", "us-c"}
-    assert decision(rows["fr-a"]) == "skipped: LLMEU_TEST_KEY is not set"
-    assert rows["de-b"][:2] == ["1", "de-b"]
-    assert decision(rows["us-c"]) == "excluded by allow_classes"
+    assert rows["fr-a"]["decision"] == "skipped: LLMEU_TEST_KEY is not set"
+    assert rows["de-b"]["#"] == "1"
+    assert rows["us-c"]["decision"] == "excluded by allow_classes"
+    assert (rows["us-c"]["region"], rows["us-c"]["retention"]) == ("us-east US", "P30D")
+    assert rows["us-c"]["EUR/Mtok in/out"] == "0.01 / 0.01"
     monkeypatch.setenv("LLMEU_TEST_KEY", "x")
     _, rows, _ = routes(capsys, "--config", str(config), "--model", "small")
-    assert [rows["de-b"][0], rows["fr-a"][0]] == ["1", "2"]
+    assert [rows["de-b"]["#"], rows["fr-a"]["#"]] == ["1", "2"]
     _, rows, _ = routes(capsys, "--config", str(config), "--policy", "german")
-    assert decision(rows["fr-a"]) == "excluded by allow_countries"
-    assert decision(rows["de-b"]) == "admitted"
+    assert rows["fr-a"]["decision"] == "excluded by allow_countries"
+    assert rows["de-b"]["decision"] == "admitted"
+    assert rows["de-b"]["models"] == "small"
 
 
 # (arguments, exit status, part of the message)
@@ -224,11 +243,11 @@ def test_as_a_command_its_output_is_one_line_per_endpoint(config: Path) -> None:
         env={"PATH": "/usr/bin:/bin", "LLMEU_TEST_KEY": "set"},
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
-    lines = result.stdout.splitlines()
-    rows = [line for line in lines if re.match(r"(fr-a|de-b|us-c) ", line)]
-    assert [re.split(r"\s{2,}", row)[-1] for row in rows] == [
-        "admitted",
-        "admitted",
-        "excluded by allow_classes",
-    ]
+    rows = table_rows(result.stdout)
+    assert {id_: row["decision"] for id_, row in rows.items()} == {
+        "fr-a": "admitted",
+        "de-b": "admitted",
+        "us-c": "excluded by allow_classes",
+    }
+    assert all(line == line.rstrip() for line in result.stdout.splitlines())
     assert "\x1b[" not in result.stdout, "no colour codes when piped"
