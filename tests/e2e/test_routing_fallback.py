@@ -152,8 +152,15 @@ def test_a_failure_before_the_first_byte_falls_back_to_the_next_compliant_endpoi
     first, second, third = upstreams
     response = call(gateway, route, "failover", stream=stream)
     assert response.status_code == 200, response.text
-    assert routing_of(response)["endpoint_id"] == "beta-de-serving"
-    assert routing_of(response)["policy_id"] == "eu-strict"
+    routing = routing_of(response)
+    assert (routing["endpoint_id"], routing["policy_id"]) == ("beta-de-serving", "eu-strict")
+    # The fake upstream reports 11 prompt tokens and one per delta (5 per embedded input);
+    # the serving endpoint's prices are 1 and 2 EUR per million input and output tokens.
+    tokens = (5, 0) if route == "embeddings" else (11, 3)
+    assert routing["cost_estimate"] == {
+        "currency": "EUR", "input_tokens": tokens[0], "output_tokens": tokens[1],
+        "amount": pytest.approx((tokens[0] * 1.0 + tokens[1] * 2.0) / 1e6), "estimated": False,
+    }  # fmt: skip
     if stream:
         assert frames(response)[-1] == "[DONE]"
     assert requests_to(first) == ["fake;fault=status_503"]
