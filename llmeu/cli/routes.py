@@ -130,7 +130,7 @@ def _policy(args: argparse.Namespace, config: GatewayConfig) -> Policy:
 
 
 def describe(policy: Policy) -> str:
-    """One line: what the policy allows."""
+    """Two lines: what the policy allows, and what it keeps."""
 
     def listed(values: frozenset[Any], anything: str) -> str:
         return ", ".join(sorted(str(v) for v in values)) if values else anything
