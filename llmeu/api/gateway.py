@@ -15,7 +15,7 @@ from llmeu.api.observers import Observers
 from llmeu.api.policies import PolicyBook
 from llmeu.config import Settings, load_gateway_config, missing_credentials
 from llmeu.errors import ConfigError
-from llmeu.ledger.database import open_database
+from llmeu.ledger.database import DatabaseError, open_database
 from llmeu.ledger.notify import Change, ChangeFeed, Propagation
 from llmeu.ledger.store import Store
 from llmeu.ledger.writer import Ledger
@@ -212,6 +212,8 @@ class Gateway:
         await self.ledger.stop()
         if self.changes is not None:
             await self.changes.close()
+        with contextlib.suppress(DatabaseError):  # others then stop waiting for this process
+            await self.store.unregister_instance(self.instance_id)
         await self.limits.aclose()
         if isinstance(self.breaker, SharedCircuitBreaker):
             await self.breaker.aclose()

@@ -237,6 +237,10 @@ class Store:
             "UPDATE instances SET heartbeat_at = ? WHERE instance_id = ?", (now, instance_id)
         )
 
+    async def unregister_instance(self, instance_id: str) -> None:
+        """A process that stops cleanly leaves: nobody waits for it, its calls are final."""
+        await self.db.execute("DELETE FROM instances WHERE instance_id = ?", (instance_id,))
+
     async def live_instances(self, since: float) -> set[str]:
         """Gateway processes whose heartbeat is not older than `since`."""
         rows = await self.db.fetch(

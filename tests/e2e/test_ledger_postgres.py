@@ -198,3 +198,13 @@ def test_text_postgres_cannot_store_does_not_stall_the_ledger(
         health = admin.get("/healthz").json()
         assert health["ledger"] == "ok" and health["ledger_queue"] == 0
         assert admin.get("/v1/platform/usage").json()["totals"]["requests"] == 2
+
+
+def test_a_process_stopped_cleanly_is_not_waited_for(pair: tuple[Gateway, Gateway]) -> None:
+    a, b = pair
+    created = create_key(a, "erin")
+    assert b.stop() == 0  # SIGTERM: b drains and leaves the instances table
+    with client(a) as admin:
+        revoked = admin.delete(f"/v1/platform/keys/{created['id']}")
+    assert revoked.json()["propagation"] == {"instances": 1, "confirmed": 1}
+    assert chat(a, created["key"]).status_code == 401

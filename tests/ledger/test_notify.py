@@ -95,3 +95,12 @@ async def test_malformed_notices_are_ignored(processes: list[Process]) -> None:
     propagation = await a.feed.publish("key", "kafter")
     assert propagation.confirmed == {"gw_b", "gw_c"}
     assert b.applied == [Change("key", "kafter")]
+
+
+async def test_a_process_that_left_is_not_waited_for(processes: list[Process]) -> None:
+    a, _, c = processes
+    await c.feed.close()
+    await c.store.unregister_instance(c.instance_id)
+    propagation = await a.feed.publish("key", "kgone")
+    assert propagation.peers == {"gw_b"}
+    assert propagation.as_dict() == {"instances": 2, "confirmed": 2}
