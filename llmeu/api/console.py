@@ -31,7 +31,7 @@ _CONTENT_TYPES = {
     ".svg": b"image/svg+xml",
 }
 CONTENT_SECURITY_POLICY = (
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
     "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
 _SECURITY_HEADERS: Headers = [

@@ -44,7 +44,17 @@ if not CHROMIUM.exists():
         raise RuntimeError("the console tests need Chromium: apt-get install -y chromium")
     pytest.skip("no /usr/bin/chromium (apt-get install -y chromium)", allow_module_level=True)
 
-from playwright.sync_api import Browser, ConsoleMessage, Page, Playwright, sync_playwright  # noqa: E402
+from playwright.sync_api import (  # noqa: E402
+    Browser,
+    ConsoleMessage,
+    Page,
+    Playwright,
+    expect,
+    sync_playwright,
+)
+
+# Assertions poll; a loaded CI machine gets more than the default 5 s to get there.
+expect.set_options(timeout=20_000)
 
 
 @dataclass

@@ -331,6 +331,17 @@ def test_the_key_stays_in_the_tab(page: Page, console: Console) -> None:
     assert key not in page.url
 
 
+def test_a_revoked_key_is_signed_out(page: Page, console: Console) -> None:
+    key = console.new_key("e2e-revoked")
+    sign_in(page, console, key)
+    key_id = console.api("GET", "/v1/platform/me", key=key)["id"]
+    console.api("DELETE", f"/v1/platform/keys/{key_id}")
+    page.get_by_role("link", name="Usage").click()
+    expect(page.get_by_role("alert")).to_have_text("Your key is no longer accepted.")
+    expect(page.get_by_label("API key")).to_be_visible()
+    assert page.evaluate("sessionStorage.length") == 0
+
+
 def test_keyboard_navigation(page: Page, console: Console) -> None:
     sign_in(page, console, console.new_key("e2e-keyboard"))
     expect(page.get_by_role("heading", name="Playground", level=1)).to_be_focused()

@@ -182,5 +182,18 @@ document.getElementById("skip-link").addEventListener("click", (event) => {
   main.focus();
 });
 
+// A failure inside an event handler (Load more, Save, Revoke…) after the page
+// rendered: a revoked key signs out; anything else is said where it is seen.
+window.addEventListener("unhandledrejection", (event) => {
+  event.preventDefault();
+  const error = event.reason;
+  if (error instanceof ApiError && error.status === 401) {
+    session.clear();
+    showSignIn("Your key is no longer accepted.");
+    return;
+  }
+  (main.querySelector(".view") ?? main).append(errorNote(error));
+});
+
 window.addEventListener("hashchange", route);
 route();

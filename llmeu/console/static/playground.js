@@ -139,9 +139,14 @@ export async function render(ctx, main) {
     status.textContent = "Waiting for the first token…";
     sendButton.disabled = true;
     stopButton.disabled = false;
-    // One render per animation frame at most, however fast the deltas come.
+    // One render per animation frame at most, however fast the deltas come,
+    // and none when nothing new arrived.
+    let rendered = null;
     const tick = () => {
-      view.update(text);
+      if (text !== rendered) {
+        view.update(text);
+        rendered = text;
+      }
       showStats(timings, null);
       frame = requestAnimationFrame(tick);
     };

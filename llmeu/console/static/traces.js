@@ -132,8 +132,8 @@ function filterForm(ctx, filters, endpoints, keys, limit) {
     keys
       ? field("f-key", "Key", select("f-key", "key_id", filters.key_id, [["", "Any"], ...keys.map((k) => [k.id, k.name ? `${k.name} (${k.id})` : k.id])]))
       : null,
-    field("f-from", "From", h("input", { id: "f-from", name: "from", type: "datetime-local", value: filters.from })),
-    field("f-to", "Before", h("input", { id: "f-to", name: "to", type: "datetime-local", value: filters.to })),
+    field("f-from", "From (local time)", h("input", { id: "f-from", name: "from", type: "datetime-local", value: filters.from })),
+    field("f-to", "Before (local time)", h("input", { id: "f-to", name: "to", type: "datetime-local", value: filters.to })),
   ];
   const form = h(
     "form",
