@@ -233,8 +233,12 @@ class Store:
         )
 
     async def heartbeat(self, instance_id: str, now: float) -> None:
+        """Also registers again a process whose row a sweep removed while its heartbeat
+        could not be written (the database was away, or the process stalled)."""
         await self.db.execute(
-            "UPDATE instances SET heartbeat_at = ? WHERE instance_id = ?", (now, instance_id)
+            "INSERT INTO instances (instance_id, started_at, heartbeat_at) VALUES (?, ?, ?) "
+            "ON CONFLICT (instance_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at",
+            (instance_id, now, now),
         )
 
     async def unregister_instance(self, instance_id: str) -> None:

@@ -166,3 +166,18 @@ async def test_purge_drops_expired_content_and_keeps_metadata(store: Store) -> N
     assert kept_view["content"]["prompt"] == [{"role": "user", "content": "yo"}]
     assert await store.purge_content(now=1000.0) == 0
     assert await store.purge_content(now=2000.0) == 1
+
+
+async def test_a_process_swept_while_stalled_registers_again_at_its_next_heartbeat(
+    store: Store,
+) -> None:
+    await store.register_instance("gw_stalled", 100.0)
+    await store.register_instance("gw_other", 100.0)
+    await store.heartbeat("gw_other", 300.0)
+    await store.mark_interrupted(live_after=250.0, now=300.0)  # gw_stalled missed its beats
+    assert await store.live_instances(0.0) == {"gw_other"}
+    await store.heartbeat("gw_stalled", 310.0)
+    assert await store.live_instances(250.0) == {"gw_other", "gw_stalled"}
+    running = trace(CallStatus.IN_PROGRESS, instance_id="gw_stalled")
+    await store.write_traces([trace_row(running)], [])
+    assert await store.mark_interrupted(live_after=250.0, now=320.0) == 0
