@@ -208,14 +208,16 @@ class LiveAnswer:
         if self._console.is_terminal:
             self._keyboard.__enter__()
             waiting = Spinner("dots", Text("waiting for the first token…", style="dim"))
+            # No refresh thread: a redraw racing a block printed above the live
+            # region could erase that block. Each delta redraws once, in order.
             self._live = Live(
                 waiting,
                 console=self._console,
-                refresh_per_second=12,
+                auto_refresh=False,
                 vertical_overflow="visible",
                 redirect_stderr=False,
             )
-            self._live.start()
+            self._live.start(refresh=True)
         return self
 
     def add(self, text: str) -> None:
@@ -229,7 +231,7 @@ class LiveAnswer:
             self._live.console.print(Markdown(split.settled))
             self._live.console.print()
             self._settled += len(split.settled)
-        self._live.update(_markdown(split.live))
+        self._live.update(_markdown(split.live), refresh=True)
 
     def __exit__(self, *exc_info: object) -> None:
         if self._live is None:
