@@ -3,6 +3,7 @@ counted, and a revocation or a policy change holds in both before the API answer
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 import threading
@@ -15,7 +16,7 @@ import httpx
 import pytest
 
 from tests.e2e.test_ledger_cancel import stream_and_hang_up
-from tests.support.databases import postgres_database_sync
+from tests.support.databases import fetch, postgres_database_sync
 from tests.support.processes import FakeUpstream, Gateway, config_yaml, fake_endpoint
 from tests.support.waiting import wait_for
 
@@ -208,3 +209,33 @@ def test_a_process_stopped_cleanly_is_not_waited_for(pair: tuple[Gateway, Gatewa
         revoked = admin.delete(f"/v1/platform/keys/{created['id']}")
     assert revoked.json()["propagation"] == {"instances": 1, "confirmed": 1}
     assert chat(a, created["key"]).status_code == 401
+
+
+def listeners(url: str) -> list[dict[str, object]]:
+    return asyncio.run(fetch(url, "SELECT pid FROM pg_stat_activity "
+                                  "WHERE datname = current_database() AND query ILIKE 'LISTEN%'"))  # fmt: skip
+
+
+def test_a_lost_listener_is_covered_by_the_periodic_reload_and_comes_back(
+    gateway_factory: Callable[..., Gateway], fake_upstream: FakeUpstream
+) -> None:
+    config = config_yaml(fake_endpoint("fakeprov-fr-a", fake_upstream))
+    with postgres_database_sync() as url:
+        a, b = (gateway_factory(config=config, args=["--database-url", url]) for _ in "ab")
+        created, later = create_key(a, "frank"), create_key(a, "grace")
+        assert chat(b, created["key"]).status_code == 200
+        assert chat(b, later["key"]).status_code == 200
+        assert len(listeners(url)) == 2
+        asyncio.run(fetch(url, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                               "WHERE datname = current_database() AND query ILIKE 'LISTEN%'"))  # fmt: skip
+        with client(a) as admin:
+            assert admin.delete(f"/v1/platform/keys/{created['id']}").status_code == 200
+        wait_for(lambda: chat(b, created["key"]).status_code == 401, timeout=20,
+                 what="b's periodic reload to apply the revocation")  # fmt: skip
+        wait_for(lambda: len(listeners(url)) == 2, timeout=20, what="both listeners back")
+        with client(a) as admin:
+            revoked = admin.delete(f"/v1/platform/keys/{later['id']}")
+        assert revoked.json()["propagation"] == {"instances": 2, "confirmed": 2}
+        assert chat(b, later["key"]).status_code == 401
+        a.kill()
+        b.kill()
