@@ -134,8 +134,17 @@ class Store:
     async def write_traces(
         self, begins: Sequence[tuple[Any, ...]], finishes: Sequence[tuple[Any, ...]]
     ) -> None:
-        """One transaction: in-progress rows first, then finished traces (rows of `trace_row`)."""
+        """One transaction: in-progress rows first, then finished traces (rows of `trace_row`).
+
+        On PostgreSQL, a batch of in-progress rows only does not wait for the WAL
+        flush: such a row exists to be found as `interrupted` after a gateway
+        crash, and a committed row survives the gateway's crash either way; only
+        a crash of the database server itself within a fraction of a second could
+        lose it. A batch with a finished trace always commits synchronously.
+        """
         statements: list[Statement] = []
+        if begins and not finishes and self.db.dialect == "postgres":
+            statements.append(("SET LOCAL synchronous_commit TO OFF", [()]))
         if begins:
             statements.append((_BEGIN_TRACE, begins))
         if finishes:
