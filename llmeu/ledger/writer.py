@@ -44,7 +44,7 @@ class Ledger:
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._backoff = _FIRST_BACKOFF
-        self._outage = asyncio.Event()  # set while the database is unavailable
+        self._waiting: set[asyncio.Future[None]] = set()  # callers in durable(), released on outage
         self.healthy = True
         self.batches = 0
         self.rows_written = 0
@@ -81,12 +81,22 @@ class Ledger:
         — the record stays buffered — and False after `timeout`."""
         if future.done() or not self.healthy:
             return future.done() and future.exception() is None
-        outage: asyncio.Future[Any] = asyncio.ensure_future(self._outage.wait())
-        waiting: list[asyncio.Future[Any]] = [future, outage]
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[None] = loop.create_future()
+
+        def release(_: object = None) -> None:
+            if not waiter.done():
+                waiter.set_result(None)
+
+        future.add_done_callback(release)
+        timer = loop.call_later(timeout, release)
+        self._waiting.add(waiter)
         try:
-            await asyncio.wait(waiting, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            await waiter
         finally:
-            outage.cancel()
+            timer.cancel()
+            future.remove_done_callback(release)
+            self._waiting.discard(waiter)
         return future.done() and future.exception() is None
 
     async def flush(self, timeout: float | None = None) -> bool:
@@ -143,7 +153,9 @@ class Ledger:
             log.error("ledger: database unavailable, %d records buffered: %s",
                       len(self._queue), error)  # fmt: skip
         self.healthy = False
-        self._outage.set()
+        for waiter in self._waiting:
+            if not waiter.done():
+                waiter.set_result(None)
         await asyncio.sleep(self._backoff)
         self._backoff = min(self._backoff * 2, self._max_backoff)
 
@@ -151,7 +163,6 @@ class Ledger:
         if not self.healthy:
             log.warning("ledger: database available again; %d records queued", len(self._queue))
         self.healthy = True
-        self._outage.clear()
         self._backoff = _FIRST_BACKOFF
 
     async def _write_one_by_one(
