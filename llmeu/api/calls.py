@@ -16,7 +16,7 @@ from typing import TypeVar
 
 from llmeu.api.gateway import Gateway
 from llmeu.api.http import Headers, Request
-from llmeu.api.redaction import redact
+from llmeu.api.redaction import redact_all
 from llmeu.errors import ApiError, NoCompliantRoute, ServiceUnavailable, UpstreamError
 from llmeu.ledger.records import ApiKey, Attempt, CallStatus, TraceRecord, new_trace_id
 from llmeu.limits import Admission, Quota
@@ -192,13 +192,13 @@ class Call:
         record = self.record
         record.status = status
         record.finished_at = time.time()
+        if self.policy is None or self.policy.store_content.seconds <= 0:
+            self._redact_errors(error)
         self._close_attempts(status, error)
         record.http_status = (
             http_status if http_status is not None else (error.status if error else 200)
         )
         if error is not None:
-            if self.policy is None or self.policy.store_content.seconds <= 0:
-                error.message = redact(error.message, self.sensitive)
             record.error_type = error.type
             record.error_code = error.code
             record.error_message = error.message[:2000]
@@ -209,6 +209,21 @@ class Call:
             gw.limits.settle(self.admission, used, record.cost_eur)
         gw.observers.call_finished(record)
         return gw.ledger.finish(record)
+
+    def _redact_errors(self, error: ApiError | None) -> None:
+        """Scrub quoted content from the call's error and from every failed attempt's
+        (an attempt that failed before a fallback succeeded quotes its upstream too)."""
+        failed = [a for a in self.record.attempts if a.error is not None]
+        messages = [a.error for a in failed if a.error is not None]
+        if error is not None:
+            messages.append(error.message)
+        if not messages:
+            return
+        redacted = redact_all(messages, self.sensitive)
+        for attempt, message in zip(failed, redacted, strict=False):
+            attempt.error = message
+        if error is not None:
+            error.message = redacted[-1]
 
     def _close_attempts(self, status: CallStatus, error: ApiError | None) -> None:
         """The serving attempt ends with its call, cut short by a hang-up or a broken stream."""

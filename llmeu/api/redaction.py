@@ -11,7 +11,7 @@ quoted content does not.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 RUN = 12
 _MAX_SCANNED = 1 << 20
@@ -19,8 +19,13 @@ REDACTED = "[redacted]"
 
 
 def redact(message: str, texts: Iterable[str]) -> str:
-    if len(message) < RUN:
-        return message
+    return redact_all([message], texts)[0]
+
+
+def redact_all(messages: Sequence[str], texts: Iterable[str]) -> list[str]:
+    """`redact` for several messages of one call, reading its texts once."""
+    if all(len(message) < RUN for message in messages):
+        return list(messages)
     grams: set[str] = set()
     budget = _MAX_SCANNED
     for text in texts:
@@ -29,6 +34,10 @@ def redact(message: str, texts: Iterable[str]) -> str:
         grams.update(text[i : i + RUN] for i in range(len(text) - RUN + 1))
         if budget <= 0:
             break
+    return [_redact(message, grams) for message in messages]
+
+
+def _redact(message: str, grams: set[str]) -> str:
     if not grams:
         return message
     spans: list[list[int]] = []

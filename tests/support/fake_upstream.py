@@ -11,10 +11,15 @@ from the upstream model name (set per endpoint in the gateway's config, e.g.
     delay=MS        pause before each delta (default 0)
     text=WORD       the word each delta carries (default `tok`)
     tools=1         stream a tool call instead of text
-    fault=NAME      status_<code> | reset_mid_stream | stall_first | stall_between |
-                    malformed_sse | invalid_json | huge_chunk | slow_drip | missing_done |
-                    error_event | no_usage
+    fault=NAME      status_<code> | echo | echo_mid_stream | reset_mid_stream | stall_first |
+                    stall_between | malformed_sse | invalid_json | huge_chunk | slow_drip |
+                    missing_done | error_event | no_usage
     stall=S         how long a stall lasts (default 3600 s)
+    status=CODE     the status `echo` answers with (default 400)
+
+`echo` refuses the request the way many upstreams do, quoting its messages
+in the error message; `echo_mid_stream` streams half its deltas, then sends
+an error event quoting the messages and the text streamed so far.
 
 `GET /_stats` returns every request seen (model, directives, when it arrived,
 when its connection closed, whether the response completed); `POST /_reset`
@@ -145,6 +150,11 @@ class Upstream:
         self.state.connections[conn_id].append(seen)
         fault = directives.get("fault", "")
         stall = float(directives.get("stall", "3600"))
+        if fault == "echo":
+            status = int(directives.get("status", "400"))
+            await send_json(writer, status, echo_error("invalid request", body).encode())
+            seen.completed = True
+            return True
         if fault.startswith("status_"):
             status = int(fault.removeprefix("status_"))
             error = {"error": {"message": f"injected {status}", "type": "fake", "code": None}}
@@ -237,6 +247,12 @@ class Upstream:
                 await emit(b"this line is not a field\n\n")
                 w.transport.abort()
                 return
+            if fault == "echo_mid_stream" and i == n // 2:
+                produced = "".join(f"{word}{j} " for j in range(i))
+                error = echo_error(f"output rejected after {produced!r}", body)
+                await emit(b"data: " + error.encode() + b"\n\n")
+                await emit(b"")
+                return
             if fault == "error_event" and i == n // 2:
                 error = {"error": {"message": "injected mid-stream error", "type": "fake"}}
                 await emit(b"data: " + json.dumps(error).encode() + b"\n\n")
@@ -265,6 +281,14 @@ class Upstream:
             await emit(b"data: [DONE]\n\n")
         await emit(b"")
         seen.completed = True
+
+
+def echo_error(reason: str, body: dict[str, Any]) -> str:
+    """An OpenAI-shaped error whose message quotes the request's messages."""
+    quoted = json.dumps(body.get("messages"), ensure_ascii=False)
+    error = {"message": f"{reason}: messages={quoted}", "type": "invalid_request_error",
+             "param": "messages", "code": None}  # fmt: skip
+    return json.dumps({"error": error}, ensure_ascii=False)
 
 
 async def send_json(w: asyncio.StreamWriter, status: int, body: bytes) -> None:
