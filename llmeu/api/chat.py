@@ -24,14 +24,17 @@ from llmeu.errors import ApiError, InvalidRequest, UpstreamError
 from llmeu.ledger.records import CallStatus
 from llmeu.protocol.errors import describe_validation_error
 from llmeu.protocol.wire import (
+    MAX_NESTING,
     AssistantOutput,
     ChatCompletion,
     ChatCompletionRequest,
     Choice,
+    ResponseFormat,
     RoutingRequest,
     Usage,
     chat_request_decoder,
     encoder,
+    nesting_depth,
     text_of,
 )
 from llmeu.providers.base import Completion
@@ -92,6 +95,9 @@ def parse_chat(body: bytes) -> ChatCompletionRequest:
         raise InvalidRequest(f"Invalid request: {message}", param=param) from None
     except msgspec.DecodeError as error:
         raise InvalidRequest(f"Invalid JSON body: {error}", code="invalid_json") from None
+    except RecursionError:
+        raise InvalidRequest("Invalid JSON body: nested too deeply", code="invalid_json") from None
+    _check_nesting(chat)
     if isinstance(chat.n, int) and chat.n > 1:
         raise InvalidRequest("n > 1 is not supported: llmeu returns one choice per call", param="n")
     if chat.logprobs:
@@ -101,6 +107,21 @@ def parse_chat(body: bytes) -> ChatCompletionRequest:
             "stream_options is only allowed when stream is true", param="stream_options"
         )
     return chat
+
+
+def _check_nesting(chat: ChatCompletionRequest) -> None:
+    """Free-form JSON (tool parameters, a JSON schema) may nest `MAX_NESTING` levels."""
+    free_form: list[tuple[str, object]] = [
+        (f"tools[{i}].function.parameters", tool.function.parameters)
+        for i, tool in enumerate(chat.tools or ())
+    ]
+    if isinstance(chat.response_format, ResponseFormat):
+        free_form.append(("response_format.json_schema", chat.response_format.json_schema))
+    for param, value in free_form:
+        if nesting_depth(value) > MAX_NESTING:
+            raise InvalidRequest(
+                f"Invalid request: nested more than {MAX_NESTING} levels deep", param=param
+            )
 
 
 async def complete_chat(call: Call, chat: ChatCompletionRequest, request: Request) -> None:

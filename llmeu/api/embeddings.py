@@ -83,6 +83,8 @@ def parse_embeddings(body: bytes) -> EmbeddingsRequest:
         raise InvalidRequest(f"Invalid request: {message}", param=param) from None
     except msgspec.DecodeError as error:
         raise InvalidRequest(f"Invalid JSON body: {error}", code="invalid_json") from None
+    except RecursionError:
+        raise InvalidRequest("Invalid JSON body: nested too deeply", code="invalid_json") from None
     if req.stream is True:
         raise InvalidRequest("embeddings never stream; `stream` must not be true", param="stream")
     return req

@@ -33,7 +33,7 @@ from llmeu.ledger.records import ApiKey, CallStatus
 from llmeu.ledger.store import TRACE_FILTERS, USAGE_GROUPS
 from llmeu.ledger.views import decode_cursor
 from llmeu.protocol.errors import describe_validation_error
-from llmeu.protocol.wire import encoder
+from llmeu.protocol.wire import MAX_NESTING, encoder, nesting_depth
 from llmeu.routing.config_file import parse_policy
 from llmeu.routing.policy import policy_document
 
@@ -77,19 +77,24 @@ def _streams(body: bytes) -> bool:
         return False
     try:
         value = msgspec.json.decode(body)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return False  # a route that takes a body reports it; others ignore it
     return isinstance(value, dict) and value.get("stream") is True
 
 
 def _decode(body: bytes, kind: type[Any]) -> Any:
     try:
-        return msgspec.json.decode(body or b"{}", type=kind)
+        value = msgspec.json.decode(body or b"{}", type=kind)
     except msgspec.ValidationError as error:
         message, param = describe_validation_error(str(error))
         raise InvalidRequest(f"Invalid request: {message}", param=param) from None
     except msgspec.DecodeError as error:
         raise InvalidRequest(f"Invalid JSON body: {error}", code="invalid_json") from None
+    except RecursionError:
+        raise InvalidRequest("Invalid JSON body: nested too deeply", code="invalid_json") from None
+    if nesting_depth(value) > MAX_NESTING:
+        raise InvalidRequest("Invalid JSON body: nested too deeply", code="invalid_json")
+    return value
 
 
 def _ledger_guard(handler: Callable[P, Awaitable[None]]) -> Callable[P, Awaitable[None]]:

@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
     import uvicorn
 
     from llmeu.api.app import create_app
-    from llmeu.cli.server import GatewayServer
+    from llmeu.cli.server import MAX_HEAD_BYTES, BoundedHttpToolsProtocol, GatewayServer
 
     settings = settings_from_args(args)
     configure_logging(settings.log_level, settings.log_format)
@@ -110,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
         host=settings.host,
         port=settings.port,
         loop="uvloop",
-        http="httptools",
+        http=BoundedHttpToolsProtocol,
         lifespan="on",
         log_level=settings.log_level,
         # JSON lines: uvicorn's own loggers go through the root handler too.
@@ -118,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
         access_log=False,
         server_header=False,
         timeout_graceful_shutdown=5,  # a backstop: the gateway drains first (cli/server.py)
-        h11_max_incomplete_event_size=64 * 1024,
+        h11_max_incomplete_event_size=MAX_HEAD_BYTES,
     )
     server = GatewayServer(config, app.gateway, settings.shutdown_grace_seconds)
     server.run()
