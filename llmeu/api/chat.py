@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 
 import msgspec
 from msgspec import UNSET
@@ -14,13 +13,12 @@ from llmeu.api.calls import (
     estimate_prompt_tokens,
     estimate_tokens,
     open_call,
-    shutting_down,
 )
 from llmeu.api.chat_stream import stream_chat
-from llmeu.api.errors import send_error
+from llmeu.api.dispatch import abandoned, reach, refuse, route
 from llmeu.api.gateway import Gateway
-from llmeu.api.http import JSON_HEADERS, DisconnectWatch, Request, send_response
-from llmeu.errors import ApiError, InvalidRequest, UpstreamError
+from llmeu.api.http import JSON_HEADERS, Request, send_response
+from llmeu.errors import ApiError, InvalidRequest
 from llmeu.ledger.records import CallStatus
 from llmeu.protocol.errors import describe_validation_error
 from llmeu.protocol.wire import (
@@ -30,17 +28,14 @@ from llmeu.protocol.wire import (
     ChatCompletionRequest,
     Choice,
     ResponseFormat,
-    RoutingRequest,
     Usage,
     chat_request_decoder,
     encoder,
     nesting_depth,
     text_of,
 )
-from llmeu.providers.base import Completion
+from llmeu.providers.base import Completion, Provider
 from llmeu.routing.catalog import Capability
-from llmeu.routing.fallback import run_with_fallback
-from llmeu.routing.router import plan_route
 
 _CHAT = frozenset({Capability.CHAT})
 _CHAT_TOOLS = frozenset({Capability.CHAT, Capability.TOOLS})
@@ -55,31 +50,12 @@ async def handle_chat(gw: Gateway, request: Request) -> None:
         call.record.stream = bool(chat.stream)
         call.sensitive.extend(text_of(m) for m in chat.messages)
         await call.admit(estimate_prompt_tokens(chat))
-        policy = gw.policies.effective(
-            key.policy_id,
-            chat.llmeu if isinstance(chat.llmeu, RoutingRequest) else None,
-            request.header(b"x-llmeu-policy"),
-        )
-        call.governed_by(policy)
-        needs = _CHAT_TOOLS if chat.tools else _CHAT
-        plan = plan_route(
-            gw.config.catalog,
-            chat.model,
-            needs,
-            policy,
-            unavailable=gw.unavailable,
-            health=gw.breaker.snapshot(time.monotonic()),
-        )
-        call.routed(plan)
+        route(call, request, chat.model, _CHAT_TOOLS if chat.tools else _CHAT, chat.llmeu)
     except ApiError as error:
-        await durable(gw, call.reject(error))
-        await send_error(request.send, error, trace_id=call.trace_id)
+        await refuse(call, request, error)
         return
     except asyncio.CancelledError:
-        if gw.interrupting:
-            call.finish(CallStatus.INTERRUPTED, error=shutting_down())
-        else:
-            call.finish(CallStatus.CANCELLED, http_status=499)
+        abandoned(call)
         raise
     if chat.stream:
         await stream_chat(call, chat, request)
@@ -125,39 +101,13 @@ def _check_nesting(chat: ChatCompletionRequest) -> None:
 
 
 async def complete_chat(call: Call, chat: ChatCompletionRequest, request: Request) -> None:
-    gw = call.gw
-    assert call.plan is not None
-    watch = DisconnectWatch(request.receive)
-    watch.arm()
-    call.begin()
+    async def ask(provider: Provider) -> Completion:
+        return await provider.complete_chat(chat)
 
-    async def attempt(endpoint_id: str) -> Completion:
-        return await gw.providers[endpoint_id].complete_chat(chat)
-
-    try:
-        endpoint, completion = await run_with_fallback(
-            call.plan, lambda ep: call.attempt(ep, lambda: attempt(ep.endpoint_id))
-        )
-        watch.disarm()
-    except asyncio.CancelledError:
-        if not (watch.disconnected or gw.interrupting):
-            raise
-        watch.handled()
-        call.account(estimate_prompt_tokens(chat), 0, True)
-        if watch.disconnected:
-            await durable(gw, call.finish(CallStatus.CANCELLED, http_status=499))
-            return
-        stopped = shutting_down()
-        await durable(gw, call.finish(CallStatus.INTERRUPTED, error=stopped))
-        await send_error(request.send, stopped, trace_id=call.trace_id)
+    reached = await reach(call, request, ask, hangup_input_tokens=estimate_prompt_tokens(chat))
+    if reached is None:
         return
-    except UpstreamError as error:
-        watch.disarm()
-        await durable(gw, call.finish(CallStatus.FAILED, error=error))
-        await send_error(request.send, error, trace_id=call.trace_id, routing=call.error_routing())
-        return
-    finally:
-        watch.close()
+    endpoint, completion = reached
     usage = completion.usage
     message = completion.message
     if usage is not None:
@@ -192,7 +142,7 @@ async def complete_chat(call: Call, chat: ChatCompletionRequest, request: Reques
         ),
         llmeu=call.routing_block(),
     )
-    await durable(gw, call.finish(CallStatus.COMPLETED))
+    await durable(call.gw, call.finish(CallStatus.COMPLETED))
     await send_response(
         request.send, 200, encoder.encode(body), call.response_headers(JSON_HEADERS)
     )

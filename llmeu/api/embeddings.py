@@ -5,16 +5,15 @@ from __future__ import annotations
 import asyncio
 import base64
 import struct
-import time
 from collections.abc import Sequence
 
 import msgspec
 
-from llmeu.api.calls import Call, durable, estimate_tokens, open_call, shutting_down
-from llmeu.api.errors import send_error
+from llmeu.api.calls import Call, durable, estimate_tokens, open_call
+from llmeu.api.dispatch import abandoned, reach, refuse, route
 from llmeu.api.gateway import Gateway
-from llmeu.api.http import JSON_HEADERS, DisconnectWatch, Request, send_response
-from llmeu.errors import ApiError, InvalidRequest, UpstreamError
+from llmeu.api.http import JSON_HEADERS, Request, send_response
+from llmeu.errors import ApiError, InvalidRequest
 from llmeu.ledger.records import CallStatus
 from llmeu.protocol.errors import describe_validation_error
 from llmeu.protocol.wire import (
@@ -22,14 +21,11 @@ from llmeu.protocol.wire import (
     EmbeddingsRequest,
     EmbeddingsResponse,
     EmbeddingsUsage,
-    RoutingRequest,
     embeddings_request_decoder,
     encoder,
 )
-from llmeu.providers.base import Embeddings
+from llmeu.providers.base import Embeddings, Provider
 from llmeu.routing.catalog import Capability
-from llmeu.routing.fallback import run_with_fallback
-from llmeu.routing.router import plan_route
 
 _EMBEDDINGS = frozenset({Capability.EMBEDDINGS})
 Inputs = Sequence[str] | Sequence[Sequence[int]]
@@ -48,25 +44,13 @@ async def handle_embeddings(gw: Gateway, request: Request) -> None:
         await call.admit(
             estimate_tokens("".join(texts)) + sum(len(i) for i in inputs if not isinstance(i, str))
         )
-        policy = gw.policies.effective(
-            key.policy_id,
-            req.llmeu if isinstance(req.llmeu, RoutingRequest) else None,
-            request.header(b"x-llmeu-policy"),
-        )
-        call.governed_by(policy)
-        plan = plan_route(
-            gw.config.catalog,
-            req.model,
-            _EMBEDDINGS,
-            policy,
-            unavailable=gw.unavailable,
-            health=gw.breaker.snapshot(time.monotonic()),
-        )
-        call.routed(plan)
+        route(call, request, req.model, _EMBEDDINGS, req.llmeu)
     except ApiError as error:
-        await durable(gw, call.reject(error))
-        await send_error(request.send, error, trace_id=call.trace_id)
+        await refuse(call, request, error)
         return
+    except asyncio.CancelledError:
+        abandoned(call)
+        raise
     await _embed(call, req, inputs, request)
 
 
@@ -111,39 +95,15 @@ def normalise_inputs(raw: str | list[str | int | list[int]]) -> Inputs:
 
 
 async def _embed(call: Call, req: EmbeddingsRequest, inputs: Inputs, request: Request) -> None:
-    gw = call.gw
-    assert call.plan is not None
     dimensions = req.dimensions if isinstance(req.dimensions, int) else None
-    watch = DisconnectWatch(request.receive)
-    watch.arm()
-    call.begin()
 
-    async def attempt(endpoint_id: str) -> Embeddings:
-        return await gw.providers[endpoint_id].embed(inputs, dimensions)
+    async def embed(provider: Provider) -> Embeddings:
+        return await provider.embed(inputs, dimensions)
 
-    try:
-        endpoint, result = await run_with_fallback(
-            call.plan, lambda ep: call.attempt(ep, lambda: attempt(ep.endpoint_id))
-        )
-        watch.disarm()
-    except asyncio.CancelledError:
-        if not (watch.disconnected or gw.interrupting):
-            raise
-        watch.handled()
-        if watch.disconnected:
-            await durable(gw, call.finish(CallStatus.CANCELLED, http_status=499))
-            return
-        stopped = shutting_down()
-        await durable(gw, call.finish(CallStatus.INTERRUPTED, error=stopped))
-        await send_error(request.send, stopped, trace_id=call.trace_id)
+    reached = await reach(call, request, embed)
+    if reached is None:
         return
-    except UpstreamError as error:
-        watch.disarm()
-        await durable(gw, call.finish(CallStatus.FAILED, error=error))
-        await send_error(request.send, error, trace_id=call.trace_id, routing=call.error_routing())
-        return
-    finally:
-        watch.close()
+    endpoint, result = reached
     if result.prompt_tokens is not None:
         call.account(result.prompt_tokens, 0, False)
     elif isinstance(inputs[0], str):
@@ -163,7 +123,7 @@ async def _embed(call: Call, req: EmbeddingsRequest, inputs: Inputs, request: Re
         usage=EmbeddingsUsage(prompt_tokens=tokens, total_tokens=tokens),
         llmeu=call.routing_block(),
     )
-    await durable(gw, call.finish(CallStatus.COMPLETED))
+    await durable(call.gw, call.finish(CallStatus.COMPLETED))
     await send_response(
         request.send, 200, encoder.encode(body), call.response_headers(JSON_HEADERS)
     )
