@@ -117,6 +117,7 @@ def run(args: argparse.Namespace) -> int:
         log_config=None if settings.log_format == "json" else uvicorn.config.LOGGING_CONFIG,
         access_log=False,
         server_header=False,
+        proxy_headers=False,  # X-Forwarded-* are not trusted, and parsing them costs every call
         timeout_graceful_shutdown=5,  # a backstop: the gateway drains first (cli/server.py)
         h11_max_incomplete_event_size=MAX_HEAD_BYTES,
     )

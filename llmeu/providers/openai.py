@@ -109,7 +109,7 @@ class OpenAIProvider(Provider):
         raw = await self._read_all(response)
         try:
             parsed = _completion_decoder.decode(raw)
-        except msgspec.DecodeError as error:
+        except (msgspec.DecodeError, RecursionError) as error:
             raise UpstreamError(f"upstream sent an invalid completion: {error}") from None
         if not parsed.choices:
             raise UpstreamError("upstream completion has no choices")
@@ -126,7 +126,7 @@ class OpenAIProvider(Provider):
         raw = await self._read_all(response)
         try:
             parsed = _embeddings_decoder.decode(raw)
-        except msgspec.DecodeError as error:
+        except (msgspec.DecodeError, RecursionError) as error:
             raise UpstreamError(f"upstream sent invalid embeddings: {error}") from None
         vectors = [d.embedding for d in sorted(parsed.data, key=lambda d: d.index)]
         tokens = (parsed.usage or {}).get("prompt_tokens")
@@ -191,7 +191,7 @@ async def _status_error(response: Response, timeout: float) -> UpstreamError:
 def _error_message(raw: bytes) -> str:
     try:
         error = _error_decoder.decode(raw).error
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return raw[:300].decode("utf-8", "replace").strip()
     if isinstance(error, _UpstreamErrorDetail):
         return error.message[:500]
@@ -255,7 +255,7 @@ class _OpenAIChatStream(ChatStream):
             raise UpstreamError(f"upstream sent an error event: {data[:300]}")
         try:
             chunk = _chunk_decoder.decode(data)
-        except msgspec.DecodeError as error:
+        except (msgspec.DecodeError, RecursionError) as error:
             raise UpstreamError(f"upstream sent an invalid chunk: {error}") from None
         if chunk.error is not None:
             message = (

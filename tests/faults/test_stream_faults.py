@@ -54,6 +54,7 @@ def assert_broken_stream(outcome: Outcome, deltas: int, code: str) -> dict[str, 
 MID_STREAM = [
     pytest.param("fault=reset_mid_stream", 3, "upstream_error", id="reset-mid-stream"),
     pytest.param("fault=invalid_json", 3, "upstream_error", id="invalid-json"),
+    pytest.param("fault=deep_json", 3, "upstream_error", id="json-nested-too-deep"),
     pytest.param("fault=malformed_sse", 3, "upstream_error", id="malformed-sse"),
     pytest.param("fault=error_event", 3, "upstream_error", id="error-event"),
     pytest.param("fault=missing_done", 6, "upstream_error", id="missing-done"),

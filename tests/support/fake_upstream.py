@@ -12,7 +12,7 @@ from the upstream model name (set per endpoint in the gateway's config, e.g.
     text=WORD       the word each delta carries (default `tok`)
     tools=1         stream a tool call instead of text
     fault=NAME      status_<code> | echo | echo_mid_stream | reset_mid_stream | stall_first |
-                    stall_between | malformed_sse | invalid_json | huge_chunk | slow_drip |
+                    stall_between | malformed_sse | invalid_json | deep_json | huge_chunk | slow_drip |
                     missing_done | error_event | no_usage
     stall=S         how long a stall lasts (default 3600 s)
     status=CODE     the status `echo` answers with (default 400)
@@ -242,6 +242,9 @@ class Upstream:
                 await asyncio.sleep(float(d.get("stall", "3600")))
             if fault == "invalid_json" and i == n // 2:
                 await emit(b"data: {this is not json\n\n")
+                continue
+            if fault == "deep_json" and i == n // 2:
+                await emit(b'data: {"deep": ' + b"[" * 20_000 + b"]" * 20_000 + b"}\n\n")
                 continue
             if fault == "malformed_sse" and i == n // 2:
                 await emit(b"this line is not a field\n\n")
