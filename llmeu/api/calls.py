@@ -76,11 +76,13 @@ class Call:
         self.record.policy_id = plan.policy.policy_id
         self.record.excluded = [x.as_dict() for x in plan.excluded]
 
-    async def admit(self, prompt_tokens: int) -> None:
-        """The key's limits (requests and tokens per minute, budget); 429 when over one."""
+    async def admit(self, prompt_tokens: Callable[[], int]) -> None:
+        """The key's limits (requests and tokens per minute, budget); 429 when over one.
+        The prompt is counted only for a key with a tokens-per-minute limit."""
         key = self.key
         quota = Quota(key.key_id, key.rpm_limit, key.tpm_limit, key.budget_eur)
-        self.admission = await self.gw.limits.admit(quota, prompt_tokens)
+        tokens = prompt_tokens() if key.tpm_limit is not None else 0
+        self.admission = await self.gw.limits.admit(quota, tokens)
 
     def begin(self) -> asyncio.Future[None]:
         """Record the call as in progress (so a crash leaves it `interrupted`)."""

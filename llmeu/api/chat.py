@@ -49,7 +49,7 @@ async def handle_chat(gw: Gateway, request: Request) -> None:
         call.record.request_model = chat.model
         call.record.stream = bool(chat.stream)
         call.sensitive.extend(text_of(m) for m in chat.messages)
-        await call.admit(estimate_prompt_tokens(chat))
+        await call.admit(lambda: estimate_prompt_tokens(chat))
         route(call, request, chat.model, _CHAT_TOOLS if chat.tools else _CHAT, chat.llmeu)
     except ApiError as error:
         await refuse(call, request, error)
@@ -104,7 +104,7 @@ async def complete_chat(call: Call, chat: ChatCompletionRequest, request: Reques
     async def ask(provider: Provider) -> Completion:
         return await provider.complete_chat(chat)
 
-    reached = await reach(call, request, ask, hangup_input_tokens=estimate_prompt_tokens(chat))
+    reached = await reach(call, request, ask, hangup_input=lambda: estimate_prompt_tokens(chat))
     if reached is None:
         return
     endpoint, completion = reached

@@ -72,13 +72,13 @@ async def reach(
     request: Request,
     run: Callable[[Provider], Awaitable[T]],
     *,
-    hangup_input_tokens: int | None = None,
+    hangup_input: Callable[[], int] | None = None,
 ) -> tuple[Endpoint, T] | None:
     """Run the plan's endpoints in order (fallback inside the policy) until one answers.
 
     Returns the endpoint and its answer, or None when the call has already
     ended and been recorded: the client hung up (`cancelled`; then
-    `hangup_input_tokens`, if given, is counted as estimated input), the
+    `hangup_input()`, if given, is counted as estimated input tokens), the
     gateway is shutting down (`interrupted`, answered 503), or every attempt
     failed (`failed`, answered with the last upstream error).
     """
@@ -97,8 +97,8 @@ async def reach(
         if not (watch.disconnected or gw.interrupting):
             raise
         watch.handled()
-        if hangup_input_tokens is not None:
-            call.account(hangup_input_tokens, 0, True)
+        if hangup_input is not None:
+            call.account(hangup_input(), 0, True)
         if watch.disconnected:
             await durable(gw, call.finish(CallStatus.CANCELLED, http_status=499))
             return None

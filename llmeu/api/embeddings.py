@@ -42,7 +42,10 @@ async def handle_embeddings(gw: Gateway, request: Request) -> None:
         texts = [i for i in inputs if isinstance(i, str)]
         call.sensitive.extend(texts)
         await call.admit(
-            estimate_tokens("".join(texts)) + sum(len(i) for i in inputs if not isinstance(i, str))
+            lambda: (
+                estimate_tokens("".join(texts))
+                + sum(len(i) for i in inputs if not isinstance(i, str))
+            )
         )
         route(call, request, req.model, _EMBEDDINGS, req.llmeu)
     except ApiError as error:
