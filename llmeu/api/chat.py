@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
-import msgspec
 from msgspec import UNSET
 
+from llmeu.api.bodies import decode_body
 from llmeu.api.calls import (
     Call,
     durable,
@@ -20,7 +20,6 @@ from llmeu.api.gateway import Gateway
 from llmeu.api.http import JSON_HEADERS, Request, send_response
 from llmeu.errors import ApiError, InvalidRequest
 from llmeu.ledger.records import CallStatus
-from llmeu.protocol.errors import describe_validation_error
 from llmeu.protocol.wire import (
     MAX_NESTING,
     AssistantOutput,
@@ -64,15 +63,7 @@ async def handle_chat(gw: Gateway, request: Request) -> None:
 
 
 def parse_chat(body: bytes) -> ChatCompletionRequest:
-    try:
-        chat = chat_request_decoder.decode(body)
-    except msgspec.ValidationError as error:
-        message, param = describe_validation_error(str(error))
-        raise InvalidRequest(f"Invalid request: {message}", param=param) from None
-    except msgspec.DecodeError as error:
-        raise InvalidRequest(f"Invalid JSON body: {error}", code="invalid_json") from None
-    except RecursionError:
-        raise InvalidRequest("Invalid JSON body: nested too deeply", code="invalid_json") from None
+    chat = decode_body(chat_request_decoder.decode, body)
     _check_nesting(chat)
     if isinstance(chat.n, int) and chat.n > 1:
         raise InvalidRequest("n > 1 is not supported: llmeu returns one choice per call", param="n")

@@ -7,15 +7,13 @@ import base64
 import struct
 from collections.abc import Sequence
 
-import msgspec
-
+from llmeu.api.bodies import decode_body
 from llmeu.api.calls import Call, durable, estimate_tokens, open_call
 from llmeu.api.dispatch import abandoned, reach, refuse, route
 from llmeu.api.gateway import Gateway
 from llmeu.api.http import JSON_HEADERS, Request, send_response
 from llmeu.errors import ApiError, InvalidRequest
 from llmeu.ledger.records import CallStatus
-from llmeu.protocol.errors import describe_validation_error
 from llmeu.protocol.wire import (
     Embedding,
     EmbeddingsRequest,
@@ -63,15 +61,7 @@ def refuse_stream_query(request: Request) -> None:
 
 
 def parse_embeddings(body: bytes) -> EmbeddingsRequest:
-    try:
-        req = embeddings_request_decoder.decode(body)
-    except msgspec.ValidationError as error:
-        message, param = describe_validation_error(str(error))
-        raise InvalidRequest(f"Invalid request: {message}", param=param) from None
-    except msgspec.DecodeError as error:
-        raise InvalidRequest(f"Invalid JSON body: {error}", code="invalid_json") from None
-    except RecursionError:
-        raise InvalidRequest("Invalid JSON body: nested too deeply", code="invalid_json") from None
+    req = decode_body(embeddings_request_decoder.decode, body)
     if req.stream is True:
         raise InvalidRequest("embeddings never stream; `stream` must not be true", param="stream")
     return req

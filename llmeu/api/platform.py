@@ -19,6 +19,7 @@ from typing import Annotated, Any, ParamSpec
 import msgspec
 from msgspec import Meta, Struct
 
+from llmeu.api.bodies import decode_body
 from llmeu.api.gateway import Gateway
 from llmeu.api.http import Request, send_response
 from llmeu.errors import (
@@ -32,7 +33,6 @@ from llmeu.ledger.database import DatabaseUnavailable
 from llmeu.ledger.records import ApiKey, CallStatus
 from llmeu.ledger.store import TRACE_FILTERS, USAGE_GROUPS
 from llmeu.ledger.views import decode_cursor
-from llmeu.protocol.errors import describe_validation_error
 from llmeu.protocol.wire import MAX_NESTING, encoder, nesting_depth
 from llmeu.routing.config_file import parse_policy
 from llmeu.routing.policy import policy_document
@@ -83,15 +83,7 @@ def _streams(body: bytes) -> bool:
 
 
 def _decode(body: bytes, kind: type[Any]) -> Any:
-    try:
-        value = msgspec.json.decode(body or b"{}", type=kind)
-    except msgspec.ValidationError as error:
-        message, param = describe_validation_error(str(error))
-        raise InvalidRequest(f"Invalid request: {message}", param=param) from None
-    except msgspec.DecodeError as error:
-        raise InvalidRequest(f"Invalid JSON body: {error}", code="invalid_json") from None
-    except RecursionError:
-        raise InvalidRequest("Invalid JSON body: nested too deeply", code="invalid_json") from None
+    value = decode_body(lambda raw: msgspec.json.decode(raw or b"{}", type=kind), body)
     if nesting_depth(value) > MAX_NESTING:
         raise InvalidRequest("Invalid JSON body: nested too deeply", code="invalid_json")
     return value
