@@ -121,7 +121,7 @@ class App:
                     await prefix_handler(self.gateway, request, rest)
                     return
         if request.path in self.paths or any(
-            request.path.startswith(p) for _, p in self.prefix_routes
+            _one_segment_under(request.path, prefix) for _, prefix in self.prefix_routes
         ):
             raise MethodNotAllowed(f"method {request.method} is not allowed on {request.path}")
         raise NotFound(f"no route {request.method} {request.path}", code="unknown_route")
@@ -141,6 +141,11 @@ class App:
                 await self.gateway.stop()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
+
+
+def _one_segment_under(path: str, prefix: str) -> bool:
+    rest = path[len(prefix) :] if path.startswith(prefix) else ""
+    return bool(rest) and "/" not in rest
 
 
 def create_app(settings: Settings) -> App:

@@ -175,3 +175,19 @@ async def test_routes_and_methods(client: httpx.AsyncClient) -> None:
     assert_openai_error(await client.get(CHAT), 405)
     assert_openai_error(await client.get("/v1/nothing-here"), 404)
     assert (await client.get("/healthz")).json()["status"] == "ok"
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status"),
+    [
+        ("GET", "/v1/models/a/b", 404),
+        ("GET", "/v1/platform/traces/a/b", 404),
+        ("POST", "/v1/models/smollm2", 405),
+        ("DELETE", "/v1/platform/traces/trc_x", 405),
+    ],
+    ids=["nested-model-path", "nested-trace-path", "post-on-a-model", "delete-on-a-trace"],
+)
+async def test_unknown_paths_are_404_and_wrong_methods_405(
+    client: httpx.AsyncClient, method: str, path: str, status: int
+) -> None:
+    assert_openai_error(await client.request(method, path), status)
