@@ -23,24 +23,29 @@ def llama_base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield base_url
 
 
-def test_gateway_streams_through_llama_cpp_server(
-    gateway_factory: Callable[..., Gateway], llama_base_url: str
-) -> None:
-    config = f"""
+def llama_config(base_url: str, *, price: str) -> str:
+    """One `on_premise` endpoint: llama_cpp.server serving the bundled SmolLM2 as `smol`."""
+    return f"""
 endpoints:
   - endpoint_id: llamacpp-local-smollm2
     provider: llamacpp
     kind: openai
-    base_url: {llama_base_url}
+    base_url: {base_url}
     model: smollm2
     aliases: [smol]
     inference_region: lab-1
     country: DE
     sovereignty_class: on_premise
     retention: P0D
-    price_eur_per_mtok: {{input: 0.5, output: 1.5}}
+    price_eur_per_mtok: {price}
 default_policy: eu-strict
 """
+
+
+def test_gateway_streams_through_llama_cpp_server(
+    gateway_factory: Callable[..., Gateway], llama_base_url: str
+) -> None:
+    config = llama_config(llama_base_url, price="{input: 0.5, output: 1.5}")
     gateway = gateway_factory(config=config)
     client = openai.OpenAI(base_url=gateway.base_url, api_key=gateway.admin_key, max_retries=0)
     stream = client.chat.completions.create(
@@ -72,21 +77,7 @@ default_policy: eu-strict
 def test_llama_cpp_server_rejection_is_a_400_not_a_fallback(
     gateway_factory: Callable[..., Gateway], llama_base_url: str, tmp_path: Path
 ) -> None:
-    config = f"""
-endpoints:
-  - endpoint_id: llamacpp-local-smollm2
-    provider: llamacpp
-    kind: openai
-    base_url: {llama_base_url}
-    model: smollm2
-    aliases: [smol]
-    inference_region: lab-1
-    country: DE
-    sovereignty_class: on_premise
-    retention: P0D
-    price_eur_per_mtok: {{input: 0, output: 0}}
-default_policy: eu-strict
-"""
+    config = llama_config(llama_base_url, price="{input: 0, output: 0}")
     gateway = gateway_factory(config=config)
     client = openai.OpenAI(base_url=gateway.base_url, api_key=gateway.admin_key, max_retries=0)
     with pytest.raises(openai.BadRequestError):
