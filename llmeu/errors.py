@@ -1,11 +1,16 @@
 """The one error tree of llmeu.
 
 Every failure the gateway can report is one of these classes. Providers turn
-transport errors into `UpstreamError`s at their edge; the API maps the tree to
-HTTP statuses and OpenAI-shaped bodies in one place (`llmeu.api.errors`).
+transport errors into `UpstreamError`s at their edge, the ledger's drivers
+turn their database's errors into `DatabaseError`s; the API maps the tree to
+HTTP statuses and bodies in one place (`llmeu.api.error_responses`), a
+`DatabaseUnavailable` becoming a 503 `ledger_unavailable`.
 
     LlmeuError
     ├── ConfigError                 invalid settings or configuration file
+    ├── DatabaseError               the ledger database refused the work (retrying fails too)
+    │   └── DatabaseUnavailable     it cannot take the work now; the same work may succeed later
+    ├── ClientDisconnected          the client hung up: the call ends `cancelled`
     └── ApiError                    becomes an HTTP error response
         ├── InvalidRequest          400  invalid_request_error (names `param`)
         ├── AuthenticationFailed    401  authentication_error
@@ -45,6 +50,26 @@ class ConfigError(LlmeuError):
         super().__init__(message + location)
         self.field = field
         self.line = line
+
+
+class DatabaseError(LlmeuError):
+    """The database refused the operation itself: retrying it would fail the same way."""
+
+
+class DatabaseUnavailable(DatabaseError):
+    """The database cannot take the operation now; the same operation may succeed later."""
+
+
+class ClientDisconnected(LlmeuError):
+    """The client went away before its call was answered.
+
+    Its own exception, never a task cancellation: a cancelled task means the
+    server ended the request (shutdown), which the ledger records as
+    `interrupted`, while a hang-up is `cancelled`.
+    """
+
+    def __init__(self, message: str = "the client disconnected") -> None:
+        super().__init__(message)
 
 
 class ApiError(LlmeuError):

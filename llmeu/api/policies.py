@@ -12,14 +12,13 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Mapping
-from typing import Any
 
 import msgspec
 from msgspec import UNSET
 
+from llmeu.calls.request import RoutingRequest
 from llmeu.errors import InvalidRequest
 from llmeu.ledger.store import Store
-from llmeu.protocol.wire import RoutingRequest
 from llmeu.routing.config_file import parse_policy
 from llmeu.routing.policy import Narrowing, Policy, narrow, policy_document
 
@@ -94,7 +93,3 @@ def _header_narrowing(header: str) -> Narrowing:
             f"invalid x-llmeu-policy header: {error}", param="x-llmeu-policy"
         ) from None
     return _body_narrowing(field, source="x-llmeu-policy")
-
-
-def describe(policy: Policy) -> dict[str, Any]:
-    return policy_document(policy)

@@ -12,9 +12,18 @@ import sys
 from collections.abc import Sequence
 
 from llmeu import __version__
-from llmeu.cli import chat, config, keys, ledger, routes, serve, traces, usage
+from llmeu.cli import (
+    chat,
+    config_check,
+    keys,
+    ledger_purge,
+    route_report,
+    serve,
+    traces,
+    usage,
+)
 
-SUBCOMMANDS = (serve, chat, routes, config, keys, usage, traces, ledger)
+SUBCOMMANDS = (serve, chat, route_report, config_check, keys, usage, traces, ledger_purge)
 
 
 def build_parser() -> argparse.ArgumentParser:

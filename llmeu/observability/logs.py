@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from llmeu.ledger.records import CallStatus, TraceRecord
+from llmeu.calls.record import CallStatus, TraceRecord
 from llmeu.observability.hooks import CallObserver
 from llmeu.observability.timing import ResponseTiming
 

@@ -15,14 +15,13 @@ from prometheus_client.exposition import choose_encoder
 
 from llmeu import __version__
 from llmeu.config import Settings
-from llmeu.ledger.writer import Ledger
 from llmeu.observability.hooks import CallObserver
 from llmeu.observability.logs import CallLogObserver
 from llmeu.observability.metrics import MetricsObserver
 from llmeu.observability.otel_config import otlp_settings
-from llmeu.observability.state_metrics import GatewayStateCollector
+from llmeu.observability.state_metrics import GatewayStateCollector, LedgerState
+from llmeu.routing.breaker import CircuitBreaker
 from llmeu.routing.catalog import Catalog
-from llmeu.routing.health import CircuitBreaker
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
@@ -36,7 +35,7 @@ class Telemetry:
 
     @classmethod
     def build(
-        cls, settings: Settings, catalog: Catalog, *, ledger: Ledger, breaker: CircuitBreaker
+        cls, settings: Settings, catalog: Catalog, *, ledger: LedgerState, breaker: CircuitBreaker
     ) -> Telemetry:
         registry = CollectorRegistry()
         known_models = {n for e in catalog.endpoints for n in (*e.aliases, e.model, e.endpoint_id)}

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from llmeu.api.policies import PolicyBook
+from llmeu.calls.request import RoutingRequest
 from llmeu.errors import ApiError, InvalidRequest, PermissionDenied
-from llmeu.protocol.wire import RoutingRequest
 from llmeu.routing.builtin import EU, EU_STRICT, OPEN
 from llmeu.routing.policy import Narrowing, Policy, narrow
 from tests.routing.factories import policy

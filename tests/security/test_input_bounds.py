@@ -17,8 +17,8 @@ from typing import Any
 import httpx
 import pytest
 
-from llmeu.cli.server import MAX_HEAD_BYTES
-from llmeu.protocol.wire import MAX_NESTING
+from llmeu.protocol.json_codec import MAX_NESTING
+from llmeu.server.http_protocol import MAX_HEAD_BYTES
 from tests.faults.helpers import dechunk
 from tests.support.processes import (
     ADMIN_KEY,
