@@ -119,6 +119,10 @@ INVALID = [
     # durations
     pytest.param(edit("    retention: P0D\n", "    retention: 30 days\n"), "retention", 13,
                  "'30 days' is not an ISO-8601 duration", id="bad-retention"),
+    pytest.param(edit("    retention: P0D\n", "    retention: P101Y\n"), "retention", 13,
+                 "'P101Y' is longer than P100Y", id="retention-beyond-a-century"),
+    pytest.param(edit("store_content: PT12H", "store_content: P" + "9" * 320 + "Y"),
+                 "store_content", 33, "at most P100Y", id="store-content-of-320-digits"),
     pytest.param(edit("    retention: P0D\n", "    retention: 0\n"), "retention", 13,
                  "retention must be a str", id="retention-not-text"),
     pytest.param(edit("max_retention: P0D", "max_retention: P30"), "max_retention", 32,
@@ -253,6 +257,9 @@ def test_endpoints_alone_parse_with_the_same_rules() -> None:
                      "ttl", id="json-unknown-field"),
         pytest.param('{"policy_id": "x", "allow_classes": []}', "max_retention",
                      id="json-missing-field"),
+        pytest.param('{"policy_id": "x", "allow_classes": [], "max_retention": "P0D", '
+                     '"store_content": "P' + "9" * 320 + 'Y"}', "store_content",
+                     id="json-duration-beyond-a-century"),
     ],
 )  # fmt: skip
 def test_a_policy_document_is_validated_like_the_file(document: str, field: str) -> None:
