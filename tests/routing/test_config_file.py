@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from llmeu.errors import ConfigError
@@ -267,3 +269,50 @@ def test_a_policy_document_is_validated_like_the_file(document: str, field: str)
         parse_policy(document)
     assert caught.value.field == field
     assert caught.value.line == 1
+
+
+FORGED = "zz\n2026-12-01 08:00:00,000 WARNING llmeu.calls: call failed trace_id=trc_FORGED"
+CONTROL = [
+    pytest.param("\n", id="newline"),
+    pytest.param("\r", id="carriage-return"),
+    pytest.param("\x1b[2J", id="escape-sequence"),
+    pytest.param("\x00", id="nul"),
+    pytest.param("\x85", id="next-line"),
+    pytest.param("\u2028", id="line-separator"),
+    pytest.param("\u202e", id="right-to-left-override"),
+]
+# (the field, the text of the file it is in, the value the name replaces)
+NAMED = [
+    pytest.param("endpoint_id", "endpoint_id: scw-small", id="endpoint-id"),
+    pytest.param("provider", "provider: scaleway", id="provider"),
+    pytest.param("model", "model: mistral-small-3.2-24b-instruct-2506", id="model"),
+    pytest.param("model_version", 'model_version: "2506"', id="model-version"),
+    pytest.param("aliases", "aliases: [mistral-small]", id="alias"),
+    pytest.param("inference_region", "inference_region: fr-par", id="region"),
+    pytest.param("api_key_env", "api_key_env: SCW_SECRET_KEY", id="api-key-env"),
+    pytest.param("base_url", "base_url: https://api.scaleway.ai/v1/", id="base-url"),
+    pytest.param("policy_id", "policy_id: fr-only", id="policy-id"),
+    pytest.param("allow_providers", "allow_providers: []", id="allowed-provider"),
+]
+
+
+@pytest.mark.parametrize("control", CONTROL)
+@pytest.mark.parametrize(("field", "line"), NAMED)
+def test_names_with_control_characters_are_refused(field: str, line: str, control: str) -> None:
+    """Names reach log lines and tables: a newline in one would forge a line."""
+    value = json.dumps(f"https://x{control}y" if field == "base_url" else f"a{control}b")
+    text = edit(line, f"{field}: [{value}]" if "[" in line else f"{field}: {value}")
+    text = text.replace("default_policy: fr-only", "default_policy: eu")
+    with pytest.raises(ConfigError) as caught:
+        parse_config(text, base_policies=BUILTIN_POLICIES)
+    where = next(n for n, text in enumerate(VALID.splitlines(), 1) if line in text)
+    assert (caught.value.field, caught.value.line) == (field, where)
+    assert "must not contain control characters" in str(caught.value)
+
+
+def test_a_forged_log_line_in_a_policy_id_is_refused_by_the_platform_api_parser() -> None:
+    document = {"policy_id": FORGED, "allow_classes": [], "max_retention": "P0D"}
+    with pytest.raises(ConfigError) as caught:
+        parse_policy(json.dumps(document))
+    assert (caught.value.field, caught.value.line) == ("policy_id", 1)
+    assert "found '\\n' at position 2" in str(caught.value)
