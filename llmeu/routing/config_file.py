@@ -26,7 +26,7 @@ from llmeu.routing.catalog import (
     Timeouts,
 )
 from llmeu.routing.durations import ZERO, Duration
-from llmeu.routing.policy import Policy
+from llmeu.routing.policy import LimitsFail, Policy
 
 T = TypeVar("T")
 _Node = yaml.Node
@@ -182,7 +182,7 @@ def _timeouts(node: _Node | None) -> Timeouts:
 
 _POLICY_FIELDS = {
     "policy_id", "allow_classes", "allow_countries", "allow_providers", "max_retention",
-    "store_content", "fallback",
+    "store_content", "fallback", "limits_fail",
 }  # fmt: skip
 
 
@@ -209,6 +209,7 @@ def _policy(node: _Node) -> Policy:
         if "store_content" in fields
         else ZERO,
         fallback=_optional(fields, "fallback", bool, True),
+        limits_fail=_enum(fields.get("limits_fail"), "limits_fail", LimitsFail, LimitsFail.OPEN),
     )
 
 

@@ -11,6 +11,7 @@ from llmeu.routing.builtin import BUILTIN_POLICIES
 from llmeu.routing.catalog import Capability, EndpointKind, SovereigntyClass, Timeouts
 from llmeu.routing.config_file import parse_config, parse_endpoints, parse_policy
 from llmeu.routing.durations import Duration
+from llmeu.routing.policy import LimitsFail, policy_document
 
 VALID = """\
 endpoints:
@@ -72,6 +73,7 @@ def test_a_valid_file_means_what_it_says() -> None:
     assert own.allow_countries == {"FR"}
     assert own.store_content == Duration.parse("PT12H")
     assert own.fallback is False
+    assert own.limits_fail is LimitsFail.OPEN, "admitting unchecked is the default"
     assert set(config.policies) == {"fr-only", "eu-strict", "eu", "open"}
 
 
@@ -187,6 +189,8 @@ INVALID = [
                  "two-letter ISO country code", id="country-not-iso"),
     pytest.param(edit("allow_countries: [fr]", "allow_countries: [FRA]"), "allow_countries", 30,
                  "two-letter ISO country code", id="allowed-country-not-iso"),
+    pytest.param(edit("fallback: false", "fallback: false\n    limits_fail: maybe"), "limits_fail",
+                 35, "unknown limits_fail `maybe` (known: open, closed)", id="limits-fail-unknown"),
     pytest.param(edit("endpoint_id: scw-small", 'endpoint_id: ""'), "endpoint_id", 2,
                  "must not be empty", id="empty-endpoint-id"),
     pytest.param(edit("aliases: [mistral-small]", "aliases: mistral-small"), "aliases", 9,
@@ -269,6 +273,14 @@ def test_a_policy_document_is_validated_like_the_file(document: str, field: str)
         parse_policy(document)
     assert caught.value.field == field
     assert caught.value.line == 1
+
+
+def test_limits_fail_closed_is_read_and_rendered() -> None:
+    config = parse_config(edit("fallback: false", "fallback: false\n    limits_fail: closed"))
+    own = config.policies["fr-only"]
+    assert own.limits_fail is LimitsFail.CLOSED
+    assert policy_document(own)["limits_fail"] == "closed"
+    assert parse_policy(json.dumps(policy_document(own))) == own
 
 
 FORGED = "zz\n2026-12-01 08:00:00,000 WARNING llmeu.calls: call failed trace_id=trc_FORGED"
