@@ -31,16 +31,15 @@ from collections.abc import Awaitable, Sequence
 from typing import Any
 
 import redis.asyncio as aioredis
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
+from llmeu.limits.base import REDIS_TIMEOUT
+from llmeu.limits.redis import connect
 from llmeu.routing.health import CALLER_WINDOW, CircuitBreaker, FailureKind
 
 log = logging.getLogger("llmeu.limits")
 
 PREFIX = "llmeu:health:"
-DEFAULT_TIMEOUT = 0.25
 
 _FAILED = """
 local t = redis.call('TIME')
@@ -102,17 +101,6 @@ return result
 """
 
 
-def connect(url: str, timeout: float) -> aioredis.Redis:
-    """A client that gives up after `timeout` seconds and never retries by itself:
-    its callers decide what a Redis that does not answer means."""
-    return aioredis.Redis.from_url(
-        url,
-        socket_timeout=timeout,
-        socket_connect_timeout=timeout,
-        retry=Retry(NoBackoff(), 0),
-    )
-
-
 class SharedCircuitBreaker(CircuitBreaker):
     def __init__(
         self,
@@ -122,7 +110,7 @@ class SharedCircuitBreaker(CircuitBreaker):
         cooldown: float = 15.0,
         caller_window: float = CALLER_WINDOW,
         sync_interval: float = 0.5,
-        timeout: float = DEFAULT_TIMEOUT,
+        timeout: float = REDIS_TIMEOUT,
         prefix: str = PREFIX,
     ):
         super().__init__(
