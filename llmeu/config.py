@@ -23,6 +23,7 @@ class Settings:
     config_file: Path | None = None
     database_url: str | None = None
     redis_url: str | None = None
+    redis_timeout_seconds: float = 0.25
     admin_key: str | None = None
     max_body_bytes: int = 4 << 20
     log_level: str = "info"

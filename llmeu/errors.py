@@ -21,6 +21,8 @@ HTTP statuses and bodies in one place (`llmeu.api.error_responses`), a
         ├── PayloadTooLarge         413  invalid_request_error
         ├── RateLimited             429  rate_limit_error, carries `retry_after`
         ├── ServiceUnavailable      503  the gateway itself cannot take the call
+        │   └── LimitsUnavailable   503  a key's limits cannot be checked, and its policy
+        │                                refuses unchecked calls; carries `retry_after`
         └── UpstreamError           502  an upstream attempt failed (e.g. a broken stream)
             ├── UpstreamUnavailable 503  connection refused/reset, upstream 5xx or 429
             ├── UpstreamTimeout     504  connect, first-token, idle or total timeout
@@ -152,6 +154,20 @@ class ServiceUnavailable(ApiError):
     status = 503
     type = "api_error"
     default_code = "service_unavailable"
+
+
+class LimitsUnavailable(ServiceUnavailable):
+    """The limits store does not answer and the key's policy says `limits_fail: closed`.
+
+    A 503, not a 429: the client is over no limit, the gateway cannot tell;
+    quota dashboards and clients must not read it as the key's fault.
+    """
+
+    default_code = "limits_unavailable"
+
+    def __init__(self, message: str, *, retry_after: float):
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class UpstreamError(ApiError):

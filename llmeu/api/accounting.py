@@ -21,6 +21,7 @@ from llmeu.calls.request import ChatRequest, text_of
 from llmeu.ledger.api_keys import ApiKey
 from llmeu.limits import Admission, Limiter, Quota
 from llmeu.protocol.json_codec import encoder
+from llmeu.routing.policy import LimitsFail
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,13 +41,14 @@ class Accounting:
         self._key = key
         self._admission: Admission | None = None
 
-    async def admit(self, prompt_tokens: Callable[[], int]) -> None:
+    async def admit(self, prompt_tokens: Callable[[], int], limits_fail: LimitsFail) -> None:
         """The key's limits (requests and tokens per minute, budget); 429 when over one.
-        The prompt is counted only for a key with a tokens-per-minute limit."""
+        The prompt is counted only for a key with a tokens-per-minute limit. `limits_fail`
+        (the key's policy's) decides a call whose limits cannot be checked right now."""
         key = self._key
         quota = Quota(key.key_id, key.rpm_limit, key.tpm_limit, key.budget_eur)
         tokens = prompt_tokens() if key.tpm_limit is not None else 0
-        self._admission = await self._limits.admit(quota, tokens)
+        self._admission = await self._limits.admit(quota, tokens, limits_fail=limits_fail)
 
     def settle(self, record: TraceRecord) -> None:
         """Replace the reservation with what the call used; add its cost to the spend."""

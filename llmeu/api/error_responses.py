@@ -15,7 +15,13 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from llmeu.api.asgi import JSON_HEADERS, Headers, Request, with_header
-from llmeu.errors import ApiError, DatabaseUnavailable, RateLimited, ServiceUnavailable
+from llmeu.errors import (
+    ApiError,
+    DatabaseUnavailable,
+    LimitsUnavailable,
+    RateLimited,
+    ServiceUnavailable,
+)
 from llmeu.protocol.error_shape import error_body
 from llmeu.protocol.routing_block import RoutingBlock
 
@@ -65,7 +71,7 @@ def as_api_error(error: Exception) -> ApiError:
 
 def error_headers(error: ApiError, trace_id: str | None = None) -> Headers:
     headers = JSON_HEADERS
-    if isinstance(error, RateLimited):
+    if isinstance(error, RateLimited | LimitsUnavailable):
         headers = with_header(headers, b"retry-after", str(max(1, math.ceil(error.retry_after))))
     if trace_id is not None:
         headers = with_header(headers, b"x-llmeu-trace-id", trace_id)

@@ -55,6 +55,7 @@ def _breaker(settings: Settings) -> CircuitBreaker:
         settings.redis_url,
         failure_threshold=settings.breaker_threshold,
         cooldown=settings.breaker_cooldown_seconds,
+        timeout=settings.redis_timeout_seconds,
     )
 
 
@@ -71,10 +72,16 @@ class Gateway:
         self.policies = PolicyBook(config.policies, config.default_policy, store)
         self.http = HttpClient()
         self.breaker = _breaker(settings)
-        self.limits: Limiter = build_limiter(settings.redis_url)
+        self.limits: Limiter = build_limiter(
+            settings.redis_url, redis_timeout=settings.redis_timeout_seconds
+        )
         self.upstreams = Upstreams(config.catalog, *self._providers(), breaker=self.breaker)
         self.telemetry = Telemetry.build(
-            settings, config.catalog, ledger=self.ledger, breaker=self.breaker
+            settings,
+            config.catalog,
+            ledger=self.ledger,
+            breaker=self.breaker,
+            limiter=self.limits.state,
         )
         self.observers = Observers(self.telemetry.observers)
         self.calls = Calls(
@@ -191,6 +198,7 @@ class Gateway:
             "status": "ok" if self.calls.accepting else "shutting_down",
             "ledger": "ok" if ledger.healthy else "degraded",
             "ledger_queue": ledger.depth,
+            "limits": self.limits.state.status,
             "instance_id": self.instance_id,
         }
         return self.calls.accepting, body
@@ -204,7 +212,10 @@ class Gateway:
             "accepting": "ok" if self.calls.accepting else "shutting_down",
         }
         ready = all(value == "ok" for value in checks.values())
-        return ready, {"status": "ready" if ready else "not_ready", **checks}
+        # Limits that cannot be checked degrade the gateway but leave it serving (as each
+        # policy's `limits_fail` says), so they do not make it unready.
+        body = {"status": "ready" if ready else "not_ready", **checks}
+        return ready, {**body, "limits": self.limits.state.status}
 
     async def stop(self) -> None:
         """Refuse new calls, let those still in flight record how they ended, then stop."""

@@ -55,6 +55,7 @@ from llmeu.protocol.routing_block import RoutingBlock
 from llmeu.providers.base import ChatStream, Provider
 from llmeu.routing.catalog import Capability, Endpoint
 from llmeu.routing.fallback import run_with_fallback
+from llmeu.routing.policy import LimitsFail
 from llmeu.routing.router import RoutePlan
 
 T = TypeVar("T")
@@ -163,6 +164,7 @@ class Call:
         self._output = StreamOutput()
         self._opened = 0.0
         self._upstream_seconds = 0.0  # spent inside attempts, for the overhead headers
+        self._key_id = ""
         self._key_policy = ""
         self.trace: TraceRecorder
         self._accounting: Accounting
@@ -191,6 +193,7 @@ class Call:
         task = asyncio.current_task()
         if task is not None:
             calls.inflight[self.trace.trace_id] = task
+        self._key_id = key.key_id
         self._key_policy = key.policy_id
         return self
 
@@ -220,7 +223,11 @@ class Call:
             self._prompt_tokens_known = True
 
     async def admit(self) -> None:
-        await self._accounting.admit(self._prompt_tokens)
+        """The key's limits; a narrowing cannot change what its policy says of a limits
+        store that does not answer (`limits_fail`)."""
+        policy = self._calls.policies.get(self._key_policy)
+        limits_fail = policy.limits_fail if policy is not None else LimitsFail.OPEN
+        await self._accounting.admit(self._prompt_tokens, limits_fail)
 
     def route(self, model: str, needs: frozenset[Capability], narrowing: object) -> RoutePlan:
         """The effective policy (the key's, narrowed by the request) and the route plan."""
@@ -348,14 +355,14 @@ class Call:
         self._hangup.check()
         upstreams = self._calls.upstreams
         provider = upstreams.provider(endpoint)
-        upstreams.attempt_started(endpoint)
+        upstreams.attempt_started(endpoint, self._key_id)
         attempt = self.trace.attempt_started(endpoint)
         waiting = time.perf_counter()
         try:
             result = await operation(provider, self._hangup)
         except UpstreamError as error:
             self.trace.attempt_failed(attempt, error)
-            upstreams.attempt_failed(endpoint, error)
+            upstreams.attempt_failed(endpoint, error, self._key_id)
             raise
         except (ClientDisconnected, asyncio.CancelledError):
             self.trace.attempt_cancelled(attempt)

@@ -8,12 +8,11 @@ called and why, and each endpoint's circuit-breaker state right now.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
 from typing import Any
 
 from llmeu.errors import UpstreamError
 from llmeu.providers.base import Provider
-from llmeu.routing.breaker import CircuitBreaker
+from llmeu.routing.breaker import CircuitBreaker, failure_kind
 from llmeu.routing.catalog import Capability, Catalog, Endpoint
 from llmeu.routing.policy import Policy
 from llmeu.routing.router import RoutePlan, plan_route
@@ -44,19 +43,21 @@ class Upstreams:
     def provider(self, endpoint: Endpoint) -> Provider:
         return self.providers[endpoint.endpoint_id]
 
-    def attempt_started(self, endpoint: Endpoint) -> None:
-        self.breaker.attempt_started(endpoint.endpoint_id, time.monotonic())
+    def attempt_started(self, endpoint: Endpoint, key_id: str) -> None:
+        self.breaker.attempt_started(endpoint.endpoint_id, time.monotonic(), key_id=key_id)
 
-    def attempt_failed(self, endpoint: Endpoint, error: UpstreamError) -> None:
+    def attempt_failed(self, endpoint: Endpoint, error: UpstreamError, key_id: str) -> None:
+        """A retryable failure counts towards the endpoint's circuit, as its kind says: one
+        tenant's 5xx alone does not open it for everyone (`routing.breaker`)."""
         if error.retryable:
-            self.breaker.failed(endpoint.endpoint_id, time.monotonic())
+            self.breaker.failed(
+                endpoint.endpoint_id, time.monotonic(), kind=failure_kind(error), key_id=key_id
+            )
 
     def attempt_served(self, endpoint: Endpoint) -> None:
         self.breaker.succeeded(endpoint.endpoint_id)
 
-    def health(self, endpoint: Endpoint) -> dict[str, Any]:
-        return self.breaker.describe(endpoint.endpoint_id, time.monotonic())
-
-    def callable(self) -> Mapping[str, Endpoint]:
-        """The endpoints that can be called (credentials set, provider started)."""
-        return {e.endpoint_id: e for e in self.catalog.endpoints if e.endpoint_id in self.providers}
+    def health(self, endpoint: Endpoint, *, keys: bool = False) -> dict[str, Any]:
+        """The endpoint's circuit; with `keys`, the ids of the keys whose calls opened it
+        (tenant data: the admin's view only)."""
+        return self.breaker.describe(endpoint.endpoint_id, time.monotonic(), keys=keys)

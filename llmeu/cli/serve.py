@@ -23,6 +23,11 @@ def register(subparsers: Any) -> None:
         "--redis-url", help="redis://… to share limits and health between processes"
     )
     parser.add_argument(
+        "--redis-timeout",
+        type=float,
+        help="seconds a Redis command may take before the limits count as degraded (0.25)",
+    )
+    parser.add_argument(
         "--max-body-bytes", type=int, help="largest request body accepted (413 above)"
     )
     parser.add_argument(
@@ -72,6 +77,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         data_dir=args.data_dir,
         database_url=args.database_url,
         redis_url=args.redis_url,
+        redis_timeout_seconds=args.redis_timeout,
         max_body_bytes=args.max_body_bytes,
         log_level=args.log_level,
         log_format=args.log_format,

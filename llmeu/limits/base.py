@@ -3,7 +3,8 @@
 A call is admitted before any upstream is contacted and settled when its
 trace is final:
 
-    admission = await limiter.admit(quota, estimated_prompt_tokens)   # or RateLimited
+    admission = await limiter.admit(quota, estimated_prompt_tokens,
+                                    limits_fail=key_policy.limits_fail)  # or RateLimited
     ...
     limiter.settle(admission, tokens_used, cost_eur)
 
@@ -13,6 +14,10 @@ reserved until it settles with the tokens it really used (input + output).
 The budget is the key's total spend in EUR since it was created: a key whose
 spend has reached its budget is refused; the calls in flight when it is
 reached still finish, so the spend can end a little above the budget.
+
+When the limits cannot be checked (Redis does not answer), a limited call is
+admitted unchecked or refused with `LimitsUnavailable`, as its key's policy
+says (`limits_fail`); `state` tells operators which and how often.
 """
 
 from __future__ import annotations
@@ -23,11 +28,14 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
 from llmeu.errors import RateLimited
+from llmeu.routing.policy import LimitsFail
 
 WINDOW_SECONDS = 60.0
 # A spent budget does not come back by waiting; the header still tells clients
 # not to retry at once.
 BUDGET_RETRY_AFTER = 3600.0
+REDIS_TIMEOUT = 0.25
+"""Seconds a call waits at most on Redis: a healthy one answers in well under a millisecond."""
 
 SpendSource = Callable[[], Awaitable[Mapping[str, float]]]
 """The spend of every key according to the ledger (EUR), read when a limiter needs it."""
@@ -57,16 +65,39 @@ class Admission:
     entry: list[float] | None = None  # the in-memory limiter's window entry
 
 
+@dataclass(slots=True)
+class LimitsState:
+    """What operators see of a limiter (`/healthz`, `/readyz`, `/metrics`)."""
+
+    degraded: bool = False  # the limits store is skipped until a probe finds it answering
+    degraded_since: float | None = None  # time.monotonic() when it stopped answering
+    unchecked_admitted: int = 0  # limited calls admitted unchecked (limits_fail: open)
+    unchecked_refused: int = 0  # limited calls refused unchecked (limits_fail: closed)
+
+    @property
+    def status(self) -> str:
+        return "degraded" if self.degraded else "ok"
+
+
 class Limiter(ABC):
     """Admits calls under their key's quota; settles what they really used."""
+
+    def __init__(self) -> None:
+        self.state = LimitsState()
 
     @abstractmethod
     async def start(self, spend: SpendSource) -> None:
         """Connect, and learn how to read the ledger's spend per key."""
 
     @abstractmethod
-    async def admit(self, quota: Quota, tokens: int) -> Admission:
-        """Count the call in; raises `RateLimited` (with its retry delay) when over a limit."""
+    async def admit(
+        self, quota: Quota, tokens: int, *, limits_fail: LimitsFail = LimitsFail.OPEN
+    ) -> Admission:
+        """Count the call in; raises `RateLimited` (with its retry delay) when over a limit.
+
+        `limits_fail` is the key's policy's: what the call gets when its limits
+        cannot be checked — admitted unchecked (`open`) or `LimitsUnavailable`.
+        """
 
     @abstractmethod
     def settle(self, admission: Admission, tokens: int, cost_eur: float | None) -> None:

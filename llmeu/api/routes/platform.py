@@ -175,7 +175,7 @@ async def put_policy(p: Platform, request: Request, policy_id: str) -> None:
 
 
 async def list_endpoints(p: Platform, request: Request) -> None:
-    await _authorize(p, request)
+    key = (await _authorize(p, request)).key
     upstreams = p.upstreams
     data = []
     for e in upstreams.catalog.endpoints:
@@ -196,7 +196,7 @@ async def list_endpoints(p: Platform, request: Request) -> None:
                 "capabilities": sorted(c.value for c in e.capabilities),
                 "configured": e.endpoint_id not in upstreams.unavailable,
                 "unavailable_reason": upstreams.unavailable.get(e.endpoint_id),
-                "health": upstreams.health(e),
+                "health": upstreams.health(e, keys=key.is_admin),
                 "admitted_by": sorted(p for p, pol in p.policies.policies.items() if pol.admits(e)),
             }
         )
