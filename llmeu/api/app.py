@@ -22,14 +22,15 @@ from llmeu.errors import ClientDisconnected, MethodNotAllowed, NotFound
 log = logging.getLogger("llmeu.api")
 
 Handler = Callable[..., Awaitable[None]]
-"""`handler(request)`, or `handler(request, segment)` for a path ending in `{name}`."""
+"""`handler(request, *segments)`: one argument for each `{name}` segment of the path."""
 
 
 @dataclass(frozen=True, slots=True)
 class Route:
-    """One route: `path` is exact, or ends in one `{name}` segment passed to the handler.
-    `documented` routes are the API, described by `GET /openapi.json` (a test holds the two
-    together); `shape` is how the surface writes its errors."""
+    """One route. `path` is a template: a segment written `{name}` matches any one non-empty
+    segment, passed to the handler in order. `documented` routes are the API, described by
+    `GET /openapi.json` (a test holds the two together); `shape` is how the surface writes
+    its errors."""
 
     method: str
     path: str
@@ -38,11 +39,23 @@ class Route:
     documented: bool = True
 
     @property
-    def prefix(self) -> str | None:
-        """For a path ending in `{name}`: everything before that segment."""
-        if self.path.endswith("}"):
-            return self.path[: self.path.rindex("{")]
-        return None
+    def templated(self) -> bool:
+        return "{" in self.path
+
+    def match(self, segments: list[str]) -> list[str] | None:
+        """The values of the `{name}` segments if `segments` (the path split on `/`) fit."""
+        pattern = self.path.split("/")
+        if len(pattern) != len(segments):
+            return None
+        values = []
+        for want, got in zip(pattern, segments, strict=True):
+            if want.startswith("{"):
+                if not got:
+                    return None
+                values.append(got)
+            elif want != got:
+                return None
+        return values
 
 
 def route_table(gw: Gateway) -> list[Route]:
@@ -75,10 +88,8 @@ class App:
         origins = gateway.settings.cors_origins
         self._handle_http = CorsMiddleware(self._http, origins) if origins else self._http
         self.routes = route_table(gateway)
-        self._exact = {(r.method, r.path): r for r in self.routes if r.prefix is None}
-        self._prefixed = {(r.method, r.prefix): r for r in self.routes if r.prefix is not None}
-        self._paths = {r.path for r in self.routes if r.prefix is None}
-        self._prefixes = {prefix for _, prefix in self._prefixed}
+        self._exact = {(r.method, r.path): r for r in self.routes if not r.templated}
+        self._templated = [r for r in self.routes if r.templated]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
@@ -90,12 +101,9 @@ class App:
         request = Request(scope, receive, send)
         shape: ErrorShape = OPENAI_ERRORS
         try:
-            route, segment = self._find(request.method, request.path)
+            route, values = self._find(request.method, request.path)
             shape = route.shape
-            if segment is None:
-                await route.handler(request)
-            else:
-                await route.handler(request, segment)
+            await route.handler(request, *values)
         except ClientDisconnected:
             return  # nobody is left to answer; a call records its own hang-up
         except Exception as exc:  # the outermost layer: never let a bug become a dropped connection
@@ -105,17 +113,21 @@ class App:
             if not request.response_started:
                 await send_error(request, error, shape=shape)
 
-    def _find(self, method: str, path: str) -> tuple[Route, str | None]:
+    def _find(self, method: str, path: str) -> tuple[Route, list[str]]:
+        """The route and its path values; 405 when only another method has the path."""
         route = self._exact.get((method, path))
         if route is not None:
-            return route, None
-        prefix, _, segment = path.rpartition("/")
-        prefix += "/"
-        if segment:
-            route = self._prefixed.get((method, prefix))
-            if route is not None:
-                return route, segment
-        if path in self._paths or (segment and prefix in self._prefixes):
+            return route, []
+        other_method = any(path == r.path for r in self._exact.values())
+        segments = path.split("/")
+        for route in self._templated:
+            values = route.match(segments)
+            if values is None:
+                continue
+            if route.method == method:
+                return route, values
+            other_method = True
+        if other_method:
             raise MethodNotAllowed(f"method {method} is not allowed on {path}")
         raise NotFound(f"no route {method} {path}", code="unknown_route")
 

@@ -41,9 +41,18 @@ class Delta(Struct, omit_defaults=True):
     refusal: str | UnsetType | None = UNSET
     reasoning_content: str | UnsetType | None = UNSET
     tool_calls: list[ToolCallDelta] | UnsetType | None = UNSET
+    # The signature that closes a reasoning step (Anthropic's signature_delta); kept for the
+    # surfaces that carry it, left out of chat-completions frames.
+    reasoning_signature: str | UnsetType = UNSET
 
     def carries_output(self) -> bool:
-        return bool(self.content or self.refusal or self.reasoning_content or self.tool_calls)
+        return bool(
+            self.content
+            or self.refusal
+            or self.reasoning_content
+            or self.tool_calls
+            or self.reasoning_signature
+        )
 
 
 class Usage(Struct):

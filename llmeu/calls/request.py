@@ -78,6 +78,19 @@ class ToolCall(_In):
     function: FunctionCall
 
 
+class ThinkingBlock(_In, tag_field="type", tag="thinking"):
+    """A reasoning step of an earlier assistant turn, with the signature its upstream made."""
+
+    thinking: str
+    signature: str | UnsetType = UNSET
+
+
+class RedactedThinkingBlock(_In, tag_field="type", tag="redacted_thinking"):
+    """A reasoning step the upstream returned only as opaque (encrypted) data."""
+
+    data: str
+
+
 class SystemMessage(_In, tag_field="role", tag="system"):
     content: str | list[TextPart]
     name: str | UnsetType | None = UNSET
@@ -99,11 +112,16 @@ class AssistantMessage(_In, tag_field="role", tag="assistant"):
     name: str | UnsetType | None = UNSET
     tool_calls: list[ToolCall] | UnsetType | None = UNSET
     function_call: FunctionCall | UnsetType | None = UNSET
+    # Reasoning the turn carried, to hand back to an upstream that takes it (Anthropic's
+    # thinking with signatures, Responses' reasoning items); in the field and shape other
+    # OpenAI-compatible gateways use, and never sent to an upstream that does not take it.
+    thinking_blocks: list[ThinkingBlock | RedactedThinkingBlock] | UnsetType | None = UNSET
 
 
 class ToolMessage(_In, tag_field="role", tag="tool"):
     content: str | list[TextPart]
     tool_call_id: str
+    is_error: bool | UnsetType = UNSET  # the tool failed (Anthropic's tool_result), where known
 
 
 class FunctionMessage(_In, tag_field="role", tag="function"):
@@ -166,6 +184,13 @@ class StreamOptions(_In):
     include_usage: bool | UnsetType | None = UNSET
 
 
+class Thinking(_In):
+    """Extended reasoning asked of the upstream (Anthropic's `thinking`)."""
+
+    type: Literal["enabled", "disabled"]
+    budget_tokens: Annotated[int, Meta(ge=1)] | UnsetType = UNSET
+
+
 class RoutingRequest(Struct, forbid_unknown_fields=True, omit_defaults=True):
     """The `llmeu` request field: narrows the caller's policy, never widens it."""
 
@@ -211,6 +236,11 @@ class ChatRequest(Struct, forbid_unknown_fields=True, omit_defaults=True):
     reasoning_effort: ShortString | UnsetType | None = UNSET
     user: ShortString | UnsetType | None = UNSET
     metadata: dict[ShortString, Annotated[str, Meta(max_length=512)]] | UnsetType | None = UNSET
+    # Beyond OpenAI's fields: what other surfaces ask and other upstreams take. `top_k` is
+    # forwarded as OpenAI-compatible servers commonly accept it; `thinking` goes only to an
+    # upstream that supports it (elsewhere a 400 naming it).
+    top_k: Annotated[int, Meta(ge=1)] | UnsetType | None = UNSET
+    thinking: Thinking | UnsetType | None = UNSET
     llmeu: RoutingRequest | UnsetType | None = UNSET
 
 

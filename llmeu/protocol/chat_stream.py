@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+from msgspec import UNSET
+
 from llmeu.calls.output import Delta, Usage
 from llmeu.errors import ApiError
 from llmeu.protocol.chat_wire import ChatCompletionChunk, ChunkChoice
@@ -39,6 +42,10 @@ class ChatFrames:
         return self._prefix + b'{"role":"assistant"}' + self._suffix
 
     def delta(self, delta: Delta) -> bytes:
+        if delta.reasoning_signature is not UNSET:  # no such field on this wire
+            delta = msgspec.structs.replace(delta, reasoning_signature=UNSET)
+            if not delta.carries_output():
+                return b""
         return self._prefix + encoder.encode(delta) + self._suffix
 
     def finish(self, finish_reason: str, usage: Usage, routing: RoutingBlock) -> bytes:

@@ -16,8 +16,15 @@ from msgspec import UNSET, Struct
 
 from llmeu.calls.hangup import Hangup
 from llmeu.calls.output import AssistantOutput, Completion, Delta, Embeddings, Usage
-from llmeu.calls.request import ChatRequest, EmbeddingInputs, StreamOptions
-from llmeu.errors import UpstreamError, UpstreamTimeout
+from llmeu.calls.request import (
+    AssistantMessage,
+    ChatRequest,
+    EmbeddingInputs,
+    Message,
+    StreamOptions,
+    ToolMessage,
+)
+from llmeu.errors import UpstreamError, UpstreamRejected, UpstreamTimeout
 from llmeu.protocol.json_codec import encoder
 from llmeu.protocol.sse import DONE_DATA, ServerSentEvent, SSEDecoder
 from llmeu.providers.base import ChatStream, Provider
@@ -80,6 +87,7 @@ class OpenAIProvider(Provider):
         self._stream_headers = [*headers, (b"accept", b"text/event-stream")]
 
     async def stream_chat(self, request: ChatRequest, hangup: Hangup) -> ChatStream:
+        request = _openai_request(request)
         body = encoder.encode(
             msgspec.structs.replace(
                 request,
@@ -94,6 +102,7 @@ class OpenAIProvider(Provider):
         return _OpenAIChatStream(self.endpoint, response, started, hangup)
 
     async def complete_chat(self, request: ChatRequest, hangup: Hangup) -> Completion:
+        request = _openai_request(request)
         body = encoder.encode(
             msgspec.structs.replace(
                 request, model=self.endpoint.model, llmeu=UNSET, stream=UNSET, stream_options=UNSET
@@ -128,6 +137,34 @@ class OpenAIProvider(Provider):
         vectors = [d.embedding for d in sorted(parsed.data, key=lambda d: d.index)]
         tokens = (parsed.usage or {}).get("prompt_tokens")
         return Embeddings(vectors, tokens)
+
+
+def _openai_request(request: ChatRequest) -> ChatRequest:
+    """The request as an OpenAI-compatible upstream takes it: the canonical fields it has no
+    use for (reasoning blocks to hand back, a tool result's error flag) left out; asking for
+    `thinking` it cannot do is the request's error, not the endpoint's."""
+    if request.thinking not in (UNSET, None):
+        raise UpstreamRejected(
+            "this endpoint does not support `thinking` (extended reasoning)", param="thinking"
+        )
+    if not any(_has_extensions(m) for m in request.messages):
+        return request
+    messages = [_without_extensions(m) for m in request.messages]
+    return msgspec.structs.replace(request, messages=messages)
+
+
+def _has_extensions(message: Message) -> bool:
+    if isinstance(message, AssistantMessage):
+        return message.thinking_blocks not in (UNSET, None)
+    return isinstance(message, ToolMessage) and message.is_error is not UNSET
+
+
+def _without_extensions(message: Message) -> Message:
+    if isinstance(message, AssistantMessage) and message.thinking_blocks is not UNSET:
+        return msgspec.structs.replace(message, thinking_blocks=UNSET)
+    if isinstance(message, ToolMessage) and message.is_error is not UNSET:
+        return msgspec.structs.replace(message, is_error=UNSET)
+    return message
 
 
 class _OpenAIChatStream(ChatStream):

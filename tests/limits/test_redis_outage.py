@@ -91,7 +91,7 @@ async def limiter(redis_server: StoppableRedis) -> AsyncIterator[RedisLimiter]:
 
 def metrics(limiter: RedisLimiter) -> dict[tuple[str, str], float]:
     registry = CollectorRegistry()
-    registry.register(LimitsCollector(limiter))
+    registry.register(LimitsCollector(limiter.state))
     return {
         (sample.name, sample.labels.get("outcome", "")): sample.value
         for family in registry.collect()

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from llmeu.ledger.records import TraceRecord
 
+from llmeu.calls.record import TraceRecord
 from llmeu.observability.logs import (
     CALLS_LOGGER,
     JsonFormatter,

@@ -175,31 +175,40 @@ async def put_policy(p: Platform, request: Request, policy_id: str) -> None:
 
 
 async def list_endpoints(p: Platform, request: Request) -> None:
+    """The catalog with each endpoint's health; the admin also sees which keys' calls make up
+    a failing streak or opened a circuit (`circuit_keys`: key ids are tenant data)."""
     key = (await _authorize(p, request)).key
     upstreams = p.upstreams
     data = []
     for e in upstreams.catalog.endpoints:
-        data.append(
-            {
-                "endpoint_id": e.endpoint_id,
-                "provider": e.provider,
-                "kind": e.kind.value,
-                "model": e.model,
-                "model_version": e.model_version,
-                "aliases": list(e.aliases),
-                "inference_region": e.inference_region,
-                "country": e.country,
-                "sovereignty_class": e.sovereignty_class.value,
-                "retention": e.retention.text,
-                "price_eur_per_mtok": {"input": e.prices.input, "output": e.prices.output},
-                "priority": e.priority,
-                "capabilities": sorted(c.value for c in e.capabilities),
-                "configured": e.endpoint_id not in upstreams.unavailable,
-                "unavailable_reason": upstreams.unavailable.get(e.endpoint_id),
-                "health": upstreams.health(e, keys=key.is_admin),
-                "admitted_by": sorted(p for p, pol in p.policies.policies.items() if pol.admits(e)),
+        row: dict[str, Any] = {
+            "endpoint_id": e.endpoint_id,
+            "provider": e.provider,
+            "kind": e.kind.value,
+            "model": e.model,
+            "model_version": e.model_version,
+            "aliases": list(e.aliases),
+            "inference_region": e.inference_region,
+            "country": e.country,
+            "sovereignty_class": e.sovereignty_class.value,
+            "retention": e.retention.text,
+            "price_eur_per_mtok": {"input": e.prices.input, "output": e.prices.output},
+            "priority": e.priority,
+            "capabilities": sorted(c.value for c in e.capabilities),
+            "configured": e.endpoint_id not in upstreams.unavailable,
+            "unavailable_reason": upstreams.unavailable.get(e.endpoint_id),
+            "health": upstreams.health(e),
+            "admitted_by": sorted(
+                policy_id for policy_id, policy in p.policies.policies.items() if policy.admits(e)
+            ),
+        }
+        if key.is_admin:
+            keys = upstreams.health(e, keys=True)
+            row["circuit_keys"] = {
+                "failing": keys.get("failing_keys", []),
+                "opened_by": keys.get("opened_by", []),
             }
-        )
+        data.append(row)
     await _reply(request, {"object": "list", "data": data})
 
 
