@@ -7,7 +7,7 @@ that N processes behind a load balancer enforce one limit together.
 
 from __future__ import annotations
 
-from llmeu.limits.base import REDIS_TIMEOUT, Admission, Limiter, LimitsState, Quota
+from llmeu.limits.limiter import REDIS_TIMEOUT, Admission, Limiter, LimitsState, Quota
 from llmeu.limits.memory import MemoryLimiter
 
 

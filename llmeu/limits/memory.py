@@ -13,7 +13,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-from llmeu.limits.base import (
+from llmeu.limits.limiter import (
     WINDOW_SECONDS,
     Admission,
     Limiter,

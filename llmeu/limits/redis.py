@@ -38,7 +38,7 @@ from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
 from llmeu.errors import LimitsUnavailable
-from llmeu.limits.base import (
+from llmeu.limits.limiter import (
     REDIS_TIMEOUT,
     WINDOW_SECONDS,
     Admission,

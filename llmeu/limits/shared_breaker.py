@@ -33,7 +33,7 @@ from typing import Any
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
-from llmeu.limits.base import REDIS_TIMEOUT
+from llmeu.limits.limiter import REDIS_TIMEOUT
 from llmeu.limits.redis import connect
 from llmeu.routing.breaker import CALLER_WINDOW, CircuitBreaker, FailureKind
 

@@ -14,7 +14,7 @@ from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamil
 
 
 class LimitsState(Protocol):
-    """What the metrics read of the limiter's state (`llmeu.limits.base.LimitsState`)."""
+    """What the metrics read of the limiter's state (`llmeu.limits.limiter.LimitsState`)."""
 
     @property
     def degraded(self) -> bool: ...

@@ -124,6 +124,9 @@ def openapi_document() -> bytes:
                 "Revoke a key (admin)", _json(_OBJECT), params=[_path_param("key_id")]
             )
         },
+        "/v1/platform/me": {
+            "get": _operation("The calling key: its id, name, policy and role", _json(_OBJECT))
+        },
         "/v1/platform/policies": {"get": _operation("List policies", _json(_OBJECT))},
         "/v1/platform/policies/{policy_id}": {
             "get": _operation("One policy", _json(_OBJECT), params=[_path_param("policy_id")]),
