@@ -213,9 +213,6 @@ def _policy(node: _Node) -> Policy:
     )
 
 
-# Node helpers -----------------------------------------------------------------
-
-
 def _compose(text: str) -> _Node | None:
     try:
         return yaml.compose(text)
