@@ -17,7 +17,7 @@ import time
 from typing import Any
 
 from llmeu.api.auth import KeyRing, announce_admin_key
-from llmeu.api.lifecycle import Calls
+from llmeu.api.inference import Calls
 from llmeu.api.policies import PolicyBook
 from llmeu.api.routes.platform import Platform
 from llmeu.api.upstreams import Upstreams

@@ -15,10 +15,11 @@ everything else happens here, once:
             call.counted(...); body = ...(call.routing_block())
             await call.respond(body)
 
-Endpoints are tried in the plan's order, only inside the policy, falling back
-only before the first byte reaches the client; every attempt is recorded; the
-client's connection is watched while an upstream works, and a hang-up aborts
-the upstream at once. Leaving the block settles the call whatever happened:
+(`calls` is the gateway's `llmeu.api.inference.Calls`.) Endpoints are tried
+in the plan's order, only inside the policy, falling back only before the
+first byte reaches the client; every attempt is recorded; the client's
+connection is watched while an upstream works, and a hang-up aborts the
+upstream at once. Leaving the block settles the call whatever happened:
 an error before the upstream phase is `rejected`, after it `failed` (an
 error frame once a stream has begun); a hang-up (`ClientDisconnected`) is
 `cancelled` with what was produced; a cancelled task — the server ending the
@@ -33,23 +34,17 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 from enum import Enum
 from types import TracebackType
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from llmeu.api.accounting import Accounting, Counts, streamed_counts
 from llmeu.api.asgi import JSON_HEADERS, SSE_HEADERS, DisconnectWatch, Headers, Request
-from llmeu.api.auth import KeyRing
-from llmeu.api.error_responses import OPENAI_ERRORS, ErrorShape, as_api_error, send_error
-from llmeu.api.policies import PolicyBook
+from llmeu.api.error_responses import ErrorShape, as_api_error, send_error
 from llmeu.api.trace import TraceRecorder
-from llmeu.api.upstreams import Upstreams
 from llmeu.calls.hangup import Hangup
 from llmeu.calls.output import Delta, StreamOutput, Usage
 from llmeu.calls.record import CallStatus
 from llmeu.calls.request import RoutingRequest
 from llmeu.errors import ApiError, ClientDisconnected, ServiceUnavailable, UpstreamError
-from llmeu.ledger.writer import Ledger
-from llmeu.limits import Limiter
-from llmeu.observability.hooks import Observers
 from llmeu.observability.timing import ResponseTiming
 from llmeu.protocol.routing_block import RoutingBlock
 from llmeu.providers.base import ChatStream, Provider
@@ -57,6 +52,9 @@ from llmeu.routing.catalog import Capability, Endpoint
 from llmeu.routing.fallback import run_with_fallback
 from llmeu.routing.policy import LimitsFail
 from llmeu.routing.router import RoutePlan
+
+if TYPE_CHECKING:
+    from llmeu.api.inference import Calls
 
 T = TypeVar("T")
 log = logging.getLogger("llmeu.api")
@@ -92,50 +90,6 @@ def shutting_down() -> ServiceUnavailable:
     )
 
 
-class Calls:
-    """What every inference surface shares: the door, the policies, the upstreams, the ledger."""
-
-    def __init__(
-        self,
-        *,
-        keys: KeyRing,
-        policies: PolicyBook,
-        upstreams: Upstreams,
-        ledger: Ledger,
-        limits: Limiter,
-        observers: Observers,
-        instance_id: str,
-        max_body_bytes: int,
-    ):
-        self.keys = keys
-        self.policies = policies
-        self.upstreams = upstreams
-        self.ledger = ledger
-        self.limits = limits
-        self.observers = observers
-        self.instance_id = instance_id
-        self.max_body_bytes = max_body_bytes
-        self.accepting = True
-        self.inflight: dict[str, asyncio.Task[Any]] = {}
-
-    def open(
-        self,
-        request: Request,
-        route: str,
-        *,
-        shape: ErrorShape = OPENAI_ERRORS,
-        credentials: Callable[[Request], str | None] | None = None,
-    ) -> Call:
-        """A call on `request`, entered with `async with`; `credentials` finds the API key
-        (default: the `Authorization` header)."""
-        return Call(self, request, route, shape, credentials)
-
-    async def settle_inflight(self, timeout: float) -> None:
-        """Wait (at most `timeout`) for the calls in flight to record how they ended."""
-        if self.inflight:
-            await asyncio.wait(set(self.inflight.values()), timeout=timeout)
-
-
 class Call:
     """One call, from its key to its trace; see the module docstring for the order of steps."""
 
@@ -166,6 +120,7 @@ class Call:
         self._upstream_seconds = 0.0  # spent inside attempts, for the overhead headers
         self._key_id = ""
         self._key_policy = ""
+        self.trace_id = ""
         self.trace: TraceRecorder
         self._accounting: Accounting
 
@@ -190,16 +145,13 @@ class Call:
             instance_id=calls.instance_id, headers=request.headers,
         )  # fmt: skip
         self._accounting = Accounting(calls.limits, key)
+        self.trace_id = self.trace.trace_id
         task = asyncio.current_task()
         if task is not None:
-            calls.inflight[self.trace.trace_id] = task
+            calls.inflight[self.trace_id] = task
         self._key_id = key.key_id
         self._key_policy = key.policy_id
         return self
-
-    @property
-    def trace_id(self) -> str:
-        return self.trace.trace_id
 
     async def body(self) -> bytes:
         return await self.request.body(self._calls.max_body_bytes)

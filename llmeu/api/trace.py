@@ -30,7 +30,7 @@ _DURABLE_WAIT = 10.0
 
 
 class TraceRecorder:
-    __slots__ = ("_ledger", "_observers", "_sensitive", "endpoint", "policy", "record")
+    __slots__ = ("_ledger", "_observers", "_sensitive", "endpoint", "policy", "record", "trace_id")
 
     def __init__(
         self,
@@ -53,14 +53,11 @@ class TraceRecorder:
             received_at=time.time(),
             instance_id=instance_id,
         )
+        self.trace_id = self.record.trace_id
         self.policy: Policy | None = None
         self.endpoint: Endpoint | None = None
         self._sensitive: list[str] = []  # prompt and output text, kept out of error messages
         observers.call_started(self.record, headers)
-
-    @property
-    def trace_id(self) -> str:
-        return self.record.trace_id
 
     @property
     def open(self) -> bool:

@@ -12,7 +12,8 @@ from msgspec import UNSET
 from llmeu.api.accounting import completed_counts, estimate_prompt_tokens
 from llmeu.api.asgi import Request
 from llmeu.api.bodies import decode_body
-from llmeu.api.lifecycle import Call, Calls
+from llmeu.api.inference import Calls
+from llmeu.api.lifecycle import Call
 from llmeu.calls.hangup import Hangup
 from llmeu.calls.output import AssistantOutput, Completion
 from llmeu.calls.request import ChatRequest, ResponseFormat, text_of

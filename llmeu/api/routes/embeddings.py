@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from llmeu.api.accounting import Counts, estimate_tokens
 from llmeu.api.asgi import Request
 from llmeu.api.bodies import decode_body
-from llmeu.api.lifecycle import Call, Calls
+from llmeu.api.inference import Calls
+from llmeu.api.lifecycle import Call
 from llmeu.calls.hangup import Hangup
 from llmeu.calls.output import Embeddings
 from llmeu.calls.request import EmbeddingInputs

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from llmeu.api.asgi import Request
-from llmeu.api.lifecycle import Calls
+from llmeu.api.inference import Calls
 from llmeu.api.upstreams import Upstreams
 from llmeu.errors import NotFound
 from llmeu.protocol.json_codec import encoder
