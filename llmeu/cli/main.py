@@ -12,9 +12,9 @@ import sys
 from collections.abc import Sequence
 
 from llmeu import __version__
-from llmeu.cli import chat, config, keys, ledger, routes, serve, traces, usage
+from llmeu.cli import chat, config, keys, ledger, receipt, routes, serve, traces, usage
 
-SUBCOMMANDS = (serve, chat, routes, config, keys, usage, traces, ledger)
+SUBCOMMANDS = (serve, chat, routes, config, keys, usage, traces, ledger, receipt)
 
 
 def build_parser() -> argparse.ArgumentParser:
