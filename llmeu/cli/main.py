@@ -17,13 +17,16 @@ from llmeu.cli import (
     config_check,
     keys,
     ledger_purge,
+    receipt,
     route_report,
     serve,
     traces,
     usage,
 )
 
-SUBCOMMANDS = (serve, chat, route_report, config_check, keys, usage, traces, ledger_purge)
+SUBCOMMANDS = (
+    serve, chat, route_report, config_check, keys, usage, traces, ledger_purge, receipt,
+)  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:
