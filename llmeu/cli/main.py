@@ -17,7 +17,7 @@ from llmeu.cli import (
     config_check,
     keys,
     ledger_purge,
-    probe,
+    probe_upstream,
     receipt,
     route_report,
     serve,
@@ -26,7 +26,7 @@ from llmeu.cli import (
 )
 
 SUBCOMMANDS = (
-    serve, chat, route_report, config_check, keys, usage, traces, ledger_purge, receipt, probe,
+    serve, chat, route_report, config_check, keys, usage, traces, ledger_purge, receipt, probe_upstream,
 )  # fmt: skip
 
 
