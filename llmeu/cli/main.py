@@ -26,7 +26,8 @@ from llmeu.cli import (
 )
 
 SUBCOMMANDS = (
-    serve, chat, route_report, config_check, keys, usage, traces, ledger_purge, receipt, probe_upstream,
+    serve, chat, route_report, config_check, keys, usage, traces, ledger_purge, receipt,
+    probe_upstream,
 )  # fmt: skip
 
 
