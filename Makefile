@@ -71,6 +71,6 @@ licences: install
 
 # Known vulnerabilities of every pin in the lock, where an advisory database answers.
 audit: install
-	$(BIN)/python -m tools.audit
+	$(BIN)/python -m tools.audit $(AUDIT_FLAGS)
 
 supply-chain: sbom licences audit
