@@ -8,14 +8,9 @@ for their API keys.
 from __future__ import annotations
 
 import os
-import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-
-from llmeu.errors import ConfigError
-from llmeu.routing.builtin import BUILTIN_POLICIES, DEFAULT_POLICY, builtin_catalog
-from llmeu.routing.config_file import GatewayConfig, parse_config
 
 DEFAULT_DATA_DIR = Path.home() / ".local" / "share" / "llmeu"
 
@@ -28,6 +23,7 @@ class Settings:
     config_file: Path | None = None
     database_url: str | None = None
     redis_url: str | None = None
+    redis_timeout_seconds: float = 0.25
     admin_key: str | None = None
     max_body_bytes: int = 4 << 20
     log_level: str = "info"
@@ -68,29 +64,3 @@ class Settings:
     def otel_environ(self) -> dict[str, str]:
         """The standard OpenTelemetry variables (`OTEL_*`), read by llmeu.observability."""
         return {k: v for k, v in self.environ.items() if k.startswith("OTEL_")}
-
-    @property
-    def multi_process(self) -> bool:
-        """State is shared with other gateway processes (PostgreSQL ledger)."""
-        return not self.effective_database_url.startswith("sqlite")
-
-
-def load_gateway_config(settings: Settings) -> GatewayConfig:
-    """The catalog and policies: the configuration file, or the embedded default."""
-    if settings.config_file is None:
-        catalog = builtin_catalog(socket.gethostname(), settings.local_country)
-        return GatewayConfig(catalog, {p.policy_id: p for p in BUILTIN_POLICIES}, DEFAULT_POLICY)
-    try:
-        text = settings.config_file.read_text("utf-8")
-    except OSError as error:
-        raise ConfigError(f"cannot read {settings.config_file}: {error}") from None
-    return parse_config(text, base_policies=BUILTIN_POLICIES)
-
-
-def missing_credentials(config: GatewayConfig, environ: Mapping[str, str]) -> dict[str, str]:
-    """Endpoints whose API-key variable is unset, with the reason they are skipped."""
-    return {
-        e.endpoint_id: f"{e.api_key_env} is not set"
-        for e in config.catalog.endpoints
-        if e.api_key_env and not environ.get(e.api_key_env)
-    }

@@ -1,11 +1,16 @@
 """The one error tree of llmeu.
 
 Every failure the gateway can report is one of these classes. Providers turn
-transport errors into `UpstreamError`s at their edge; the API maps the tree to
-HTTP statuses and OpenAI-shaped bodies in one place (`llmeu.api.errors`).
+transport errors into `UpstreamError`s at their edge, the ledger's drivers
+turn their database's errors into `DatabaseError`s; the API maps the tree to
+HTTP statuses and bodies in one place (`llmeu.api.error_responses`), a
+`DatabaseUnavailable` becoming a 503 `ledger_unavailable`.
 
     LlmeuError
     ├── ConfigError                 invalid settings or configuration file
+    ├── DatabaseError               the ledger database refused the work (retrying fails too)
+    │   └── DatabaseUnavailable     it cannot take the work now; the same work may succeed later
+    ├── ClientDisconnected          the client hung up: the call ends `cancelled`
     └── ApiError                    becomes an HTTP error response
         ├── InvalidRequest          400  invalid_request_error (names `param`)
         ├── AuthenticationFailed    401  authentication_error
@@ -16,6 +21,8 @@ HTTP statuses and OpenAI-shaped bodies in one place (`llmeu.api.errors`).
         ├── PayloadTooLarge         413  invalid_request_error
         ├── RateLimited             429  rate_limit_error, carries `retry_after`
         ├── ServiceUnavailable      503  the gateway itself cannot take the call
+        │   └── LimitsUnavailable   503  a key's limits cannot be checked, and its policy
+        │                                refuses unchecked calls; carries `retry_after`
         └── UpstreamError           502  an upstream attempt failed (e.g. a broken stream)
             ├── UpstreamUnavailable 503  connection refused/reset, upstream 5xx or 429
             ├── UpstreamTimeout     504  connect, first-token, idle or total timeout
@@ -45,6 +52,26 @@ class ConfigError(LlmeuError):
         super().__init__(message + location)
         self.field = field
         self.line = line
+
+
+class DatabaseError(LlmeuError):
+    """The database refused the operation itself: retrying it would fail the same way."""
+
+
+class DatabaseUnavailable(DatabaseError):
+    """The database cannot take the operation now; the same operation may succeed later."""
+
+
+class ClientDisconnected(LlmeuError):
+    """The client went away before its call was answered.
+
+    Its own exception, never a task cancellation: a cancelled task means the
+    server ended the request (shutdown), which the ledger records as
+    `interrupted`, while a hang-up is `cancelled`.
+    """
+
+    def __init__(self, message: str = "the client disconnected") -> None:
+        super().__init__(message)
 
 
 class ApiError(LlmeuError):
@@ -127,6 +154,20 @@ class ServiceUnavailable(ApiError):
     status = 503
     type = "api_error"
     default_code = "service_unavailable"
+
+
+class LimitsUnavailable(ServiceUnavailable):
+    """The limits store does not answer and the key's policy says `limits_fail: closed`.
+
+    A 503, not a 429: the client is over no limit, the gateway cannot tell;
+    quota dashboards and clients must not read it as the key's fault.
+    """
+
+    default_code = "limits_unavailable"
+
+    def __init__(self, message: str, *, retry_after: float):
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class UpstreamError(ApiError):

@@ -1,65 +1,83 @@
-"""The ASGI application: a route table, the lifespan, and the outermost error guard."""
+"""The ASGI application: the route table, the lifespan, and the outermost error guard."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from functools import partial
 
-from llmeu.api.calls import shutting_down
-from llmeu.api.chat import handle_chat
-from llmeu.api.console import handle_console, handle_console_asset, handle_console_slash
+from llmeu.api.asgi import Receive, Request, Scope, Send
 from llmeu.api.cors import CorsMiddleware
-from llmeu.api.embeddings import handle_embeddings
-from llmeu.api.errors import send_error
+from llmeu.api.error_responses import OPENAI_ERRORS, ErrorShape, as_api_error, send_error
 from llmeu.api.gateway import Gateway
-from llmeu.api.http import Receive, Request, Scope, Send, send_response
-from llmeu.api.models import handle_models
-from llmeu.api.openapi import handle_openapi
-from llmeu.api.platform import PLATFORM_PREFIX_ROUTES, PLATFORM_ROUTES
+from llmeu.api.routes import console, platform, service
+from llmeu.api.routes.chat_completions import handle_chat
+from llmeu.api.routes.embeddings import handle_embeddings
+from llmeu.api.routes.models import handle_models
+from llmeu.api.routes.openapi import handle_openapi
 from llmeu.config import Settings
-from llmeu.errors import ApiError, MethodNotAllowed, NotFound
-from llmeu.ledger.records import CallStatus
-from llmeu.protocol.wire import encoder
+from llmeu.errors import ClientDisconnected, MethodNotAllowed, NotFound
 
 log = logging.getLogger("llmeu.api")
 
-Handler = Callable[[Gateway, Request], Awaitable[None]]
-PrefixHandler = Callable[[Gateway, Request, str], Awaitable[None]]
+Handler = Callable[..., Awaitable[None]]
+"""`handler(request, *segments)`: one argument for each `{name}` segment of the path."""
 
 
-async def handle_healthz(gw: Gateway, request: Request) -> None:
-    body = {
-        "status": "ok" if gw.accepting else "shutting_down",
-        "ledger": "ok" if gw.ledger.healthy else "degraded",
-        "ledger_queue": gw.ledger.depth,
-        "instance_id": gw.instance_id,
-    }
-    await send_response(request.send, 200 if gw.accepting else 503, encoder.encode(body))
+@dataclass(frozen=True, slots=True)
+class Route:
+    """One route. `path` is a template: a segment written `{name}` matches any one non-empty
+    segment, passed to the handler in order. `documented` routes are the API, described by
+    `GET /openapi.json` (a test holds the two together); `shape` is how the surface writes
+    its errors."""
+
+    method: str
+    path: str
+    handler: Handler
+    shape: ErrorShape = OPENAI_ERRORS
+    documented: bool = True
+
+    @property
+    def templated(self) -> bool:
+        return "{" in self.path
+
+    def match(self, segments: list[str]) -> list[str] | None:
+        """The values of the `{name}` segments if `segments` (the path split on `/`) fit."""
+        pattern = self.path.split("/")
+        if len(pattern) != len(segments):
+            return None
+        values = []
+        for want, got in zip(pattern, segments, strict=True):
+            if want.startswith("{"):
+                if not got:
+                    return None
+                values.append(got)
+            elif want != got:
+                return None
+        return values
 
 
-async def handle_metrics(gw: Gateway, request: Request) -> None:
-    """Prometheus metrics; no key needed, and no tenant data in them (README, Observability)."""
-    body, content_type = gw.telemetry.exposition(request.header(b"accept"))
-    await send_response(request.send, 200, body, [(b"content-type", content_type.encode())])
-
-
-ROUTES: dict[tuple[str, str], Handler] = {
-    ("POST", "/v1/chat/completions"): handle_chat,
-    ("POST", "/v1/embeddings"): handle_embeddings,
-    ("GET", "/v1/models"): handle_models,
-    ("GET", "/healthz"): handle_healthz,
-    ("GET", "/console"): handle_console,
-    ("GET", "/console/"): handle_console_slash,
-    ("GET", "/openapi.json"): handle_openapi,
-    ("GET", "/metrics"): handle_metrics,
-    **PLATFORM_ROUTES,
-}
-PREFIX_ROUTES: dict[tuple[str, str], PrefixHandler] = {
-    ("GET", "/v1/models/"): handle_models,
-    ("GET", "/console/"): handle_console_asset,
-    **PLATFORM_PREFIX_ROUTES,
-}
+def route_table(gw: Gateway) -> list[Route]:
+    calls = gw.calls
+    platform_routes = [
+        Route(method, path, partial(handler, gw.platform))
+        for method, path, handler in platform.PLATFORM_ROUTES
+    ]
+    return [
+        Route("POST", "/v1/chat/completions", partial(handle_chat, calls)),
+        Route("POST", "/v1/embeddings", partial(handle_embeddings, calls)),
+        Route("GET", "/v1/models", partial(handle_models, calls, gw.started_at)),
+        Route("GET", "/v1/models/{model}", partial(handle_models, calls, gw.started_at)),
+        *platform_routes,
+        Route("GET", "/healthz", partial(service.handle_healthz, gw.health)),
+        Route("GET", "/readyz", partial(service.handle_readyz, gw.readiness)),
+        Route("GET", "/metrics", partial(service.handle_metrics, gw.telemetry)),
+        Route("GET", "/openapi.json", handle_openapi),
+        Route("GET", "/console", console.handle_console, documented=False),
+        Route("GET", "/console/", console.handle_console_slash, documented=False),
+        Route("GET", "/console/{name}", console.handle_console_asset, documented=False),
+    ]
 
 
 class App:
@@ -69,9 +87,9 @@ class App:
         self.gateway = gateway
         origins = gateway.settings.cors_origins
         self._handle_http = CorsMiddleware(self._http, origins) if origins else self._http
-        self.routes = dict(ROUTES)
-        self.prefix_routes: dict[tuple[str, str], PrefixHandler] = dict(PREFIX_ROUTES)
-        self.paths = {path for _, path in self.routes}
+        self.routes = route_table(gateway)
+        self._exact = {(r.method, r.path): r for r in self.routes if not r.templated}
+        self._templated = [r for r in self.routes if r.templated]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
@@ -81,50 +99,37 @@ class App:
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive, send)
-        started = False
-
-        async def tracking_send(message: dict[str, object]) -> None:
-            nonlocal started
-            started = True
-            await send(message)
-
-        request.send = tracking_send  # type: ignore[assignment]
+        shape: ErrorShape = OPENAI_ERRORS
         try:
-            await self._dispatch(request)
-        except asyncio.CancelledError:  # the server ended the request: the trace says so
-            call = request.call
-            if call is not None and call.open:
-                call.finish(CallStatus.INTERRUPTED, error=shutting_down())
-            raise
-        except ApiError as error:
-            if not started:
-                await send_error(send, error)
-        except Exception:  # the outermost layer: never let a bug become a dropped connection
-            log.exception("unhandled error on %s %s", request.method, request.path)
-            internal = ApiError("internal error", code="internal_error")
-            call = request.call
-            if call is not None and call.open:
-                call.finish(CallStatus.FAILED, error=internal)
-            if not started:
-                trace_id = call.trace_id if call is not None else None
-                await send_error(send, internal, trace_id=trace_id)
+            route, values = self._find(request.method, request.path)
+            shape = route.shape
+            await route.handler(request, *values)
+        except ClientDisconnected:
+            return  # nobody is left to answer; a call records its own hang-up
+        except Exception as exc:  # the outermost layer: never let a bug become a dropped connection
+            error = as_api_error(exc)
+            if error.status == 500:
+                log.exception("unhandled error on %s %s", request.method, request.path)
+            if not request.response_started:
+                await send_error(request, error, shape=shape)
 
-    async def _dispatch(self, request: Request) -> None:
-        handler = self.routes.get((request.method, request.path))
-        if handler is not None:
-            await handler(self.gateway, request)
-            return
-        for (method, prefix), prefix_handler in self.prefix_routes.items():
-            if request.method == method and request.path.startswith(prefix):
-                rest = request.path[len(prefix) :]
-                if rest and "/" not in rest:
-                    await prefix_handler(self.gateway, request, rest)
-                    return
-        if request.path in self.paths or any(
-            _one_segment_under(request.path, prefix) for _, prefix in self.prefix_routes
-        ):
-            raise MethodNotAllowed(f"method {request.method} is not allowed on {request.path}")
-        raise NotFound(f"no route {request.method} {request.path}", code="unknown_route")
+    def _find(self, method: str, path: str) -> tuple[Route, list[str]]:
+        """The route and its path values; 405 when only another method has the path."""
+        route = self._exact.get((method, path))
+        if route is not None:
+            return route, []
+        other_method = any(path == r.path for r in self._exact.values())
+        segments = path.split("/")
+        for route in self._templated:
+            values = route.match(segments)
+            if values is None:
+                continue
+            if route.method == method:
+                return route, values
+            other_method = True
+        if other_method:
+            raise MethodNotAllowed(f"method {method} is not allowed on {path}")
+        raise NotFound(f"no route {method} {path}", code="unknown_route")
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -143,10 +148,10 @@ class App:
                 return
 
 
-def _one_segment_under(path: str, prefix: str) -> bool:
-    rest = path[len(prefix) :] if path.startswith(prefix) else ""
-    return bool(rest) and "/" not in rest
-
-
 def create_app(settings: Settings) -> App:
     return App(Gateway.build(settings))
+
+
+def documented_routes(app: App) -> set[tuple[str, str]]:
+    """The (method, path) of every route the OpenAPI document must describe."""
+    return {(r.method, r.path) for r in app.routes if r.documented}

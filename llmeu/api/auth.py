@@ -16,9 +16,8 @@ import logging
 import sys
 import time
 
-from llmeu.errors import AuthenticationFailed, InvalidRequest, ServiceUnavailable
-from llmeu.ledger.database import DatabaseUnavailable
-from llmeu.ledger.records import ApiKey
+from llmeu.errors import AuthenticationFailed, InvalidRequest
+from llmeu.ledger.api_keys import ApiKey
 from llmeu.ledger.secrets import ADMIN_KEY_ID, hash_token, key_id_of, matches, new_key_id, new_token
 from llmeu.ledger.store import Store
 
@@ -80,13 +79,7 @@ class KeyRing:
         now = time.monotonic()
         if self._unknown.get(key_id, 0.0) > now:
             return None
-        try:
-            key = await self._store.get_key(key_id)
-        except DatabaseUnavailable:
-            raise ServiceUnavailable(
-                "cannot check this API key now: the ledger database is unavailable",
-                code="ledger_unavailable",
-            ) from None
+        key = await self._store.get_key(key_id)  # DatabaseUnavailable: a 503, mapped by the api
         if key is None:
             if len(self._unknown) > 10_000:
                 self._unknown.clear()

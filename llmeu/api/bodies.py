@@ -8,7 +8,7 @@ from typing import TypeVar
 import msgspec
 
 from llmeu.errors import InvalidRequest
-from llmeu.protocol.errors import describe_validation_error
+from llmeu.protocol.error_shape import describe_validation_error
 
 T = TypeVar("T")
 

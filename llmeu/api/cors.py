@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 
-from llmeu.api.errors import send_error
-from llmeu.api.http import Headers, Message, Receive, Scope, Send, send_response
+from llmeu.api.asgi import Headers, Message, Receive, Request, Scope, Send
+from llmeu.api.error_responses import send_error
 from llmeu.errors import PermissionDenied
 
 ASGIHandler = Callable[[Scope, Receive, Send], Awaitable[None]]
@@ -55,7 +55,7 @@ class CorsMiddleware:
             return
         requested = _header(scope, b"access-control-request-method")
         if scope["method"] == "OPTIONS" and requested is not None:
-            await self._preflight(scope, origin, send)
+            await self._preflight(Request(scope, receive, send), origin)
             return
         if not self.allowed(origin):
             await self.app(scope, receive, send)
@@ -69,10 +69,10 @@ class CorsMiddleware:
 
         await self.app(scope, receive, send_with_cors)
 
-    async def _preflight(self, scope: Scope, origin: bytes, send: Send) -> None:
+    async def _preflight(self, request: Request, origin: bytes) -> None:
         if not self.allowed(origin):
             await send_error(
-                send,
+                request,
                 PermissionDenied(
                     "this origin may not call the gateway (see --cors-origin)",
                     code="cors_origin_not_allowed",
@@ -84,7 +84,7 @@ class CorsMiddleware:
             (b"access-control-allow-methods", _METHODS),
             (b"access-control-max-age", _MAX_AGE),
         ]
-        asked = _header(scope, b"access-control-request-headers")
+        asked = _header(request.scope, b"access-control-request-headers")
         if asked is not None and len(asked) <= _MAX_REQUESTED_HEADERS:
             headers.append((b"access-control-allow-headers", asked))
-        await send_response(send, 204, b"", headers)
+        await request.respond(204, b"", headers)

@@ -11,19 +11,20 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Mapping
-from typing import Any
 
 import msgspec
 from msgspec import UNSET
 
-from llmeu.errors import InvalidRequest
+from llmeu.calls.request import RoutingRequest
+from llmeu.errors import ConfigError, InvalidRequest
 from llmeu.ledger.store import Store
-from llmeu.protocol.wire import RoutingRequest
 from llmeu.routing.config_file import parse_policy
 from llmeu.routing.policy import Narrowing, Policy, narrow, policy_document
 
 _routing_request = msgspec.json.Decoder(RoutingRequest)
+log = logging.getLogger("llmeu.policies")
 
 
 class PolicyBook:
@@ -38,12 +39,17 @@ class PolicyBook:
         self._turn = asyncio.Lock()
 
     async def load(self) -> None:
+        """The stored policies over the configured ones. A stored policy that this version
+        refuses (stored before a rule was tightened) is left out and logged, never a
+        reason not to start; keys under it are refused as under an unknown policy."""
         async with self._turn:
-            stored = await self._store.list_policies()
-            self._stored = {
-                pid: parse_policy(json.dumps({"policy_id": pid, **body}))
-                for pid, body in stored.items()
-            }
+            stored: dict[str, Policy] = {}
+            for pid, body in (await self._store.list_policies()).items():
+                try:
+                    stored[pid] = parse_policy(json.dumps({"policy_id": pid, **body}))
+                except ConfigError as error:
+                    log.error("stored policy %r is invalid and left out: %s", pid, error)
+            self._stored = stored
             self.policies = {**self._base, **self._stored}
 
     def get(self, policy_id: str) -> Policy | None:
@@ -94,7 +100,3 @@ def _header_narrowing(header: str) -> Narrowing:
             f"invalid x-llmeu-policy header: {error}", param="x-llmeu-policy"
         ) from None
     return _body_narrowing(field, source="x-llmeu-policy")
-
-
-def describe(policy: Policy) -> dict[str, Any]:
-    return policy_document(policy)

@@ -11,10 +11,22 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from llmeu.cli import chat, config, keys, ledger, routes, serve, traces, usage
+from llmeu.cli import (
+    chat,
+    config_check,
+    keys,
+    ledger_purge,
+    receipt,
+    route_report,
+    serve,
+    traces,
+    usage,
+)
 from llmeu.cli.version import VersionAction
 
-SUBCOMMANDS = (serve, chat, routes, config, keys, usage, traces, ledger)
+SUBCOMMANDS = (
+    serve, chat, route_report, config_check, keys, usage, traces, ledger_purge, receipt,
+)  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:

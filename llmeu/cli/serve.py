@@ -1,24 +1,13 @@
-"""`llmeu serve`: build the settings, create the app, run it on uvicorn.
-
-Why uvicorn with uvloop and httptools rather than granian: measured with
-bench/loadgen.py against the same app, gateway pinned to one core, c=16
-(2026-11-30): uvicorn 5,620 calls/s at 0.18 ms CPU per call and 1,740
-64-chunk streams/s at 0.57 ms; granian 2.8 (ASGI, uvloop, one worker) 4,500
-calls/s at 0.22 ms and 1,600 streams/s at 0.62 ms. Its `http.disconnect` is
-also what stops the upstream the moment a client hangs up.
-"""
+"""`llmeu serve`: build the settings from the command line and run the gateway."""
 
 from __future__ import annotations
 
 import argparse
-import gc
-import logging
 from pathlib import Path
 from typing import Any
 
 from llmeu.config import Settings
-from llmeu.errors import ConfigError
-from llmeu.observability.logs import FORMATS, configure_logging
+from llmeu.observability.logs import FORMATS
 
 
 def register(subparsers: Any) -> None:
@@ -32,6 +21,11 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--redis-url", help="redis://… to share limits and health between processes"
+    )
+    parser.add_argument(
+        "--redis-timeout",
+        type=float,
+        help="seconds a Redis command may take before the limits count as degraded (0.25)",
     )
     parser.add_argument(
         "--max-body-bytes", type=int, help="largest request body accepted (413 above)"
@@ -83,6 +77,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         data_dir=args.data_dir,
         database_url=args.database_url,
         redis_url=args.redis_url,
+        redis_timeout_seconds=args.redis_timeout,
         max_body_bytes=args.max_body_bytes,
         log_level=args.log_level,
         log_format=args.log_format,
@@ -97,40 +92,6 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
 
 
 def run(args: argparse.Namespace) -> int:
-    import uvicorn
+    from llmeu.server import run as serve
 
-    from llmeu.api.app import create_app
-    from llmeu.cli.server import MAX_HEAD_BYTES, BoundedHttpToolsProtocol, GatewayServer
-
-    settings = settings_from_args(args)
-    configure_logging(settings.log_level, settings.log_format)
-    try:
-        app = create_app(settings)
-    except ConfigError as error:
-        logging.getLogger("llmeu").error("configuration error: %s", error)
-        return 2
-    config = uvicorn.Config(
-        app,
-        host=settings.host,
-        port=settings.port,
-        loop="uvloop",
-        http=BoundedHttpToolsProtocol,
-        lifespan="on",
-        log_level=settings.log_level,
-        # JSON lines: uvicorn's own loggers go through the root handler too.
-        log_config=None if settings.log_format == "json" else uvicorn.config.LOGGING_CONFIG,
-        access_log=False,
-        server_header=False,
-        proxy_headers=False,  # X-Forwarded-* are not trusted, and parsing them costs every call
-        timeout_graceful_shutdown=5,  # a backstop: the gateway drains first (cli/server.py)
-        h11_max_incomplete_event_size=MAX_HEAD_BYTES,
-    )
-    # Objects made at start-up live as long as the process: keep them out of the
-    # collector's scans (bench/: more calls per second, a shorter p99 under load).
-    # The thresholds stay as they are: raising them let cyclic garbage pile up,
-    # and RSS under 1,000 streams grew by 8 MB a round.
-    gc.collect()
-    gc.freeze()
-    server = GatewayServer(config, app.gateway, settings.shutdown_grace_seconds)
-    server.run()
-    return 0 if server.started else 1
+    return serve(settings_from_args(args))

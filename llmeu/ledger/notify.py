@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from llmeu.ledger.database import DatabaseError, PostgresDatabase
+from llmeu.errors import DatabaseError
 from llmeu.ledger.store import Store
 
 log = logging.getLogger("llmeu.ledger.notify")
@@ -65,8 +65,8 @@ class ChangeFeed:
         live_window: float,
         ack_timeout: float = 2.0,
     ):
-        assert isinstance(store.db, PostgresDatabase), "change notices need PostgreSQL"
-        self._db: PostgresDatabase = store.db
+        assert store.db.dialect.change_notices, "change notices need a database that has them"
+        self._db = store.db
         self._store = store
         self.instance_id = instance_id
         self._apply = apply
@@ -125,7 +125,7 @@ class ChangeFeed:
     async def _notify(self, message: dict[str, Any]) -> None:
         await self._db.execute("SELECT pg_notify(?, ?)", (CHANNEL, json.dumps(message)))
 
-    def _received(self, _conn: object, _pid: int, _channel: str, payload: str) -> None:
+    def _received(self, payload: str) -> None:
         try:
             message = json.loads(payload)
             kind, sender, seq = message["type"], message["from"], int(message["seq"])

@@ -8,9 +8,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from llmeu.ledger.database import Database, DatabaseError, DatabaseUnavailable, Row, Statement
+from llmeu.calls.record import TraceRecord
+from llmeu.errors import DatabaseError, DatabaseUnavailable
+from llmeu.ledger.api_keys import ApiKey
+from llmeu.ledger.database import Database, Row, Statement
 from llmeu.ledger.migrations import CREATE_MIGRATIONS_TABLE, MIGRATIONS
-from llmeu.ledger.records import ApiKey, TraceRecord
 from llmeu.ledger.views import (
     STATUS_COUNTS,
     decode_cursor,
@@ -30,15 +32,6 @@ _TRACE_COLUMNS = (
 _INSERT_TRACE = (
     f"INSERT INTO traces ({', '.join(_TRACE_COLUMNS)}) "
     f"VALUES ({', '.join('?' for _ in _TRACE_COLUMNS)})"
-)
-_BEGIN_TRACE = _INSERT_TRACE + " ON CONFLICT (trace_id) DO NOTHING"
-# A finished trace replaces its in-progress row; it never overwrites another
-# final status (a trace is final once).
-_FINISH_TRACE = (
-    _INSERT_TRACE
-    + " ON CONFLICT (trace_id) DO UPDATE SET "
-    + ", ".join(f"{c} = excluded.{c}" for c in _TRACE_COLUMNS if c != "trace_id")
-    + " WHERE traces.status IN ('in_progress', 'interrupted')"
 )
 _GROUPS = {
     "model": "COALESCE(model_used, request_model)",
@@ -87,6 +80,18 @@ def _storable(row: tuple[Any, ...]) -> tuple[Any, ...]:
 class Store:
     def __init__(self, db: Database):
         self.db = db
+        dialect = db.dialect
+        self._begin_trace = _INSERT_TRACE + dialect.keep_existing("trace_id")
+        # A finished trace replaces its in-progress row; it never overwrites another
+        # final status (a trace is final once).
+        self._finish_trace = _INSERT_TRACE + dialect.upsert(
+            "trace_id", _TRACE_COLUMNS, only_where="traces.status IN ('in_progress', 'interrupted')"
+        )
+
+    @property
+    def shared(self) -> bool:
+        """Whether several gateway processes may share this ledger (the database's answer)."""
+        return self.db.dialect.shared
 
     async def migrate(self) -> list[int]:
         """Apply pending migrations; returns the versions applied now.
@@ -130,25 +135,26 @@ class Store:
     async def _applied_versions(self) -> set[int]:
         return {r["version"] for r in await self.db.fetch("SELECT version FROM schema_migrations")}
 
-    # Traces --------------------------------------------------------------
     async def write_traces(
         self, begins: Sequence[tuple[Any, ...]], finishes: Sequence[tuple[Any, ...]]
     ) -> None:
         """One transaction: in-progress rows first, then finished traces (rows of `trace_row`).
 
-        On PostgreSQL, a batch of in-progress rows only does not wait for the WAL
-        flush: such a row exists to be found as `interrupted` after a gateway
-        crash, and a committed row survives the gateway's crash either way; only
-        a crash of the database server itself within a fraction of a second could
-        lose it. A batch with a finished trace always commits synchronously.
+        Where the database has a relaxed commit (PostgreSQL), a batch of
+        in-progress rows only does not wait for the WAL flush: such a row exists
+        to be found as `interrupted` after a gateway crash, and a committed row
+        survives the gateway's crash either way; only a crash of the database
+        server itself within a fraction of a second could lose it. A batch with a
+        finished trace always commits synchronously.
         """
         statements: list[Statement] = []
-        if begins and not finishes and self.db.dialect == "postgres":
-            statements.append(("SET LOCAL synchronous_commit TO OFF", [()]))
+        relaxed = self.db.dialect.relaxed_commit
+        if begins and not finishes and relaxed is not None:
+            statements.append((relaxed, [()]))
         if begins:
-            statements.append((_BEGIN_TRACE, begins))
+            statements.append((self._begin_trace, begins))
         if finishes:
-            statements.append((_FINISH_TRACE, finishes))
+            statements.append((self._finish_trace, finishes))
         if statements:
             await self.db.transaction(statements)
 
@@ -200,7 +206,7 @@ class Store:
     async def usage(
         self, *, group_by: str, since: float | None, until: float | None, key_id: str | None
     ) -> list[dict[str, Any]]:
-        group = self.db.day_expression("received_at") if group_by == "day" else _GROUPS[group_by]
+        group = self.db.dialect.day("received_at") if group_by == "day" else _GROUPS[group_by]
         where, params = _time_window(since, until)
         where.append("status <> 'in_progress'")
         if key_id is not None:
@@ -234,7 +240,6 @@ class Store:
             (now,),
         )
 
-    # Gateway instances -----------------------------------------------------
     async def register_instance(self, instance_id: str, now: float) -> None:
         await self.db.execute(
             "INSERT INTO instances (instance_id, started_at, heartbeat_at) VALUES (?, ?, ?)",
@@ -245,8 +250,8 @@ class Store:
         """Also registers again a process whose row a sweep removed while its heartbeat
         could not be written (the database was away, or the process stalled)."""
         await self.db.execute(
-            "INSERT INTO instances (instance_id, started_at, heartbeat_at) VALUES (?, ?, ?) "
-            "ON CONFLICT (instance_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at",
+            "INSERT INTO instances (instance_id, started_at, heartbeat_at) VALUES (?, ?, ?)"
+            + self.db.dialect.upsert("instance_id", ("heartbeat_at",)),
             (instance_id, now, now),
         )
 
@@ -279,7 +284,6 @@ class Store:
         )
         return counts[0]
 
-    # Keys and policies -----------------------------------------------------
     async def insert_key(self, key: ApiKey) -> None:
         await self.db.execute(
             f"INSERT INTO api_keys ({_KEY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -288,9 +292,10 @@ class Store:
 
     async def upsert_key(self, key: ApiKey) -> None:
         await self.db.execute(
-            f"INSERT INTO api_keys ({_KEY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-            "ON CONFLICT (key_id) DO UPDATE SET secret_hash = excluded.secret_hash, "
-            "policy_id = excluded.policy_id, is_admin = excluded.is_admin, revoked_at = NULL",
+            f"INSERT INTO api_keys ({_KEY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            + self.db.dialect.upsert(
+                "key_id", ("secret_hash", "policy_id", "is_admin", "revoked_at")
+            ),
             _key_row(key),
         )
 
@@ -313,9 +318,8 @@ class Store:
 
     async def put_policy(self, policy_id: str, body: dict[str, Any], now: float) -> None:
         await self.db.execute(
-            "INSERT INTO policies (policy_id, body, updated_at) VALUES (?, ?, ?) "
-            "ON CONFLICT (policy_id) DO UPDATE SET body = excluded.body, "
-            "updated_at = excluded.updated_at",
+            "INSERT INTO policies (policy_id, body, updated_at) VALUES (?, ?, ?)"
+            + self.db.dialect.upsert("policy_id", ("body", "updated_at")),
             (policy_id, json.dumps(body), now),
         )
 

@@ -16,8 +16,8 @@ import logging
 from collections import deque
 from typing import Any
 
-from llmeu.ledger.database import DatabaseUnavailable
-from llmeu.ledger.records import TraceRecord
+from llmeu.calls.record import TraceRecord
+from llmeu.errors import DatabaseUnavailable
 from llmeu.ledger.store import Store, trace_row
 
 log = logging.getLogger("llmeu.ledger")

@@ -13,7 +13,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-from llmeu.limits.base import (
+from llmeu.limits.limiter import (
     WINDOW_SECONDS,
     Admission,
     Limiter,
@@ -23,6 +23,7 @@ from llmeu.limits.base import (
     requests_exceeded,
     tokens_exceeded,
 )
+from llmeu.routing.policy import LimitsFail
 
 
 class _Window:
@@ -50,6 +51,7 @@ class _Window:
 
 class MemoryLimiter(Limiter):
     def __init__(self, clock: Callable[[], float] = time.monotonic):
+        super().__init__()
         self._clock = clock
         self._windows: dict[str, _Window] = {}
         self._spent: dict[str, float] = {}
@@ -57,7 +59,10 @@ class MemoryLimiter(Limiter):
     async def start(self, spend: SpendSource) -> None:
         self._spent = dict(await spend())
 
-    async def admit(self, quota: Quota, tokens: int) -> Admission:
+    async def admit(
+        self, quota: Quota, tokens: int, *, limits_fail: LimitsFail = LimitsFail.OPEN
+    ) -> Admission:
+        """In memory the limits can always be checked: `limits_fail` never applies."""
         admission = Admission(quota, "", tokens)
         if quota.unlimited:
             return admission

@@ -10,22 +10,36 @@ more than the limit together. Time is Redis's own clock, shared by all.
 
 A key's spend is copied from the ledger the first time a budget check finds
 no entry for it (first use, or after Redis lost its data), then grows with
-every settled call. When Redis cannot be reached, calls are admitted and the
-failure is logged: an outage of the limits store does not stop the gateway.
+every settled call.
+
+A breaker on Redis itself: every command gives up after `timeout` (0.25 s by
+default, against well under a millisecond when Redis is healthy) and is never
+retried. The first timeout or connection error marks the limiter degraded:
+from then on no call waits on Redis — limited calls are admitted unchecked or
+refused (`limits_fail` of the key's policy) — and a background probe pings
+Redis every `probe_interval` seconds until it answers. So a Redis that hangs
+(stopped, partitioned, swapping) costs one timeout, not one per call. Each
+change of state is logged once. Settlements dropped meanwhile are made good
+from the ledger: the spend of their keys is copied again at the next check.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import secrets
 import time
 from typing import Any
 
 import redis.asyncio as aioredis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
-from llmeu.limits.base import (
+from llmeu.errors import LimitsUnavailable
+from llmeu.limits.limiter import (
+    REDIS_TIMEOUT,
     WINDOW_SECONDS,
     Admission,
     Limiter,
@@ -35,11 +49,12 @@ from llmeu.limits.base import (
     requests_exceeded,
     tokens_exceeded,
 )
+from llmeu.routing.policy import LimitsFail
 
 log = logging.getLogger("llmeu.limits")
 
 SPEND_KEY = "llmeu:limits:spend"
-_ERROR_LOG_INTERVAL = 30.0
+DEFAULT_PROBE_INTERVAL = 1.0
 
 _ADMIT = """
 local t = redis.call('TIME')
@@ -105,26 +120,50 @@ return 1
 """
 
 
+def connect(url: str, timeout: float) -> aioredis.Redis:
+    """A client that gives up after `timeout` seconds and never retries by itself:
+    its callers decide what a Redis that does not answer means."""
+    return aioredis.Redis.from_url(
+        url,
+        socket_timeout=timeout,
+        socket_connect_timeout=timeout,
+        retry=Retry(NoBackoff(), 0),
+    )
+
+
 class RedisLimiter(Limiter):
-    def __init__(self, url: str):
-        self.redis: aioredis.Redis = aioredis.Redis.from_url(url, socket_timeout=5)
+    def __init__(
+        self,
+        url: str,
+        *,
+        timeout: float = REDIS_TIMEOUT,
+        probe_interval: float = DEFAULT_PROBE_INTERVAL,
+    ):
+        super().__init__()
+        self.redis: aioredis.Redis = connect(url, timeout)
+        self.probe_interval = probe_interval
         self._admit = self.redis.register_script(_ADMIT)
         self._settle = self.redis.register_script(_SETTLE)
         self._spend: SpendSource | None = None
         self._pending: set[asyncio.Task[Any]] = set()
-        self._last_error_log = 0.0
+        self._probe: asyncio.Task[None] | None = None
+        self._unsettled: set[str] = set()  # keys whose spend Redis missed while degraded
 
     async def start(self, spend: SpendSource) -> None:
         self._spend = spend
         try:
             await self.redis.ping()
         except (RedisError, OSError) as error:
-            self._unavailable(error)
+            self._degrade(error)
 
-    async def admit(self, quota: Quota, tokens: int) -> Admission:
+    async def admit(
+        self, quota: Quota, tokens: int, *, limits_fail: LimitsFail = LimitsFail.OPEN
+    ) -> Admission:
         admission = Admission(quota, "", tokens)
         if quota.unlimited:
             return admission
+        if self.state.degraded:
+            return self._unchecked(admission, limits_fail)
         ticket = secrets.token_hex(8)
         keys = [f"llmeu:limits:{quota.key_id}:req", f"llmeu:limits:{quota.key_id}:tok", SPEND_KEY]
         args: list[str | int] = [
@@ -142,8 +181,8 @@ class RedisLimiter(Limiter):
                 await self._seed_spend(quota.key_id)
                 verdict, value = await self._admit(keys, args)
         except (RedisError, OSError) as error:
-            self._unavailable(error)
-            return admission
+            self._degrade(error)
+            return self._unchecked(admission, limits_fail)
         if verdict == b"budget":
             raise budget_exceeded(quota, float(value))
         if verdict == b"rpm":
@@ -152,6 +191,17 @@ class RedisLimiter(Limiter):
             raise tokens_exceeded(quota, tokens, float(value) / 1000)
         if quota.rpm is not None or quota.tpm is not None:
             admission.ticket = ticket
+        return admission
+
+    def _unchecked(self, admission: Admission, limits_fail: LimitsFail) -> Admission:
+        if limits_fail is LimitsFail.CLOSED:
+            self.state.unchecked_refused += 1
+            raise LimitsUnavailable(
+                f"The limits of key {admission.quota.key_id} cannot be checked right now and "
+                "its policy refuses calls it cannot check (limits_fail: closed). Retry later.",
+                retry_after=self.probe_interval,
+            )
+        self.state.unchecked_admitted += 1
         return admission
 
     async def _seed_spend(self, key_id: str) -> None:
@@ -168,25 +218,79 @@ class RedisLimiter(Limiter):
         charge = cost_eur if cost_eur and quota.budget_eur is not None else 0.0
         if not reserved and not charge:
             return
+        if self.state.degraded:
+            # A reservation lapses with its window; a charge is recovered from the ledger.
+            if charge:
+                self._unsettled.add(quota.key_id)
+            return
         keys = [f"llmeu:limits:{quota.key_id}:tok", SPEND_KEY]
         args = [reserved, f"{admission.ticket}:{tokens}", repr(charge), quota.key_id]
-        task = asyncio.get_running_loop().create_task(self._run_settle(keys, args))
+        task = asyncio.get_running_loop().create_task(self._run_settle(keys, args, bool(charge)))
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
 
-    async def _run_settle(self, keys: list[str], args: list[Any]) -> None:
+    async def _run_settle(self, keys: list[str], args: list[Any], charged: bool) -> None:
         try:
             await self._settle(keys, args)
         except (RedisError, OSError) as error:
-            self._unavailable(error)
+            if charged:
+                self._unsettled.add(args[3])
+            self._degrade(error)
 
-    def _unavailable(self, error: Exception) -> None:
-        now = time.monotonic()
-        if now - self._last_error_log >= _ERROR_LOG_INTERVAL:
-            self._last_error_log = now
-            log.error("limits: Redis unavailable, admitting calls unchecked: %s", error)
+    def _degrade(self, error: Exception) -> None:
+        """Stop waiting on Redis until a probe finds it answering."""
+        state = self.state
+        if state.degraded:
+            return
+        state.degraded = True
+        state.degraded_since = time.monotonic()
+        log.error(
+            "limits: Redis does not answer (%s: %s); limited calls are admitted unchecked, "
+            "or refused under policies with limits_fail: closed, until it answers "
+            "(probing every %g s)",
+            type(error).__name__,
+            error,
+            self.probe_interval,
+        )
+        self._probe = asyncio.get_running_loop().create_task(
+            self._probe_until_answered(state.unchecked_admitted, state.unchecked_refused),
+            name="llmeu-limits-probe",
+        )
+
+    async def _probe_until_answered(self, admitted: int, refused: int) -> None:
+        """Ping until Redis answers; `admitted` and `refused` are the counts at the trip."""
+        state = self.state
+        while True:
+            await asyncio.sleep(self.probe_interval)
+            try:
+                await self.redis.ping()
+                await self._forget_unsettled_spend()
+            except (RedisError, OSError):
+                continue
+            break
+        since = state.degraded_since or time.monotonic()
+        state.degraded, state.degraded_since = False, None
+        log.warning(
+            "limits: Redis answers again after %.1f s; limits are checked again "
+            "(meanwhile %d limited calls were admitted unchecked and %d refused)",
+            time.monotonic() - since,
+            state.unchecked_admitted - admitted,
+            state.unchecked_refused - refused,
+        )
+
+    async def _forget_unsettled_spend(self) -> None:
+        """Drop the spend Redis holds for keys whose charges it missed: the next
+        budget check copies it afresh from the ledger, which missed nothing."""
+        while self._unsettled:
+            keys = set(self._unsettled)
+            await self.redis.hdel(SPEND_KEY, *keys)
+            self._unsettled -= keys
 
     async def aclose(self) -> None:
+        if self._probe is not None:
+            self._probe.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._probe
         if self._pending:
             await asyncio.wait(self._pending, timeout=5)
         await self.redis.aclose()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from llmeu.ledger.records import Attempt, TraceRecord
+from llmeu.calls.record import Attempt, TraceRecord
 from llmeu.observability.timing import ResponseTiming
 
 log = logging.getLogger("llmeu.observers")

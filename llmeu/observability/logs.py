@@ -4,18 +4,28 @@ The call line (logger `llmeu.calls`) carries the trace id, status, timings,
 routing and token counts, never the prompt or the output. Failed calls log
 at WARNING, every other call at INFO, so `--log-level warning` keeps only the
 failures; nothing is built for a line the level filters out.
+
+A record is one line, whatever a client sent: model names, paths and error
+messages reach logs, and a newline in one would write a forged line of its
+own. JSON escapes by nature (and here also the line separators that JSON
+leaves raw); the text format escapes control characters, line separators and
+bidirectional overrides in the message (format arguments included) and quotes
+field values that hold spaces, `=` or quotes, logfmt style. A traceback stays
+multi-line, every line of it indented: only a record's first line starts at
+the left margin, so no text inside a traceback can pass for a record.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import sys
 import time
 from typing import Any
 
 import msgspec
 
-from llmeu.ledger.records import CallStatus, TraceRecord
+from llmeu.calls.record import CallStatus, TraceRecord
 from llmeu.observability.hooks import CallObserver
 from llmeu.observability.timing import ResponseTiming
 
@@ -23,6 +33,14 @@ CALLS_LOGGER = "llmeu.calls"
 FORMATS = ("text", "json")
 _FIELDS_ATTRIBUTE = "llmeu_fields"
 _json = msgspec.json.Encoder(enc_hook=str)
+
+# What ends a line for some reader (str.splitlines, terminals, editors) or
+# disguises text on screen (bidirectional overrides).
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_UNSAFE_IN_JSON = re.compile(r"[\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_BARE_VALUE = re.compile(r'[^\s="\\]+')
+_CONTINUATION = "  "
 
 
 def _milliseconds(start: float | None, end: float | None) -> float | None:
@@ -79,6 +97,42 @@ class CallLogObserver(CallObserver):
         self._log.log(level, "call %s", record.status.value, extra={_FIELDS_ATTRIBUTE: fields})
 
 
+def _escaped_character(match: re.Match[str]) -> str:
+    character = match.group()
+    named = _NAMED_ESCAPES.get(character)
+    if named is not None:
+        return named
+    code = ord(character)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def escape(text: str) -> str:
+    """`text` safe on one line of a log: every unsafe character written as an escape."""
+    if _UNSAFE.search(text) is None:
+        return text
+    return _UNSAFE.sub(_escaped_character, text)
+
+
+def field_value(value: object) -> str:
+    """A value of a key=value pair: bare when it can be, else quoted with escapes."""
+    if isinstance(value, int | float):
+        return str(value)
+    text = str(value)
+    if _BARE_VALUE.fullmatch(text) and _UNSAFE.search(text) is None:
+        return text
+    return '"' + escape(text.replace("\\", "\\\\").replace('"', '\\"')) + '"'
+
+
+def _indented(block: str) -> str:
+    """A traceback or stack: its lines kept, each indented and stripped of unsafe characters."""
+    lines = block.split("\n")
+    return "\n".join(_CONTINUATION + escape(line) for line in lines)
+
+
+def _json_escape(character: re.Match[str]) -> str:
+    return f"\\u{ord(character.group()):04x}"
+
+
 class JsonFormatter(logging.Formatter):
     """One JSON object per line: time, level, logger, message, then the record's fields."""
 
@@ -94,7 +148,11 @@ class JsonFormatter(logging.Formatter):
             payload.update(fields)
         if record.exc_info:
             payload["exception"] = self.formatException(record.exc_info)
-        return _json.encode(payload).decode()
+        line = _json.encode(payload).decode()
+        if _UNSAFE_IN_JSON.search(line) is None:
+            return line
+        # Only inside strings can these characters occur; the escape decodes to the same text.
+        return _UNSAFE_IN_JSON.sub(_json_escape, line)
 
 
 class TextFormatter(logging.Formatter):
@@ -104,12 +162,22 @@ class TextFormatter(logging.Formatter):
         super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
 
     def format(self, record: logging.LogRecord) -> str:
-        line = super().format(record)
+        record.message = record.getMessage()
+        record.asctime = self.formatTime(record, self.datefmt)
+        line = escape(self.formatMessage(record))
         fields = getattr(record, _FIELDS_ATTRIBUTE, None)
-        if not isinstance(fields, dict):
-            return line
-        pairs = " ".join(f"{k}={v}" for k, v in fields.items() if v is not None)
-        return f"{line} {pairs}"
+        if isinstance(fields, dict):
+            pairs = " ".join(f"{k}={field_value(v)}" for k, v in fields.items() if v is not None)
+            line = f"{line} {pairs}"
+        # Formatted here rather than taken from `record.exc_text`, which another
+        # handler's formatter may have filled without indenting it.
+        if record.exc_info:
+            line += "\n" + _indented(self.formatException(record.exc_info))
+        elif record.exc_text:
+            line += "\n" + _indented(record.exc_text)
+        if record.stack_info:
+            line += "\n" + _indented(self.formatStack(record.stack_info))
+        return line
 
 
 def _timestamp(created: float) -> str:

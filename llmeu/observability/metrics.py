@@ -13,7 +13,7 @@ from typing import Generic, TypeVar
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from llmeu.ledger.records import CallStatus, TraceRecord
+from llmeu.calls.record import CallStatus, TraceRecord
 from llmeu.observability.hooks import CallObserver, Headers
 from llmeu.observability.timing import ResponseTiming
 

@@ -13,7 +13,7 @@ import json
 from typing import Any
 from urllib.parse import urlsplit
 
-from llmeu.ledger.records import Attempt, CallStatus, TraceRecord
+from llmeu.calls.record import Attempt, CallStatus, TraceRecord
 from llmeu.routing.catalog import Endpoint
 
 Attributes = dict[str, Any]

@@ -5,18 +5,34 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Sequence
+from typing import Protocol
 
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from llmeu.ledger.writer import Ledger
-from llmeu.routing.health import CircuitBreaker
+from llmeu.routing.breaker import CircuitBreaker
+
+
+class LedgerState(Protocol):
+    """What the metrics read of the ledger's writer (`llmeu.ledger.writer.Ledger`)."""
+
+    @property
+    def depth(self) -> int: ...
+
+    @property
+    def healthy(self) -> bool: ...
+
+    @property
+    def last_batch_seconds(self) -> float: ...
+
+    @property
+    def batches(self) -> int: ...
 
 
 class GatewayStateCollector:
     def __init__(
         self,
         breaker: CircuitBreaker,
-        ledger: Ledger,
+        ledger: LedgerState,
         endpoint_ids: Sequence[str],
         clock: Callable[[], float] = time.monotonic,
     ):

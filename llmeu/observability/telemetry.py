@@ -15,14 +15,14 @@ from prometheus_client.exposition import choose_encoder
 
 from llmeu import __version__
 from llmeu.config import Settings
-from llmeu.ledger.writer import Ledger
 from llmeu.observability.hooks import CallObserver
+from llmeu.observability.limits_metrics import LimitsCollector, LimitsState
 from llmeu.observability.logs import CallLogObserver
 from llmeu.observability.metrics import MetricsObserver
 from llmeu.observability.otel_config import otlp_settings
-from llmeu.observability.state_metrics import GatewayStateCollector
+from llmeu.observability.state_metrics import GatewayStateCollector, LedgerState
+from llmeu.routing.breaker import CircuitBreaker
 from llmeu.routing.catalog import Catalog
-from llmeu.routing.health import CircuitBreaker
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
@@ -36,13 +36,21 @@ class Telemetry:
 
     @classmethod
     def build(
-        cls, settings: Settings, catalog: Catalog, *, ledger: Ledger, breaker: CircuitBreaker
+        cls,
+        settings: Settings,
+        catalog: Catalog,
+        *,
+        ledger: LedgerState,
+        breaker: CircuitBreaker,
+        limiter: LimitsState | None = None,
     ) -> Telemetry:
         registry = CollectorRegistry()
         known_models = {n for e in catalog.endpoints for n in (*e.aliases, e.model, e.endpoint_id)}
         observers: list[CallObserver] = [MetricsObserver(registry, known_models), CallLogObserver()]
         endpoint_ids = [e.endpoint_id for e in catalog.endpoints]
         registry.register(GatewayStateCollector(breaker, ledger, endpoint_ids))
+        if limiter is not None:
+            registry.register(LimitsCollector(limiter))
         telemetry = cls(registry, observers)
         otlp = otlp_settings(settings.otel_environ)
         if otlp is not None:

@@ -15,7 +15,7 @@ import time
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer, set_span_in_context
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from llmeu.ledger.records import Attempt, CallStatus, TraceRecord
+from llmeu.calls.record import Attempt, CallStatus, TraceRecord
 from llmeu.observability.hooks import CallObserver, Headers
 from llmeu.observability.span_attributes import (
     attempt_attributes,

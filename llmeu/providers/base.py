@@ -1,18 +1,23 @@
 """The interface every upstream adapter implements.
 
-A provider serves one catalog endpoint. Streaming is pull-based: the caller
-asks for the next delta and closing the stream stops the upstream at once
-(the HTTP connection is aborted, local generation is stopped), so no token is
-generated for nobody. Every failure leaves a provider as an `UpstreamError`.
+A provider serves one catalog endpoint. It takes the canonical request
+(`llmeu.calls.request`) and gives back canonical output (`llmeu.calls.output`),
+translating both ways at its edge. Streaming is pull-based: the caller asks
+for the next delta. Every operation takes the call's `Hangup`: a provider
+binds the abort of what it waits on, so a client that goes away stops the
+upstream at once (the HTTP connection is aborted, local generation is
+stopped) and no token is generated for nobody. Every upstream failure leaves
+a provider as an `UpstreamError`; a hang-up as `ClientDisconnected`.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
-from dataclasses import dataclass
 
-from llmeu.protocol.wire import AssistantOutput, ChatCompletionRequest, Delta, Usage
+from llmeu.calls.hangup import Hangup
+from llmeu.calls.output import Completion, Delta, Embeddings, Usage
+from llmeu.calls.request import ChatRequest, EmbeddingInputs
+from llmeu.errors import InvalidRequest
 from llmeu.routing.catalog import Endpoint
 
 
@@ -44,19 +49,6 @@ class ChatStream(ABC):
         """Stop the upstream now; safe to call more than once and after completion."""
 
 
-@dataclass(frozen=True, slots=True)
-class Completion:
-    message: AssistantOutput
-    finish_reason: str | None
-    usage: Usage | None
-
-
-@dataclass(frozen=True, slots=True)
-class Embeddings:
-    vectors: Sequence[Sequence[float]]
-    prompt_tokens: int | None
-
-
 class Provider(ABC):
     """Serves one endpoint of the catalog."""
 
@@ -64,24 +56,23 @@ class Provider(ABC):
         self.endpoint = endpoint
 
     async def start(self) -> None:  # noqa: B027 - optional hook
-        """Prepare resources (load a model, warm a pool); called once at startup."""
+        """Prepare resources (load a model, warm a pool); called once at startup.
+        A `ConfigError` makes the endpoint unavailable, with its message as the reason."""
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release resources at shutdown."""
 
     @abstractmethod
-    async def stream_chat(self, request: ChatCompletionRequest) -> ChatStream:
+    async def stream_chat(self, request: ChatRequest, hangup: Hangup) -> ChatStream:
         """Start a streamed completion; returns once the upstream accepted the request."""
 
     @abstractmethod
-    async def complete_chat(self, request: ChatCompletionRequest) -> Completion:
+    async def complete_chat(self, request: ChatRequest, hangup: Hangup) -> Completion:
         """A whole completion in one response."""
 
     async def embed(
-        self, inputs: Sequence[str] | Sequence[Sequence[int]], dimensions: int | None
+        self, inputs: EmbeddingInputs, dimensions: int | None, hangup: Hangup
     ) -> Embeddings:
-        from llmeu.errors import InvalidRequest
-
         raise InvalidRequest(
             f"endpoint {self.endpoint.endpoint_id} does not serve embeddings", param="model"
         )

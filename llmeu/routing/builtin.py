@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from importlib import resources
 
-from llmeu.routing.catalog import LOCAL_CHAT_MODEL as LOCAL_CHAT_MODEL
-from llmeu.routing.catalog import LOCAL_EMBEDDING_MODEL as LOCAL_EMBEDDING_MODEL
 from llmeu.routing.catalog import (
+    LOCAL_CHAT_MODEL,
+    LOCAL_EMBEDDING_MODEL,
     Capability,
     Catalog,
     Endpoint,

@@ -26,12 +26,15 @@ from llmeu.routing.catalog import (
     Timeouts,
 )
 from llmeu.routing.durations import ZERO, Duration
-from llmeu.routing.policy import Policy
+from llmeu.routing.policy import LimitsFail, Policy
 
 T = TypeVar("T")
 _Node = yaml.Node
 _NULL_TAG = "tag:yaml.org,2002:null"
 _COUNTRY = re.compile(r"^[A-Za-z]{2}$")
+# Control characters, line separators and bidirectional overrides: names reach
+# log lines, tables and the console, where these would forge or disguise text.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +109,7 @@ def _endpoint(node: _Node) -> Endpoint:
     fields = _mapping(node, "endpoint", _ENDPOINT_FIELDS, required=_ENDPOINT_REQUIRED)
     kind = _enum(fields.get("kind"), "kind", EndpointKind, EndpointKind.OPENAI)
     model = _name(fields["model"], "model")
-    base_url = _optional(fields, "base_url", str, "")
+    base_url = _text(fields, "base_url", "")
     if kind is EndpointKind.OPENAI and not base_url.startswith(("http://", "https://")):
         raise ConfigError(
             "an `openai` endpoint needs a base_url starting with http:// or https://",
@@ -120,9 +123,9 @@ def _endpoint(node: _Node) -> Endpoint:
         provider=_name(fields["provider"], "provider"),
         kind=kind,
         base_url=base_url.rstrip("/"),
-        api_key_env=_optional(fields, "api_key_env", str, None),
+        api_key_env=_text(fields, "api_key_env", None),
         model=model,
-        model_version=str(_optional(fields, "model_version", (str, int, float), "")),
+        model_version=_text(fields, "model_version", "", (str, int, float)),
         aliases=tuple(_name(n, "aliases") for n in _sequence(fields.get("aliases"), "aliases")),
         inference_region=_name(fields["inference_region"], "inference_region"),
         country=_country(fields["country"], "country") if "country" in fields else "",
@@ -179,7 +182,7 @@ def _timeouts(node: _Node | None) -> Timeouts:
 
 _POLICY_FIELDS = {
     "policy_id", "allow_classes", "allow_countries", "allow_providers", "max_retention",
-    "store_content", "fallback",
+    "store_content", "fallback", "limits_fail",
 }  # fmt: skip
 
 
@@ -206,10 +209,8 @@ def _policy(node: _Node) -> Policy:
         if "store_content" in fields
         else ZERO,
         fallback=_optional(fields, "fallback", bool, True),
+        limits_fail=_enum(fields.get("limits_fail"), "limits_fail", LimitsFail, LimitsFail.OPEN),
     )
-
-
-# Node helpers -----------------------------------------------------------------
 
 
 def _compose(text: str) -> _Node | None:
@@ -296,11 +297,35 @@ def _enum(node: _Node | None, what: str, enum: Callable[[str], T], default: T | 
 
 
 def _name(node: _Node, what: str) -> str:
-    """A non-empty string: an id, a provider, a model or region name."""
+    """A non-empty string without control characters: an id, a provider, a model or region."""
     value: str = _scalar(node, what, str)
     if not value.strip():
         raise ConfigError(f"{what} must not be empty", field=what, line=_line(node))
+    _refuse_control(value, what, node)
     return value
+
+
+def _text(
+    fields: dict[str, _Node], name: str, default: T, kind: type | tuple[type, ...] = str
+) -> str | T:
+    """An optional value as text, without control characters."""
+    node = fields.get(name)
+    if node is None:
+        return default
+    value = str(_scalar(node, name, kind))
+    _refuse_control(value, name, node)
+    return value
+
+
+def _refuse_control(value: str, what: str, node: _Node) -> None:
+    found = _CONTROL.search(value)
+    if found is not None:
+        raise ConfigError(
+            f"{what} must not contain control characters (found {found.group()!r} at "
+            f"position {found.start()})",
+            field=what,
+            line=_line(node),
+        )
 
 
 def _country(node: _Node, what: str) -> str:

@@ -5,16 +5,28 @@ are allowed and the provider's retention fits `max_retention`. Empty country
 or provider lists mean "any the classes allow". A request may narrow the
 policy of its key (name a stricter policy, or give allow-lists) but never
 widen it: every widening is refused with the field that widened it.
+
+`limits_fail` says what happens to the key's limited calls while the shared
+limits store (Redis) cannot be reached: `open` admits them unchecked (the
+gateway keeps serving), `closed` refuses them (a budget is never overspent).
+It governs the key's limits, not where a call runs, so a request's narrowing
+never changes it: the effective policy keeps the key's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from enum import StrEnum
 
 from llmeu.errors import InvalidRequest, PermissionDenied
 from llmeu.routing.catalog import Endpoint, SovereigntyClass
 from llmeu.routing.durations import Duration
+
+
+class LimitsFail(StrEnum):
+    OPEN = "open"
+    CLOSED = "closed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +38,7 @@ class Policy:
     allow_countries: frozenset[str] = frozenset()
     allow_providers: frozenset[str] = frozenset()
     fallback: bool = True
+    limits_fail: LimitsFail = LimitsFail.OPEN
 
     def exclusion(self, endpoint: Endpoint) -> tuple[str, str] | None:
         """(rule, reason) when the policy excludes the endpoint, else None."""
@@ -88,6 +101,7 @@ def policy_document(policy: Policy) -> dict[str, object]:
         "max_retention": policy.max_retention.text,
         "store_content": policy.store_content.text,
         "fallback": policy.fallback,
+        "limits_fail": policy.limits_fail.value,
     }
 
 
@@ -108,7 +122,11 @@ class Narrowing:
 
 
 def narrow(base: Policy, narrowing: Narrowing, policies: dict[str, Policy]) -> Policy:
-    """The effective policy: `base` narrowed by the request, or a refusal naming the field."""
+    """The effective policy: `base` narrowed by the request, or a refusal naming the field.
+
+    A named policy brings its rules but keeps `base`'s `limits_fail`: how the
+    key's limits are enforced is the admin's choice, not the request's.
+    """
     policy = base
     src = narrowing.source
     if narrowing.policy_id is not None and narrowing.policy_id != base.policy_id:
@@ -128,6 +146,8 @@ def narrow(base: Policy, narrowing: Narrowing, policies: dict[str, Policy]) -> P
                 code="policy_widening",
             )
         policy = named
+        if named.limits_fail is not base.limits_fail:
+            policy = replace(named, limits_fail=base.limits_fail)
     if narrowing.allow_classes:
         classes = _parse_classes(narrowing.allow_classes, f"{src}.allow_classes")
         _refuse_outside(classes, policy.allow_classes, policy, f"{src}.allow_classes")

@@ -394,18 +394,22 @@ def test_the_admin_manages_keys_and_policies(page: Page, console: Console) -> No
     new.get_by_label("on_premise").uncheck()
     new.get_by_label("Allowed countries").fill("fr")
     new.get_by_label("Fall back").uncheck()
+    new.get_by_label("Limited calls when limits cannot be checked").select_option("closed")
     new.get_by_role("button", name="Create policy").click()
     card = page.get_by_role("article", name="fr-only")
     expect(card).to_contain_text("FR")
+    expect(card).to_contain_text("refuse limited calls")
     policy = console.api("GET", "/v1/platform/policies/fr-only")
     assert policy["allow_classes"] == ["eu_sovereign"]
     assert policy["allow_countries"] == ["FR"]
     assert policy["fallback"] is False
+    assert policy["limits_fail"] == "closed"
     card.get_by_role("button", name="Edit fr-only").click()
     card.get_by_label("Gateway stores content for").fill("P2D")
     card.get_by_role("button", name="Save").click()
     expect(card).to_contain_text("P2D")
-    assert console.api("GET", "/v1/platform/policies/fr-only")["store_content"] == "P2D"
+    saved = console.api("GET", "/v1/platform/policies/fr-only")
+    assert (saved["store_content"], saved["limits_fail"]) == ("P2D", "closed"), "an edit keeps it"
     card.get_by_role("button", name="Edit fr-only").click()
     card.get_by_label("Longest provider retention").fill("thirty days")
     card.get_by_role("button", name="Save").click()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from llmeu.api.console import CONTENT_SECURITY_POLICY, console_assets
+from llmeu.api.routes.console import CONTENT_SECURITY_POLICY, console_assets
 from tests.console.conftest import Console
 from tests.support.processes import REPO
 

@@ -15,8 +15,9 @@ from concurrent.futures import ThreadPoolExecutor
 import asyncpg
 import pytest
 
-from tests.faults.helpers import Outcome, chat, create_key, trace, wait_for
+from tests.faults.helpers import Outcome, chat, create_key, trace
 from tests.support.processes import FakeUpstream, Gateway, config_yaml, fake_endpoint
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis]
 

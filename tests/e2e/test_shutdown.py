@@ -19,18 +19,11 @@ from typing import Any
 
 import pytest
 
-from tests.faults.helpers import (
-    create_key,
-    dechunk,
-    open_raw_stream,
-    parse_sse,
-    post,
-    read_to_end,
-    read_until,
-    trace,
-    wait_for,
-)
+from tests.faults.helpers import create_key, parse_sse, post, trace
 from tests.support.processes import FakeUpstream, Gateway, config_yaml, fake_endpoint
+from tests.support.streams import dechunk, read_to_end, read_until
+from tests.support.streams import open_stream as open_raw_stream
+from tests.support.waiting import wait_for
 
 
 @pytest.fixture

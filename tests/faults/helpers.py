@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -131,61 +128,3 @@ def create_key(gateway: Gateway, **spec: Any) -> dict[str, Any]:
     assert response.status_code == 201, response.text
     created: dict[str, Any] = response.json()
     return created
-
-
-def wait_for(condition: Callable[[], Any], timeout: float = 15, what: str = "condition") -> Any:
-    """Poll until `condition()` is truthy; returns its value."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} did not happen within {timeout} s")
-        time.sleep(0.02)
-
-
-def open_raw_stream(gateway: Gateway, content: str, key: str | None = None) -> socket.socket:
-    """Start a streamed call on a raw socket (to hang up or keep it open at will)."""
-    payload = json.dumps(
-        {"model": "fake-model", "stream": True, "messages": [{"role": "user", "content": content}]}
-    ).encode()
-    sock = socket.create_connection(("127.0.0.1", gateway.port), timeout=30)
-    sock.sendall(
-        f"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\n"
-        f"authorization: Bearer {key or gateway.admin_key}\r\n"
-        f"content-type: application/json\r\ncontent-length: {len(payload)}\r\n\r\n".encode()
-        + payload
-    )
-    return sock
-
-
-def read_until(sock: socket.socket, marker: bytes, count: int = 1) -> bytes:
-    data = b""
-    while data.count(marker) < count:
-        chunk = sock.recv(65536)
-        assert chunk, "the gateway closed the stream early"
-        data += chunk
-    return data
-
-
-def read_to_end(sock: socket.socket) -> bytes:
-    data = b""
-    while chunk := sock.recv(65536):
-        data += chunk
-    return data
-
-
-def dechunk(body: bytes) -> bytes:
-    """The payload of a chunked HTTP body (as far as it arrived)."""
-    out = b""
-    while body:
-        size_line, sep, rest = body.partition(b"\r\n")
-        if not sep:
-            break
-        size = int(size_line, 16)
-        if size == 0:
-            break
-        out += rest[:size]
-        body = rest[size + 2 :]
-    return out

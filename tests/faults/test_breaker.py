@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.faults.helpers import api_get, chat, trace, wait_for
+from tests.faults.helpers import api_get, chat, trace
 from tests.support.processes import (
     REPO,
     FakeUpstream,
@@ -20,6 +20,7 @@ from tests.support.processes import (
     fake_endpoint,
     free_port,
 )
+from tests.support.waiting import wait_for
 
 
 class Restartable:

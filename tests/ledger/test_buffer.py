@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from llmeu.ledger.records import CallStatus
+from llmeu.calls.record import CallStatus
 from llmeu.ledger.store import Store
 from llmeu.ledger.writer import Ledger
 from tests.ledger.conftest import outage, trace

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
-from llmeu.ledger.database import open_database
-from llmeu.ledger.records import CallStatus, TraceRecord
+from llmeu.calls.record import CallStatus, TraceRecord
+from llmeu.ledger.opening import open_database
 from llmeu.ledger.store import Store
 from llmeu.ledger.writer import Ledger
 from tests.ledger.conftest import outage, trace

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from llmeu.ledger.database import DatabaseError, DatabaseUnavailable
-from llmeu.ledger.records import ApiKey
+from llmeu.errors import DatabaseError, DatabaseUnavailable
+from llmeu.ledger.api_keys import ApiKey
 from llmeu.ledger.secrets import hash_token, key_id_of, matches, new_key_id, new_token
 from llmeu.ledger.store import Store
 

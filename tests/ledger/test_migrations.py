@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
-from llmeu.ledger.database import Database, open_database
+from llmeu.ledger.database import Database
 from llmeu.ledger.migrations import MIGRATIONS
+from llmeu.ledger.opening import open_database
 from llmeu.ledger.store import Store
 
 VERSIONS = [version for version, _, _ in MIGRATIONS]

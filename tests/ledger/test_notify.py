@@ -7,8 +7,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from llmeu.ledger.database import PostgresDatabase
 from llmeu.ledger.notify import Change, ChangeFeed
+from llmeu.ledger.postgres import PostgresDatabase
 from llmeu.ledger.store import Store
 from tests.support.databases import postgres_database
 from tests.support.waiting import until

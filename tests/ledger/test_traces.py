@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from llmeu.ledger.records import CallStatus
+from llmeu.calls.record import CallStatus
 from llmeu.ledger.store import Store, trace_row
 from llmeu.ledger.views import decode_cursor, encode_cursor
 from tests.ledger.conftest import trace, write

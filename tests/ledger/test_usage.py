@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from llmeu.ledger.records import CallStatus
+from llmeu.calls.record import CallStatus
 from llmeu.ledger.store import USAGE_GROUPS, Store, trace_row
 from tests.ledger.conftest import trace, write
 

@@ -14,7 +14,14 @@ from typing import Any
 
 import pytest
 
-from llmeu.observability.logs import CALLS_LOGGER, JsonFormatter, TextFormatter
+from llmeu.calls.record import TraceRecord
+from llmeu.observability.logs import (
+    CALLS_LOGGER,
+    JsonFormatter,
+    TextFormatter,
+    call_fields,
+    field_value,
+)
 from tests.observability.harness import in_process
 from tests.support.processes import FakeUpstream, Gateway, config_yaml, fake_endpoint
 
@@ -119,6 +126,174 @@ def test_text_lines_end_with_key_value_fields(fields: dict[str, Any] | None, suf
         record.llmeu_fields = fields
     line = TextFormatter().format(record)
     assert line.endswith(" INFO llmeu.calls: call done" + suffix)
+
+
+FORGED_LINE = (
+    "2026-12-01 08:00:00,000 WARNING llmeu.calls: call failed trace_id=trc_FORGED "
+    "key_id=admin status=failed"
+)
+# What a client may put in a value to start a line of its own, for some reader.
+BREAKS = [
+    pytest.param("\n", id="newline"),
+    pytest.param("\r\n", id="crlf"),
+    pytest.param("\r", id="carriage-return"),
+    pytest.param("\x0b", id="vertical-tab"),
+    pytest.param("\x1e", id="record-separator"),
+    pytest.param("\x85", id="next-line"),
+    pytest.param("\u2028", id="line-separator"),
+    pytest.param("\u2029", id="paragraph-separator"),
+]
+FORMATTERS = [
+    pytest.param(TextFormatter, id="text"),
+    pytest.param(JsonFormatter, id="json"),
+]
+
+
+def forged(separator: str) -> str:
+    return "zz" + separator + FORGED_LINE
+
+
+def record_of(
+    message: object, args: tuple[object, ...] = (), exc_info: Any = None, **fields: Any
+) -> logging.LogRecord:
+    record = logging.LogRecord(
+        "llmeu.api", logging.ERROR, __file__, 1, message, args or None, exc_info
+    )
+    if fields:
+        record.llmeu_fields = fields
+    return record
+
+
+def failing(message: str) -> Any:
+    try:
+        raise ValueError(message)
+    except ValueError:
+        return sys.exc_info()
+
+
+def record_lines(formatter: type[logging.Formatter], record: logging.LogRecord) -> list[str]:
+    """The lines a reader sees as records; a text traceback's lines are indented continuations."""
+    lines = formatter().format(record).splitlines()
+    if formatter is JsonFormatter:
+        return lines
+    return [line for line in lines if not line.startswith("  ")]
+
+
+# How a request value reaches a record: a call line's field, a message argument
+# (the unhandled-error line formats the path into it), a message that is not a
+# format string, an exception's message.
+CARRIERS = [
+    pytest.param(lambda value: record_of("call rejected", model=value), id="call-line-field"),
+    pytest.param(lambda value: record_of("unhandled error on %s %s", ("GET", "/v1/" + value)),
+                 id="message-argument"),
+    pytest.param(lambda value: record_of(ValueError(value)), id="message-object"),
+    pytest.param(lambda value: record_of("unhandled error", exc_info=failing(value)),
+                 id="exception-message"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("formatter", FORMATTERS)
+@pytest.mark.parametrize("separator", BREAKS)
+@pytest.mark.parametrize("carrier", CARRIERS)
+def test_a_request_value_never_starts_a_line_of_its_own(
+    carrier: Callable[[str], logging.LogRecord],
+    separator: str,
+    formatter: type[logging.Formatter],
+) -> None:
+    record = carrier(forged(separator))
+    [line] = record_lines(formatter, record)
+    if formatter is JsonFormatter:
+        decoded = json.loads(line)
+        assert any(forged(separator) in str(v) for v in decoded.values()), "kept exactly"
+    else:
+        assert FORGED_LINE in formatter().format(record), "kept, escaped or indented"
+
+
+def test_text_escapes_what_would_disguise_a_line() -> None:
+    record = record_of("rejected %s", ("a\x1b[2Jb\u202ec\x00d",), model="\x1b[31mred")
+    line = TextFormatter().format(record)
+    assert "\x1b" not in line and "\u202e" not in line and "\x00" not in line
+    assert "rejected a\\x1b[2Jb\\u202ec\\x00d" in line
+    assert line.endswith(' model="\\x1b[31mred"')
+
+
+def test_a_text_traceback_stays_multi_line_and_indented() -> None:
+    record = record_of("unhandled error on %s %s", ("GET", "/x"), exc_info=failing("boom"))
+    first, *traceback = TextFormatter().format(record).split("\n")
+    assert first.endswith("ERROR llmeu.api: unhandled error on GET /x")
+    assert traceback[0] == "  Traceback (most recent call last):"
+    assert traceback[-1] == "  ValueError: boom"
+    assert all(line.startswith("  ") for line in traceback)
+
+
+def test_an_exception_formatted_by_another_handler_is_still_indented() -> None:
+    record = record_of("unhandled error", exc_info=failing("zz\n" + FORGED_LINE))
+    logging.Formatter().format(record)  # fills record.exc_text, unindented
+    lines = TextFormatter().format(record).split("\n")
+    assert [line for line in lines if not line.startswith("  ")] == [lines[0]]
+
+
+VALUES = [
+    pytest.param("mistral-small", "mistral-small", id="plain"),
+    pytest.param(12, "12", id="int"),
+    pytest.param(0.5, "0.5", id="float"),
+    pytest.param(True, "True", id="bool"),
+    pytest.param("", '""', id="empty"),
+    pytest.param("a b", '"a b"', id="space"),
+    pytest.param("a=b", '"a=b"', id="equals"),
+    pytest.param('say "hi"', '"say \\"hi\\""', id="quotes"),
+    pytest.param("C:\\x", '"C:\\\\x"', id="backslash"),
+    pytest.param("a\nb", '"a\\nb"', id="newline"),
+    pytest.param("a\tb", '"a\\tb"', id="tab"),
+    pytest.param("\x00", '"\\x00"', id="nul"),
+    pytest.param("\u2028", '"\\u2028"', id="line-separator"),
+]
+
+
+@pytest.mark.parametrize(("value", "written"), VALUES)
+def test_field_values_are_bare_or_quoted_logfmt_style(value: object, written: str) -> None:
+    assert field_value(value) == written
+
+
+def test_every_call_field_is_escaped_in_text() -> None:
+    """Whatever field a request value lands in, the text line stays one line."""
+    value = forged("\n")
+    record = TraceRecord(
+        trace_id="trc_1", key_id=value, route="chat.completions", request_model=value,
+        stream=False, received_at=0.0, instance_id=value,
+    )  # fmt: skip
+    for name in ("policy_id", "endpoint_id", "provider", "model_used", "error_code"):
+        setattr(record, name, value)
+    fields = call_fields(record, None)
+    [line] = TextFormatter().format(record_of("call rejected", **fields)).splitlines()
+    assert line.count("trc_FORGED") == sum(
+        1 for v in fields.values() if isinstance(v, str) and "trc_FORGED" in v
+    )
+
+
+@pytest.mark.parametrize("formatter", FORMATTERS)
+async def test_a_forged_model_name_through_the_gateway_is_one_line(
+    tmp_path: Path, fake_upstream: FakeUpstream, formatter: type[logging.Formatter]
+) -> None:
+    logger = logging.getLogger(CALLS_LOGGER)
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(formatter())
+    logger.addHandler(handler)
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    try:
+        config = config_yaml(fake_endpoint("fakeprov-fr-a", fake_upstream))
+        async with in_process(tmp_path, config) as gw:
+            response = await gw.chat("hello", model=forged("\n"))
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+    assert response.status_code == 404
+    [line] = stream.getvalue().splitlines()
+    assert "trc_FORGED" in line and response.headers["x-llmeu-trace-id"] in line
+    if formatter is JsonFormatter:
+        assert json.loads(line)["model"] == forged("\n")
 
 
 def test_json_lines_carry_exceptions() -> None:

@@ -8,14 +8,14 @@ import pytest
 
 from llmeu.config import Settings
 from llmeu.errors import ConfigError
-from llmeu.ledger.database import open_database
+from llmeu.ledger.opening import open_database
 from llmeu.ledger.store import Store
 from llmeu.ledger.writer import Ledger
 from llmeu.observability.otel_config import OtlpSettings, otlp_settings
 from llmeu.observability.telemetry import Telemetry
 from llmeu.observability.tracing import TracingObserver
+from llmeu.routing.breaker import CircuitBreaker
 from llmeu.routing.catalog import Catalog
-from llmeu.routing.health import CircuitBreaker
 
 BASE = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"}
 

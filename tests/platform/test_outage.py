@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from llmeu.api.app import App, create_app
-from llmeu.ledger.database import SqliteDatabase
+from llmeu.ledger.sqlite import SqliteDatabase
 from tests.ledger.conftest import outage, sqlite_path
 from tests.platform.conftest import chat, client_for, settings_for
 from tests.support.processes import ADMIN_KEY, FakeUpstream

@@ -170,9 +170,21 @@ TEAM = {"allow_classes": ["eu_sovereign"], "max_retention": "P0D"}
         ({"policy_id": "other"}, "policy_id"),
         ({"max_retention": "forever"}, "max_retention"),
         ({"store_content": "P-1D"}, "store_content"),
+        ({"store_content": "P" + "9" * 320 + "Y"}, "store_content"),
+        ({"limits_fail": "sometimes"}, "limits_fail"),
+        ({"allow_providers": ["acme\n2026-12-01 WARNING forged"]}, "allow_providers"),
         ({"colour": "blue"}, "colour"),
     ],
-    ids=["class", "id-mismatch", "retention", "store-content", "unknown-field"],
+    ids=[
+        "class",
+        "id-mismatch",
+        "retention",
+        "store-content",
+        "store-content-beyond-a-century",
+        "limits-fail",
+        "control-character",
+        "unknown-field",
+    ],
 )
 async def test_invalid_policies_are_400_and_change_nothing(
     admin: Client, change: dict[str, object], param: str
@@ -183,6 +195,12 @@ async def test_invalid_policies_are_400_and_change_nothing(
     assert (await admin.get("/v1/platform/policies/team")).json()["allow_classes"] == [
         "eu_sovereign"
     ]
+
+
+async def test_a_policy_id_with_a_newline_is_400(admin: Client) -> None:
+    response = await admin.put("/v1/platform/policies/te%0Aam", json=TEAM)
+    assert response.status_code == 400, response.text
+    assert response.json()["error"]["param"] == "policy_id"
 
 
 async def test_unknown_policy_is_404(admin: Client) -> None:

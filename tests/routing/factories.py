@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from llmeu.routing.catalog import Capability, Endpoint, EndpointKind, Prices, SovereigntyClass
 from llmeu.routing.durations import ZERO, Duration
-from llmeu.routing.policy import Policy
+from llmeu.routing.policy import LimitsFail, Policy
 
 
 def endpoint(
@@ -48,6 +48,7 @@ def policy(
     max_retention: str = "P0D",
     store_content: str = "P0D",
     fallback: bool = True,
+    limits_fail: str = "open",
 ) -> Policy:
     return Policy(
         policy_id=policy_id,
@@ -57,4 +58,5 @@ def policy(
         max_retention=Duration.parse(max_retention),
         store_content=Duration.parse(store_content) if store_content != "P0D" else ZERO,
         fallback=fallback,
+        limits_fail=LimitsFail(limits_fail),
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from llmeu.errors import ConfigError
@@ -9,6 +11,7 @@ from llmeu.routing.builtin import BUILTIN_POLICIES
 from llmeu.routing.catalog import Capability, EndpointKind, SovereigntyClass, Timeouts
 from llmeu.routing.config_file import parse_config, parse_endpoints, parse_policy
 from llmeu.routing.durations import Duration
+from llmeu.routing.policy import LimitsFail, policy_document
 
 VALID = """\
 endpoints:
@@ -70,6 +73,7 @@ def test_a_valid_file_means_what_it_says() -> None:
     assert own.allow_countries == {"FR"}
     assert own.store_content == Duration.parse("PT12H")
     assert own.fallback is False
+    assert own.limits_fail is LimitsFail.OPEN, "admitting unchecked is the default"
     assert set(config.policies) == {"fr-only", "eu-strict", "eu", "open"}
 
 
@@ -119,6 +123,10 @@ INVALID = [
     # durations
     pytest.param(edit("    retention: P0D\n", "    retention: 30 days\n"), "retention", 13,
                  "'30 days' is not an ISO-8601 duration", id="bad-retention"),
+    pytest.param(edit("    retention: P0D\n", "    retention: P101Y\n"), "retention", 13,
+                 "'P101Y' is longer than P100Y", id="retention-beyond-a-century"),
+    pytest.param(edit("store_content: PT12H", "store_content: P" + "9" * 320 + "Y"),
+                 "store_content", 33, "at most P100Y", id="store-content-of-320-digits"),
     pytest.param(edit("    retention: P0D\n", "    retention: 0\n"), "retention", 13,
                  "retention must be a str", id="retention-not-text"),
     pytest.param(edit("max_retention: P0D", "max_retention: P30"), "max_retention", 32,
@@ -181,6 +189,8 @@ INVALID = [
                  "two-letter ISO country code", id="country-not-iso"),
     pytest.param(edit("allow_countries: [fr]", "allow_countries: [FRA]"), "allow_countries", 30,
                  "two-letter ISO country code", id="allowed-country-not-iso"),
+    pytest.param(edit("fallback: false", "fallback: false\n    limits_fail: maybe"), "limits_fail",
+                 35, "unknown limits_fail `maybe` (known: open, closed)", id="limits-fail-unknown"),
     pytest.param(edit("endpoint_id: scw-small", 'endpoint_id: ""'), "endpoint_id", 2,
                  "must not be empty", id="empty-endpoint-id"),
     pytest.param(edit("aliases: [mistral-small]", "aliases: mistral-small"), "aliases", 9,
@@ -253,6 +263,9 @@ def test_endpoints_alone_parse_with_the_same_rules() -> None:
                      "ttl", id="json-unknown-field"),
         pytest.param('{"policy_id": "x", "allow_classes": []}', "max_retention",
                      id="json-missing-field"),
+        pytest.param('{"policy_id": "x", "allow_classes": [], "max_retention": "P0D", '
+                     '"store_content": "P' + "9" * 320 + 'Y"}', "store_content",
+                     id="json-duration-beyond-a-century"),
     ],
 )  # fmt: skip
 def test_a_policy_document_is_validated_like_the_file(document: str, field: str) -> None:
@@ -260,3 +273,58 @@ def test_a_policy_document_is_validated_like_the_file(document: str, field: str)
         parse_policy(document)
     assert caught.value.field == field
     assert caught.value.line == 1
+
+
+def test_limits_fail_closed_is_read_and_rendered() -> None:
+    config = parse_config(edit("fallback: false", "fallback: false\n    limits_fail: closed"))
+    own = config.policies["fr-only"]
+    assert own.limits_fail is LimitsFail.CLOSED
+    assert policy_document(own)["limits_fail"] == "closed"
+    assert parse_policy(json.dumps(policy_document(own))) == own
+
+
+FORGED = "zz\n2026-12-01 08:00:00,000 WARNING llmeu.calls: call failed trace_id=trc_FORGED"
+CONTROL = [
+    pytest.param("\n", id="newline"),
+    pytest.param("\r", id="carriage-return"),
+    pytest.param("\x1b[2J", id="escape-sequence"),
+    pytest.param("\x00", id="nul"),
+    pytest.param("\x85", id="next-line"),
+    pytest.param("\u2028", id="line-separator"),
+    pytest.param("\u202e", id="right-to-left-override"),
+]
+# (the field, the text of the file it is in, the value the name replaces)
+NAMED = [
+    pytest.param("endpoint_id", "endpoint_id: scw-small", id="endpoint-id"),
+    pytest.param("provider", "provider: scaleway", id="provider"),
+    pytest.param("model", "model: mistral-small-3.2-24b-instruct-2506", id="model"),
+    pytest.param("model_version", 'model_version: "2506"', id="model-version"),
+    pytest.param("aliases", "aliases: [mistral-small]", id="alias"),
+    pytest.param("inference_region", "inference_region: fr-par", id="region"),
+    pytest.param("api_key_env", "api_key_env: SCW_SECRET_KEY", id="api-key-env"),
+    pytest.param("base_url", "base_url: https://api.scaleway.ai/v1/", id="base-url"),
+    pytest.param("policy_id", "policy_id: fr-only", id="policy-id"),
+    pytest.param("allow_providers", "allow_providers: []", id="allowed-provider"),
+]
+
+
+@pytest.mark.parametrize("control", CONTROL)
+@pytest.mark.parametrize(("field", "line"), NAMED)
+def test_names_with_control_characters_are_refused(field: str, line: str, control: str) -> None:
+    """Names reach log lines and tables: a newline in one would forge a line."""
+    value = json.dumps(f"https://x{control}y" if field == "base_url" else f"a{control}b")
+    text = edit(line, f"{field}: [{value}]" if "[" in line else f"{field}: {value}")
+    text = text.replace("default_policy: fr-only", "default_policy: eu")
+    with pytest.raises(ConfigError) as caught:
+        parse_config(text, base_policies=BUILTIN_POLICIES)
+    where = next(n for n, text in enumerate(VALID.splitlines(), 1) if line in text)
+    assert (caught.value.field, caught.value.line) == (field, where)
+    assert "must not contain control characters" in str(caught.value)
+
+
+def test_a_forged_log_line_in_a_policy_id_is_refused_by_the_platform_api_parser() -> None:
+    document = {"policy_id": FORGED, "allow_classes": [], "max_retention": "P0D"}
+    with pytest.raises(ConfigError) as caught:
+        parse_policy(json.dumps(document))
+    assert (caught.value.field, caught.value.line) == ("policy_id", 1)
+    assert "found '\\n' at position 2" in str(caught.value)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from llmeu.routing.durations import ZERO, Duration
+from llmeu.routing.durations import LONGEST, ZERO, Duration
 
 DAY = 86400
 
@@ -62,6 +62,27 @@ def test_refuses_what_is_not_a_duration_and_names_it(text: str) -> None:
 def test_refuses_a_value_that_is_not_text(value: object) -> None:
     with pytest.raises(ValueError, match="is not an ISO-8601 duration"):
         Duration.parse(value)  # type: ignore[arg-type]
+
+
+TOO_LONG = [
+    pytest.param("P101Y", id="years"),
+    pytest.param("P36501D", id="days"),
+    pytest.param("PT3153600001S", id="seconds"),
+    pytest.param("P100YT1S", id="a-second-past-a-century"),
+    pytest.param("P" + "9" * 320 + "Y", id="hundreds-of-digits"),
+    pytest.param("P" + "9" * 5000 + "Y", id="past-the-int-conversion-limit"),
+]
+
+
+@pytest.mark.parametrize("text", TOO_LONG)
+def test_refuses_durations_beyond_a_century(text: str) -> None:
+    with pytest.raises(ValueError, match="P100Y") as caught:
+        Duration.parse(text)
+    assert len(str(caught.value)) < 200, "the message quotes a long text shortened"
+
+
+def test_a_century_is_the_longest() -> None:
+    assert Duration.parse("P100Y") == LONGEST == Duration.parse("P36500D")
 
 
 ORDER = [

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from llmeu.api.policies import PolicyBook
+from llmeu.calls.request import RoutingRequest
 from llmeu.errors import ApiError, InvalidRequest, PermissionDenied
-from llmeu.protocol.wire import RoutingRequest
 from llmeu.routing.builtin import EU, EU_STRICT, OPEN
 from llmeu.routing.policy import Narrowing, Policy, narrow
 from tests.routing.factories import policy
@@ -172,3 +172,13 @@ def test_effective_policy_of_a_request(
         book().effective(key_policy, body, header)
     assert type(caught.value) is error_class
     assert caught.value.param == param
+
+
+@pytest.mark.parametrize("key_fails", ["open", "closed"])
+def test_a_named_policy_keeps_the_keys_limits_fail(key_fails: str) -> None:
+    base = policy("base", classes=("on_premise", "eu_sovereign", "eu_resident"),
+                  limits_fail=key_fails)  # fmt: skip
+    named = policy("named", limits_fail="closed" if key_fails == "open" else "open")
+    effective = narrow(base, Narrowing(policy_id="named"), {"base": base, "named": named})
+    assert (effective.policy_id, effective.allow_classes) == ("named", named.allow_classes)
+    assert effective.limits_fail == key_fails

@@ -17,9 +17,8 @@ from typing import Any
 import httpx
 import pytest
 
-from llmeu.cli.server import MAX_HEAD_BYTES
-from llmeu.protocol.wire import MAX_NESTING
-from tests.faults.helpers import dechunk
+from llmeu.protocol.json_codec import MAX_NESTING
+from llmeu.server.http_protocol import MAX_HEAD_BYTES
 from tests.support.processes import (
     ADMIN_KEY,
     FakeUpstream,
@@ -28,6 +27,7 @@ from tests.support.processes import (
     fake_endpoint,
     start_gateway,
 )
+from tests.support.streams import dechunk
 
 MAX_BODY = 100_000
 MESSAGES = [{"role": "user", "content": "hi"}]

@@ -26,7 +26,7 @@ import pytest
 from llmeu.api.auth import KeyRing
 from llmeu.errors import AuthenticationFailed
 from llmeu.ledger import secrets
-from llmeu.ledger.database import SqliteDatabase
+from llmeu.ledger.sqlite import SqliteDatabase
 from llmeu.ledger.store import Store
 from tests.support.databases import fetch, postgres_database_sync
 from tests.support.processes import ADMIN_KEY, FakeUpstream, Gateway, config_yaml, fake_endpoint

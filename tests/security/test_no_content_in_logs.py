@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.faults.helpers import Outcome, parse_sse, wait_for
+from tests.faults.helpers import Outcome, parse_sse
 from tests.support.processes import (
     ADMIN_KEY,
     FakeUpstream,
@@ -33,6 +33,7 @@ from tests.support.processes import (
     fake_endpoint,
     start_gateway,
 )
+from tests.support.waiting import wait_for
 
 PROMPT_MARKER = "SECRET-PROMPT-7f3a"
 OUTPUT_MARKER = "SECRET-OUTPUT-2b9c"

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from llmeu.api.platform import PLATFORM_PREFIX_ROUTES, PLATFORM_ROUTES
+from llmeu.api.routes.platform import PLATFORM_ROUTES
 from tests.ledger.conftest import database_url  # noqa: F401  (the parametrized fixture)
 from tests.platform.conftest import (  # noqa: F401  (fixtures)
     Client,
@@ -104,17 +104,21 @@ def call_id(call: tuple[str, str, Any, int]) -> str:
     return f"{call[0]} {call[1]}"
 
 
+TEMPLATES = {(method, template) for method, template, _ in PLATFORM_ROUTES}
+
+
 def route_of(method: str, path: str) -> tuple[str, str]:
-    """The route table entry a path belongs to (prefix routes end with `/`)."""
+    """The route table entry a path belongs to (a template ends with one `{name}` segment)."""
     bare = path.split("?")[0]
-    if (method, bare) in PLATFORM_ROUTES:
+    if (method, bare) in TEMPLATES:
         return method, bare
-    return method, bare.rsplit("/", 1)[0] + "/"
+    parent = bare.rsplit("/", 1)[0] + "/{"
+    return next((m, t) for m, t in TEMPLATES if m == method and t.startswith(parent))
 
 
 def test_every_platform_route_is_covered() -> None:
     covered = {route_of(method, path) for method, path, _, _ in ALICE_CALLS}
-    assert covered == set(PLATFORM_ROUTES) | set(PLATFORM_PREFIX_ROUTES)
+    assert covered == TEMPLATES
 
 
 async def alice_calls(tenants: Tenants, call: tuple[str, str, Any, int]) -> httpx.Response:

@@ -112,7 +112,7 @@ class Upstream:
                         headers[name.strip().lower()] = value.strip()
                 length = int(headers.get("content-length", "0"))
                 raw = await reader.readexactly(length) if length else b""
-                keep = await self.respond(method, path, raw, writer, conn_id)
+                keep = await self.respond(method, path, raw, reader, writer, conn_id)
                 if not keep:
                     break
         except (asyncio.IncompleteReadError, ConnectionError):
@@ -125,7 +125,13 @@ class Upstream:
             writer.close()
 
     async def respond(
-        self, method: str, path: str, raw: bytes, writer: asyncio.StreamWriter, conn_id: int
+        self,
+        method: str,
+        path: str,
+        raw: bytes,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        conn_id: int,
     ) -> bool:
         if path == "/_stats":
             body = json.dumps({"requests": [asdict(s) for s in self.state.requests]}).encode()
@@ -166,7 +172,7 @@ class Upstream:
         if path.endswith("/embeddings"):
             await self.embeddings(body, writer)
         elif seen.stream:
-            await self.stream(body, directives, writer, seen)
+            await self.stream(body, directives, reader, writer, seen)
             return fault not in ("reset_mid_stream",)
         else:
             await self.complete(body, directives, writer)
@@ -215,7 +221,12 @@ class Upstream:
         await send_json(w, 200, json.dumps(response).encode())
 
     async def stream(
-        self, body: dict[str, Any], d: dict[str, str], w: asyncio.StreamWriter, seen: Seen
+        self,
+        body: dict[str, Any],
+        d: dict[str, str],
+        r: asyncio.StreamReader,
+        w: asyncio.StreamWriter,
+        seen: Seen,
     ) -> None:
         model = str(body.get("model"))
         fault = d.get("fault", "")
@@ -228,6 +239,8 @@ class Upstream:
         )
 
         async def emit(data: bytes) -> None:
+            if r.at_eof() or w.transport.is_closing():  # the peer hung up: write no more
+                raise ConnectionResetError("the client closed the connection")
             w.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
             await w.drain()
 

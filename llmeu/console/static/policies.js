@@ -74,6 +74,7 @@ function policyFacts(p) {
       ["Longest provider retention", p.max_retention],
       ["Gateway stores content for", p.store_content],
       ["Fallback", p.fallback ? "yes" : "no"],
+      ["If limits cannot be checked", p.limits_fail === "closed" ? "refuse limited calls" : "admit unchecked"],
     ],
     "facts compact",
   );
@@ -94,6 +95,7 @@ function policyForm(policy, { onSaved, onCancel }) {
     max_retention: "P0D",
     store_content: "P0D",
     fallback: true,
+    limits_fail: "open",
   };
   const text = (name, label, value, hint, extra = {}) =>
     h(
@@ -126,6 +128,7 @@ function policyForm(policy, { onSaved, onCancel }) {
     text("max_retention", "Longest provider retention", p.max_retention, "ISO-8601 duration, e.g. P0D, P30D, PT12H.", { required: true }),
     text("store_content", "Gateway stores content for", p.store_content, "P0D stores no prompts or answers.", { required: true }),
     h("label", { className: "check" }, h("input", { type: "checkbox", name: "fallback", checked: p.fallback }), " Fall back to the next admitted endpoint on failure"),
+    limitsFailField(id("limits_fail"), p.limits_fail ?? "open"),
     h(
       "div",
       { className: "actions" },
@@ -147,6 +150,7 @@ function policyForm(policy, { onSaved, onCancel }) {
       max_retention: String(data.get("max_retention")).trim(),
       store_content: String(data.get("store_content")).trim(),
       fallback: data.get("fallback") !== null,
+      limits_fail: String(data.get("limits_fail")),
     };
     try {
       const saved = await api(`v1/platform/policies/${encodeURIComponent(policyId)}`, { method: "PUT", body });
@@ -157,6 +161,24 @@ function policyForm(policy, { onSaved, onCancel }) {
     }
   });
   return form;
+}
+
+/** What a key's limited calls get while the limits store (Redis) does not answer. */
+function limitsFailField(id, value) {
+  const select = h(
+    "select",
+    { id, name: "limits_fail", "aria-describedby": `${id}-hint` },
+    h("option", { value: "open" }, "Admit them unchecked"),
+    h("option", { value: "closed" }, "Refuse them (503)"),
+  );
+  select.value = value;
+  return h(
+    "div",
+    { className: "field" },
+    h("label", { htmlFor: id }, "Limited calls when limits cannot be checked"),
+    select,
+    h("p", { className: "hint", id: `${id}-hint` }, "While Redis does not answer. Refusing never overspends a budget."),
+  );
 }
 
 function newPolicy() {

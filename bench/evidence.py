@@ -1,0 +1,110 @@
+"""CPU cost of the evidence on the request path: one receipt, one chain link.
+
+    .venv/bin/python bench/evidence.py [--rounds 5] [--number 2000]
+
+Prints the median over rounds of the mean CPU time per call, in microseconds, for:
+building and signing one receipt (payload + JCS + Ed25519 through PyJWT), the
+Ed25519 signature alone, one chain link (metadata + JCS + SHA-256), and, off
+the request path, verifying one receipt and one chain row. The inputs are a
+realistic completed call with two attempts and one excluded endpoint.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+import timeit
+from collections.abc import Callable
+
+from llmeu.evidence import (
+    GENESIS,
+    KeyRing,
+    SigningKey,
+    build_receipt,
+    canonical_json,
+    sha256_hex,
+    verify_chain,
+    verify_receipt,
+)
+from llmeu.evidence.chain import chain_metadata
+
+
+def trace_view() -> dict[str, object]:
+    attempt = {"provider": "scaleway", "error": None, "upstream_status": None}
+    return {
+        "id": "trc_0192f3a4b5c6d7e8f9a0b1c2d3e4", "status": "completed", "key_id": "key_7f3a9c",
+        "route": "/v1/chat/completions", "stream": True, "request_model": "mistral-small",
+        "timings": {"received_at": 1761998400.123456, "first_token_at": 1761998400.345678,
+                    "finished_at": 1761998401.5},
+        "routing": {"policy_id": "eu-strict", "endpoint_id": "scaleway-fr-par-mistral-small",
+                    "provider": "scaleway", "model_used": "mistral-small-3.2-24b-instruct-2506",
+                    "model_version": "2506", "inference_region": "fr-par",
+                    "sovereignty_class": "eu_sovereign", "retention": "P0D"},
+        "usage": {"input_tokens": 12, "output_tokens": 40, "estimated": False,
+                  "cost_eur": 0.0000158},
+        "finish_reason": "stop", "error": None,
+        "attempts": [
+            {**attempt, "endpoint_id": "ovh-gra-mistral-small", "started_at": 1761998400.13,
+             "finished_at": 1761998400.2, "outcome": "failed", "upstream_status": 503},
+            {**attempt, "endpoint_id": "scaleway-fr-par-mistral-small",
+             "started_at": 1761998400.2, "finished_at": 1761998401.5, "outcome": "served"},
+        ],
+        "excluded": [{"endpoint_id": "openai-us-gpt-4o-mini", "rule": "allow_classes",
+                      "reason": "sovereignty class global is not in [on_premise, eu_sovereign]"}],
+    }  # fmt: skip
+
+
+def ledger_row() -> dict[str, object]:
+    view = trace_view()
+    timings, routing, usage = view["timings"], view["routing"], view["usage"]
+    assert isinstance(timings, dict) and isinstance(routing, dict) and isinstance(usage, dict)
+    return {
+        "trace_id": view["id"], "key_id": view["key_id"], "route": view["route"],
+        "request_model": view["request_model"], "stream": 1, "status": "completed",
+        "instance_id": "inst_a", **timings, "ttft_ms": 222.222, "tpot_ms": 29.1, **routing,
+        "input_tokens": 12, "output_tokens": 40, "tokens_estimated": 0, "cost_eur": 0.0000158,
+        "finish_reason": "stop", "http_status": 200, "error_type": None, "error_code": None,
+        "error_message": None, "attempts": json.dumps(view["attempts"]),
+        "excluded": json.dumps(view["excluded"]), "prompt": None, "completion": None,
+        "content_expires_at": None,
+    }  # fmt: skip
+
+
+def per_call_us(function: Callable[[], object], number: int, rounds: int) -> float:
+    """CPU time of this process per call: what the gateway pays, even on a busy machine."""
+    timer = timeit.Timer(function, timer=time.process_time)
+    return statistics.median(timer.timeit(number=number) / number * 1e6 for _ in range(rounds))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--number", type=int, default=2000)
+    args = parser.parse_args()
+
+    key = SigningKey.generate()
+    jwks = KeyRing(key).jwks()
+    view, row = trace_view(), ledger_row()
+    digests = {"policy_sha256": "a" * 64, "request_sha256": "b" * 64, "content_sha256": "c" * 64}
+    receipt = build_receipt(view, key, **digests)
+    chained = [dict(row, chain_seq=1, chain_link=GENESIS.next(row).link)]
+    metadata = canonical_json(chain_metadata(row))
+
+    cases: list[tuple[str, Callable[[], object]]] = [
+        ("receipt: build + JCS + sign (on demand)", lambda: build_receipt(view, key, **digests)),
+        ("  of which the Ed25519 signature", lambda: key.private_key.sign(metadata)),
+        ("chain link: metadata + JCS + SHA-256 (every final trace)", lambda: GENESIS.next(row)),
+        ("  of which SHA-256 of the body", lambda: sha256_hex(metadata)),
+        ("verify one receipt (off the request path)", lambda: verify_receipt(receipt, jwks)),
+        ("verify one chain row (off the request path)", lambda: verify_chain(chained)),
+    ]  # fmt: skip
+    print(f"median of {args.rounds} rounds x {args.number} calls; payload {len(receipt)} B JWS")
+    for name, function in cases:
+        number = max(args.number // 10, 1) if name.startswith("verify") else args.number
+        print(f"{per_call_us(function, number, args.rounds):9.1f} µs  {name}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,94 @@
+"""A call's tokens and cost: admitted against its key's limits, counted, settled.
+
+Token counts are the upstream's own whenever it reports them. When it
+reports none (a cancelled or broken stream, an upstream without usage), the
+gateway estimates and says so (`estimated: true`): prompt tokens are
+⌈characters/4⌉ of the messages' text and tool definitions plus 3 per
+message; output tokens are the larger of the number of streamed deltas and
+⌈characters/4⌉ of what was produced. A missing count is never reported as
+zero.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from llmeu.calls.output import AssistantOutput, StreamOutput, Usage
+from llmeu.calls.record import TraceRecord
+from llmeu.calls.request import ChatRequest, text_of
+from llmeu.ledger.api_keys import ApiKey
+from llmeu.limits import Admission, Limiter, Quota
+from llmeu.protocol.json_codec import encoder
+from llmeu.routing.policy import LimitsFail
+
+
+@dataclass(frozen=True, slots=True)
+class Counts:
+    input_tokens: int
+    output_tokens: int
+    estimated: bool
+
+
+class Accounting:
+    """One call against its key's quota: `admit` before any upstream, `settle` at the end."""
+
+    __slots__ = ("_admission", "_key", "_limits")
+
+    def __init__(self, limits: Limiter, key: ApiKey):
+        self._limits = limits
+        self._key = key
+        self._admission: Admission | None = None
+
+    async def admit(self, prompt_tokens: Callable[[], int], limits_fail: LimitsFail) -> None:
+        """The key's limits (requests and tokens per minute, budget); 429 when over one.
+        The prompt is counted only for a key with a tokens-per-minute limit. `limits_fail`
+        (the key's policy's) decides a call whose limits cannot be checked right now."""
+        key = self._key
+        quota = Quota(key.key_id, key.rpm_limit, key.tpm_limit, key.budget_eur)
+        tokens = prompt_tokens() if key.tpm_limit is not None else 0
+        self._admission = await self._limits.admit(quota, tokens, limits_fail=limits_fail)
+
+    def settle(self, record: TraceRecord) -> None:
+        """Replace the reservation with what the call used; add its cost to the spend."""
+        if self._admission is not None:
+            used = (record.input_tokens or 0) + (record.output_tokens or 0)
+            self._limits.settle(self._admission, used, record.cost_eur)
+            self._admission = None
+
+
+def estimate_tokens(text: str) -> int:
+    """The gateway's own count when the upstream reported none: ~4 characters a token."""
+    return tokens_for_characters(len(text))
+
+
+def tokens_for_characters(characters: int) -> int:
+    return math.ceil(characters / 4)
+
+
+def estimate_prompt_tokens(chat: ChatRequest) -> int:
+    """Prompt text and tool definitions at ~4 characters a token, plus 3 per message."""
+    text = "".join(text_of(m) for m in chat.messages)
+    tools = encoder.encode(chat.tools).decode() if chat.tools else ""
+    return estimate_tokens(text + tools) + 3 * len(chat.messages)
+
+
+def streamed_counts(usage: Usage | None, output: StreamOutput, prompt: Callable[[], int]) -> Counts:
+    """The upstream's counts, else estimates: the prompt's, and for the output the larger of
+    the delta count and a quarter of the characters."""
+    if usage is not None:
+        return Counts(usage.prompt_tokens, usage.completion_tokens, False)
+    produced = max(output.deltas, tokens_for_characters(output.characters()))
+    return Counts(prompt(), produced, True)
+
+
+def completed_counts(
+    usage: Usage | None, message: AssistantOutput, prompt: Callable[[], int]
+) -> Counts:
+    if usage is not None:
+        return Counts(usage.prompt_tokens, usage.completion_tokens, False)
+    produced = (message.content or "") + "".join(
+        t.function.name + t.function.arguments for t in message.tool_calls or ()
+    )
+    return Counts(prompt(), estimate_tokens(produced), True)

@@ -1,0 +1,135 @@
+"""The little HTTP the API needs on top of raw ASGI: a typed request view that also sends.
+
+No framework: a request handler reads parse → route → call → record →
+respond, and every byte it sends goes through `Request.start`/`write`, which
+is how the app knows whether a response has begun.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
+from typing import Any
+from urllib.parse import parse_qsl
+
+from llmeu.calls.hangup import Hangup
+from llmeu.errors import ClientDisconnected, InvalidRequest, PayloadTooLarge
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+Headers = list[tuple[bytes, bytes]]
+
+JSON_HEADERS: Headers = [(b"content-type", b"application/json")]
+SSE_HEADERS: Headers = [
+    (b"content-type", b"text/event-stream; charset=utf-8"),
+    (b"cache-control", b"no-cache, no-transform"),
+    (b"connection", b"keep-alive"),
+    (b"x-accel-buffering", b"no"),
+]
+
+
+class Request:
+    """One HTTP request: what the client sent, and the one way to answer it."""
+
+    __slots__ = ("_query", "_send", "headers", "method", "path", "receive", "response_started",
+                 "scope")  # fmt: skip
+
+    def __init__(self, scope: Scope, receive: Receive, send: Send):
+        self.scope = scope
+        self.receive = receive
+        self._send = send
+        self.method: str = scope["method"]
+        self.path: str = scope["path"]
+        self.headers: Sequence[tuple[bytes, bytes]] = scope["headers"]
+        self._query: dict[str, str] | None = None
+        self.response_started = False
+
+    def header(self, name: bytes) -> str | None:
+        for key, value in self.headers:
+            if key == name:
+                return value.decode("latin-1")
+        return None
+
+    @property
+    def query(self) -> dict[str, str]:
+        if self._query is None:
+            raw = self.scope.get("query_string", b"").decode("latin-1")
+            try:
+                self._query = dict(parse_qsl(raw, keep_blank_values=True, max_num_fields=64))
+            except ValueError:
+                raise InvalidRequest("too many query parameters", param="query") from None
+        return self._query
+
+    async def body(self, limit: int) -> bytes:
+        """The whole request body; 413 past `limit` bytes (checked before reading when declared);
+        `ClientDisconnected` when the client leaves while sending it."""
+        declared = self.header(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            raise PayloadTooLarge(
+                f"request body of {declared} bytes exceeds the limit of {limit} bytes"
+            )
+        parts: list[bytes] = []
+        size = 0
+        while True:
+            message = await self.receive()
+            if message["type"] == "http.disconnect":
+                raise ClientDisconnected("the client disconnected while sending the body")
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                raise PayloadTooLarge(f"request body exceeds the limit of {limit} bytes")
+            parts.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(parts) if len(parts) != 1 else parts[0]
+
+    async def start(self, status: int, headers: Headers) -> None:
+        self.response_started = True
+        await self._send({"type": "http.response.start", "status": status, "headers": headers})
+
+    async def write(self, body: bytes, *, more: bool = True) -> None:
+        await self._send({"type": "http.response.body", "body": body, "more_body": more})
+
+    async def respond(self, status: int, body: bytes, headers: Headers = JSON_HEADERS) -> None:
+        """A whole response: status, headers (with the body's length, so that no response but
+        a stream is chunked and an HTTP/1.0 client can read every one) and body."""
+        if status not in (204, 304):
+            headers = [*headers, (b"content-length", str(len(body)).encode())]
+        await self.start(status, headers)
+        await self.write(body, more=False)
+
+
+def with_header(headers: Headers, name: bytes, value: str) -> Headers:
+    return [*headers, (name, value.encode("latin-1"))]
+
+
+class DisconnectWatch:
+    """Fires a call's `Hangup` the moment its client disconnects, between `start` and `stop`.
+
+    Once the request body is read, ASGI's `receive()` returns only
+    `http.disconnect`: a task waiting on it learns of a hang-up at once, and
+    the hang-up aborts whatever the call's upstream is waiting on. `stop()`
+    before recording the outcome, so a late hang-up cannot turn a finished
+    call into a cancelled one.
+    """
+
+    __slots__ = ("_hangup", "_receive", "_task")
+
+    def __init__(self, receive: Receive, hangup: Hangup):
+        self._receive = receive
+        self._hangup = hangup
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._watch())
+
+    def stop(self) -> None:
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+
+    async def _watch(self) -> None:
+        while (await self._receive())["type"] != "http.disconnect":
+            pass
+        self._hangup.fire()

@@ -1,0 +1,419 @@
+"""One call lifecycle for every surface, streamed or not.
+
+A surface's handler reads parse → route → call → record → respond, and
+everything else happens here, once:
+
+    async with calls.open(request, "chat.completions") as call:   # the key, the trace
+        chat = parse_chat(await call.body())
+        call.requested(chat.model, stream=..., texts=..., prompt=..., prompt_tokens=...)
+        await call.admit()                                          # the key's limits
+        call.route(chat.model, needs, chat.llmeu)                   # policy and route plan
+        if chat.stream:
+            await call.stream(open_stream, frames)                  # fallback, frames, trace
+        else:
+            endpoint, answer = await call.complete(ask)             # fallback, trace
+            call.counted(...); body = ...(call.routing_block())
+            await call.respond(body)
+
+(`calls` is the gateway's `llmeu.api.inference.Calls`.) Endpoints are tried
+in the plan's order, only inside the policy, falling back only before the
+first byte reaches the client; every attempt is recorded; the client's
+connection is watched while an upstream works, and a hang-up aborts the
+upstream at once. Leaving the block settles the call whatever happened:
+an error before the upstream phase is `rejected`, after it `failed` (an
+error frame once a stream has begun); a hang-up (`ClientDisconnected`) is
+`cancelled` with what was produced; a cancelled task — the server ending the
+request at shutdown — is `interrupted`. Each ends with exactly one trace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from enum import Enum
+from types import TracebackType
+from typing import TYPE_CHECKING, Protocol, TypeVar
+
+from llmeu.api.accounting import Accounting, Counts, streamed_counts
+from llmeu.api.asgi import JSON_HEADERS, SSE_HEADERS, DisconnectWatch, Headers, Request
+from llmeu.api.error_responses import ErrorShape, as_api_error, send_error
+from llmeu.api.trace import TraceRecorder
+from llmeu.calls.hangup import Hangup
+from llmeu.calls.output import Delta, StreamOutput, Usage
+from llmeu.calls.record import CallStatus
+from llmeu.calls.request import RoutingRequest
+from llmeu.errors import ApiError, ClientDisconnected, ServiceUnavailable, UpstreamError
+from llmeu.observability.timing import ResponseTiming
+from llmeu.protocol.routing_block import RoutingBlock
+from llmeu.providers.base import ChatStream, Provider
+from llmeu.routing.catalog import Capability, Endpoint
+from llmeu.routing.fallback import run_with_fallback
+from llmeu.routing.policy import LimitsFail
+from llmeu.routing.router import RoutePlan
+
+if TYPE_CHECKING:
+    from llmeu.api.inference import Calls
+
+T = TypeVar("T")
+log = logging.getLogger("llmeu.api")
+
+Operation = Callable[[Provider, Hangup], Awaitable[T]]
+"""What one attempt asks of an endpoint's provider."""
+
+
+class StreamEncoder(Protocol):
+    """A surface's wire for one stream: what goes out before the first delta, one piece per
+    delta, the end (with the routing block), or the error that ends a broken stream."""
+
+    def start(self) -> bytes: ...
+
+    def delta(self, delta: Delta) -> bytes: ...
+
+    def finish(self, finish_reason: str, usage: Usage, routing: RoutingBlock) -> bytes: ...
+
+    def error(self, error: ApiError, routing: RoutingBlock) -> bytes: ...
+
+
+class _Phase(Enum):
+    ADMISSION = "admission"  # an error here refuses the call: `rejected`
+    COMPLETE = "complete"
+    STREAM = "stream"
+
+
+def shutting_down() -> ServiceUnavailable:
+    """What a call still running when the shutdown grace ran out is told (and recorded)."""
+    return ServiceUnavailable(
+        "the gateway is shutting down and ended the call before it finished",
+        code="gateway_shutdown",
+    )
+
+
+class Call:
+    """One call, from its key to its trace; see the module docstring for the order of steps."""
+
+    def __init__(
+        self,
+        calls: Calls,
+        request: Request,
+        route: str,
+        shape: ErrorShape,
+        credentials: Callable[[Request], str | None] | None,
+    ):
+        self._calls = calls
+        self.request = request
+        self._route = route
+        self._shape = shape
+        self._credentials = credentials
+        self._phase = _Phase.ADMISSION
+        self._plan: RoutePlan | None = None
+        self._prompt: object = None
+        self._prompt_tokens: Callable[[], int] = _no_estimate
+        self._prompt_tokens_known = False
+        self._hangup = Hangup()
+        self._watch = DisconnectWatch(request.receive, self._hangup)
+        self._upstream: ChatStream | None = None
+        self._encoder: StreamEncoder | None = None
+        self._output = StreamOutput()
+        self._opened = 0.0
+        self._upstream_seconds = 0.0  # spent inside attempts, for the overhead headers
+        self._key_id = ""
+        self._key_policy = ""
+        self.trace_id = ""
+        self.trace: TraceRecorder
+        self._accounting: Accounting
+
+    async def __aenter__(self) -> Call:
+        calls = self._calls
+        request = self.request
+        authorization = (
+            self._credentials(request) if self._credentials else request.header(b"authorization")
+        )
+        key = await calls.keys.authenticate(authorization)
+        if not calls.accepting:
+            raise ServiceUnavailable("the gateway is shutting down", code="shutting_down")
+        if calls.ledger.full:
+            raise ServiceUnavailable(
+                "the ledger cannot record calls right now; refusing new calls rather than serve "
+                "calls it cannot record",
+                code="ledger_unavailable",
+            )
+        self._opened = time.perf_counter()
+        self.trace = TraceRecorder(
+            calls.ledger, calls.observers, key_id=key.key_id, route=self._route,
+            instance_id=calls.instance_id, headers=request.headers,
+        )  # fmt: skip
+        self._accounting = Accounting(calls.limits, key)
+        self.trace_id = self.trace.trace_id
+        task = asyncio.current_task()
+        if task is not None:
+            calls.inflight[self.trace_id] = task
+        self._key_id = key.key_id
+        self._key_policy = key.policy_id
+        return self
+
+    async def body(self) -> bytes:
+        return await self.request.body(self._calls.max_body_bytes)
+
+    def requested(
+        self,
+        model: str,
+        *,
+        stream: bool,
+        texts: Iterable[str],
+        prompt: object,
+        prompt_tokens: Callable[[], int] | None = None,
+    ) -> None:
+        """What the client asked for: `texts` (the prompt's text) are kept out of error
+        messages, `prompt` is what the trace keeps where the policy stores content, and
+        `prompt_tokens` the gateway's estimate, for limits and when no usage is reported."""
+        self.trace.requested(model, stream=stream, texts=texts)
+        self._prompt = prompt
+        if prompt_tokens is not None:
+            self._prompt_tokens = prompt_tokens
+            self._prompt_tokens_known = True
+
+    async def admit(self) -> None:
+        """The key's limits; a narrowing cannot change what its policy says of a limits
+        store that does not answer (`limits_fail`)."""
+        policy = self._calls.policies.get(self._key_policy)
+        limits_fail = policy.limits_fail if policy is not None else LimitsFail.OPEN
+        await self._accounting.admit(self._prompt_tokens, limits_fail)
+
+    def route(self, model: str, needs: frozenset[Capability], narrowing: object) -> RoutePlan:
+        """The effective policy (the key's, narrowed by the request) and the route plan."""
+        calls = self._calls
+        policy = calls.policies.effective(
+            self._key_policy,
+            narrowing if isinstance(narrowing, RoutingRequest) else None,
+            self.request.header(b"x-llmeu-policy"),
+        )
+        self.trace.governed_by(policy)
+        self._plan = calls.upstreams.plan(model, needs, policy)
+        self.trace.routed(self._plan)
+        return self._plan
+
+    async def complete(self, operation: Operation[T]) -> tuple[Endpoint, T]:
+        """Try the plan's endpoints until one answers; the answer is the surface's to send."""
+        self._upstream_phase(_Phase.COMPLETE)  # the final row replaces it; nobody waits for it
+        result = await run_with_fallback(self._planned(), lambda ep: self._attempt(ep, operation))
+        self._watch.stop()
+        return result
+
+    async def stream(
+        self, open_stream: Operation[ChatStream], frames: Callable[[Endpoint], StreamEncoder]
+    ) -> None:
+        """Stream the answer: the first endpoint that yields a first delta serves; every delta
+        goes out as it arrives; the end goes out once the trace is durable."""
+        began = self._upstream_phase(_Phase.STREAM)
+
+        async def first_delta(provider: Provider, hangup: Hangup) -> Delta | None:
+            upstream = await open_stream(provider, hangup)
+            try:
+                delta = await upstream.next_delta()
+            except BaseException:
+                await upstream.aclose()
+                raise
+            self._upstream = upstream
+            return delta
+
+        endpoint, delta = await run_with_fallback(
+            self._planned(), lambda ep: self._attempt(ep, first_delta)
+        )
+        upstream = self._upstream
+        assert upstream is not None
+        encoder = self._encoder = frames(endpoint)
+        await self.trace.durable(began)
+        self._hangup.check()
+        await self.request.start(200, self._response_headers(SSE_HEADERS))
+        pending = encoder.start()
+        if delta is not None:
+            self.trace.first_token()
+        while delta is not None:
+            delta = await self._forward(upstream, delta, pending, encoder)
+            pending = b""
+        if pending:
+            await self.request.write(pending)
+        self._watch.stop()
+        self._count_stream(upstream.usage)
+        reason = upstream.finish_reason or "stop"
+        self.trace.finish_reason(reason)
+        await self._finish(CallStatus.COMPLETED)
+        usage = self._usage()
+        await self.request.write(
+            encoder.finish(reason, usage, self.trace.routing_block()), more=False
+        )
+
+    def counted(self, counts: Counts) -> None:
+        self.trace.usage(counts.input_tokens, counts.output_tokens, estimated=counts.estimated)
+
+    def keep_content(self, completion: object) -> None:
+        self.trace.keep_content(self._prompt, completion)
+
+    def finish_reason(self, reason: str | None) -> None:
+        self.trace.finish_reason(reason)
+
+    def routing_block(self) -> RoutingBlock:
+        return self.trace.routing_block()
+
+    def usage(self) -> Usage:
+        return self._usage()
+
+    async def respond(self, body: bytes) -> None:
+        """A completed call's whole answer, sent once its trace is durable."""
+        await self._finish(CallStatus.COMPLETED)
+        await self.request.respond(200, body, self._response_headers(JSON_HEADERS))
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> bool:
+        self._watch.stop()
+        try:
+            if exc is None:
+                return False
+            if not self.trace.open:  # answered already: a late hang-up changes nothing
+                return isinstance(exc, ClientDisconnected)
+            if isinstance(exc, ClientDisconnected):
+                await self._hung_up()
+            elif isinstance(exc, asyncio.CancelledError):  # the server ended the request
+                await self._ended(shutting_down(), CallStatus.INTERRUPTED)
+            elif isinstance(exc, Exception):
+                error = as_api_error(exc)
+                if error.status == 500:
+                    log.error("call %s failed", self.trace_id, exc_info=exc)
+                refused = isinstance(exc, ApiError) and self._phase is _Phase.ADMISSION
+                await self._ended(error, CallStatus.REJECTED if refused else CallStatus.FAILED)
+            else:
+                return False
+            return True
+        finally:
+            self._calls.inflight.pop(self.trace_id, None)
+
+    def _upstream_phase(self, phase: _Phase) -> asyncio.Future[None]:
+        self._phase = phase
+        self._watch.start()
+        return self.trace.begin()
+
+    def _planned(self) -> RoutePlan:
+        assert self._plan is not None, "route() the call first"
+        return self._plan
+
+    async def _attempt(self, endpoint: Endpoint, operation: Operation[T]) -> T:
+        """Run one endpoint; the attempt and the endpoint's health are recorded either way."""
+        self._hangup.check()
+        upstreams = self._calls.upstreams
+        provider = upstreams.provider(endpoint)
+        upstreams.attempt_started(endpoint, self._key_id)
+        attempt = self.trace.attempt_started(endpoint)
+        waiting = time.perf_counter()
+        try:
+            result = await operation(provider, self._hangup)
+        except UpstreamError as error:
+            self.trace.attempt_failed(attempt, error)
+            upstreams.attempt_failed(endpoint, error, self._key_id)
+            raise
+        except (ClientDisconnected, asyncio.CancelledError):
+            self.trace.attempt_cancelled(attempt)
+            raise
+        finally:
+            self._upstream_seconds += time.perf_counter() - waiting
+        upstreams.attempt_served(endpoint)
+        self.trace.attempt_served(attempt, endpoint)
+        return result
+
+    async def _forward(
+        self, upstream: ChatStream, delta: Delta, pending: bytes, encoder: StreamEncoder
+    ) -> Delta | None:
+        """Send `delta`'s frame, with the frames already waiting and the further deltas that
+        arrived with it: one write, one frame per delta, nothing held back. Returns the next."""
+        body = pending
+        current: Delta | None = delta
+        output = self._output
+        try:
+            while current is not None:
+                output.add(current)
+                body += encoder.delta(current)
+                current = upstream.buffered_delta()
+        finally:
+            await self.request.write(body)
+        return await upstream.next_delta()
+
+    def _response_headers(self, headers: Headers) -> Headers:
+        """`headers` plus the trace id and the gateway's overhead up to this response start."""
+        timing = ResponseTiming(time.perf_counter() - self._opened, self._upstream_seconds)
+        self.trace.response_started(timing)
+        return [*headers, (b"x-llmeu-trace-id", self.trace_id.encode()), *timing.headers()]
+
+    def _count_stream(self, usage: Usage | None) -> None:
+        """What a stream produced: counts (the upstream's, else estimates) and content."""
+        self.counted(streamed_counts(usage, self._output, self._prompt_tokens))
+        self.trace.keep_content(self._prompt, self._output.stored())
+
+    def _usage(self) -> Usage:
+        record = self.trace.record
+        assert record.input_tokens is not None and record.output_tokens is not None
+        return Usage(
+            record.input_tokens, record.output_tokens, record.input_tokens + record.output_tokens
+        )
+
+    async def _finish(
+        self, status: CallStatus, error: ApiError | None = None, http_status: int | None = None
+    ) -> None:
+        self._accounting.settle(self.trace.record)
+        future = self.trace.finish(status, error=error, http_status=http_status)
+        self._calls.inflight.pop(self.trace_id, None)
+        await self.trace.durable(future)
+
+    async def _close_upstream(self) -> None:
+        if self._upstream is not None:
+            await self._upstream.aclose()
+
+    async def _hung_up(self) -> None:
+        """The client left: the upstream is stopped (the hang-up aborted it), and the call is
+        `cancelled` with what it produced; nobody is left to answer."""
+        await self._close_upstream()
+        self._count_partial(CallStatus.CANCELLED)
+        await self._finish(CallStatus.CANCELLED, http_status=499)
+
+    async def _ended(self, error: ApiError, status: CallStatus) -> None:
+        """A refused, failed or interrupted call: before the response began the client gets an
+        HTTP error; after, the stream's error frame (and no normal end)."""
+        await self._close_upstream()
+        trace = self.trace
+        if status is not CallStatus.REJECTED:
+            self._count_partial(status)
+        if not self.request.response_started:
+            await self._finish(status, error)
+            routing = trace.error_routing() if self._phase is not _Phase.ADMISSION else None
+            await send_error(
+                self.request, error, shape=self._shape, trace_id=self.trace_id, routing=routing
+            )
+            return
+        await self._finish(status, error, http_status=200)
+        if self._encoder is not None:
+            await self.request.write(self._encoder.error(error, trace.routing_block()), more=False)
+
+    def _count_partial(self, status: CallStatus) -> None:
+        """What a call that ended early used. A stream: what it produced so far — with the
+        upstream's counts for a hang-up, estimated when it failed or was interrupted (and then
+        only once an endpoint served). A call waiting for a whole answer: its prompt
+        (estimated) when cancelled or interrupted, nothing when the upstream failed."""
+        if self._phase is _Phase.STREAM:
+            if status is CallStatus.CANCELLED:
+                self._count_stream(self._upstream.usage if self._upstream is not None else None)
+            elif self.trace.endpoint is not None:
+                self._count_stream(None)
+        elif (
+            self._phase is _Phase.COMPLETE
+            and status is not CallStatus.FAILED
+            and self._prompt_tokens_known
+        ):
+            self.counted(Counts(self._prompt_tokens(), 0, True))
+
+
+def _no_estimate() -> int:
+    return 0

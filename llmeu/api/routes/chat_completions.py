@@ -1,0 +1,126 @@
+"""POST /v1/chat/completions: parse → route → call → record → respond.
+
+The body decodes straight into the canonical `ChatRequest`; streams are
+written by `ChatFrames` (`llmeu.protocol.chat_stream`), byte-exact to
+DESIGN §2; the lifecycle does the rest.
+"""
+
+from __future__ import annotations
+
+from msgspec import UNSET
+
+from llmeu.api.accounting import completed_counts, estimate_prompt_tokens
+from llmeu.api.asgi import Request
+from llmeu.api.bodies import decode_body
+from llmeu.api.inference import Calls
+from llmeu.api.lifecycle import Call
+from llmeu.calls.hangup import Hangup
+from llmeu.calls.output import AssistantOutput, Completion
+from llmeu.calls.request import ChatRequest, ResponseFormat, text_of
+from llmeu.errors import InvalidRequest
+from llmeu.protocol.chat_stream import ChatFrames
+from llmeu.protocol.chat_wire import ChatCompletion, Choice, chat_request_decoder
+from llmeu.protocol.json_codec import MAX_NESTING, encoder, nesting_depth
+from llmeu.providers.base import ChatStream, Provider
+from llmeu.routing.catalog import Capability, Endpoint
+
+_CHAT = frozenset({Capability.CHAT})
+_CHAT_TOOLS = frozenset({Capability.CHAT, Capability.TOOLS})
+
+
+async def handle_chat(calls: Calls, request: Request) -> None:
+    async with calls.open(request, "chat.completions") as call:
+        chat = parse_chat(await call.body())
+        call.requested(
+            chat.model,
+            stream=bool(chat.stream),
+            texts=[text_of(m) for m in chat.messages],
+            prompt=chat.messages,
+            prompt_tokens=lambda: estimate_prompt_tokens(chat),
+        )
+        await call.admit()
+        call.route(chat.model, _CHAT_TOOLS if chat.tools else _CHAT, chat.llmeu)
+        if chat.stream:
+            await stream_chat(call, chat)
+        else:
+            await complete_chat(call, chat)
+
+
+def parse_chat(body: bytes) -> ChatRequest:
+    chat = decode_body(chat_request_decoder.decode, body)
+    _check_nesting(chat)
+    if isinstance(chat.n, int) and chat.n > 1:
+        raise InvalidRequest("n > 1 is not supported: llmeu returns one choice per call", param="n")
+    if chat.logprobs:
+        raise InvalidRequest("logprobs are not supported by llmeu", param="logprobs")
+    if chat.stream_options not in (UNSET, None) and not chat.stream:
+        raise InvalidRequest(
+            "stream_options is only allowed when stream is true", param="stream_options"
+        )
+    return chat
+
+
+def _check_nesting(chat: ChatRequest) -> None:
+    """Free-form JSON (tool parameters, a JSON schema) may nest `MAX_NESTING` levels."""
+    free_form: list[tuple[str, object]] = [
+        (f"tools[{i}].function.parameters", tool.function.parameters)
+        for i, tool in enumerate(chat.tools or ())
+    ]
+    if isinstance(chat.response_format, ResponseFormat):
+        free_form.append(("response_format.json_schema", chat.response_format.json_schema))
+    for param, value in free_form:
+        if nesting_depth(value) > MAX_NESTING:
+            raise InvalidRequest(
+                f"Invalid request: nested more than {MAX_NESTING} levels deep", param=param
+            )
+
+
+async def stream_chat(call: Call, chat: ChatRequest) -> None:
+    async def open_stream(provider: Provider, hangup: Hangup) -> ChatStream:
+        return await provider.stream_chat(chat, hangup)
+
+    include_usage = bool(chat.stream_options and chat.stream_options.include_usage)
+
+    def frames(endpoint: Endpoint) -> ChatFrames:
+        created = int(call.trace.record.received_at)
+        return ChatFrames(
+            completion_id(call.trace_id), created, endpoint.model, include_usage=include_usage
+        )
+
+    await call.stream(open_stream, frames)
+
+
+async def complete_chat(call: Call, chat: ChatRequest) -> None:
+    async def ask(provider: Provider, hangup: Hangup) -> Completion:
+        return await provider.complete_chat(chat, hangup)
+
+    endpoint, completion = await call.complete(ask)
+    message = completion.message
+    call.counted(completed_counts(completion.usage, message, lambda: estimate_prompt_tokens(chat)))
+    call.keep_content(message.content or "")
+    call.finish_reason(completion.finish_reason)
+    body = ChatCompletion(
+        id=completion_id(call.trace_id),
+        created=int(call.trace.record.received_at),
+        model=endpoint.model,
+        choices=[
+            Choice(
+                index=0,
+                message=AssistantOutput(
+                    role="assistant",
+                    content=message.content,
+                    refusal=message.refusal,
+                    tool_calls=message.tool_calls,
+                ),
+                finish_reason=completion.finish_reason,
+            )
+        ],
+        usage=call.usage(),
+        llmeu=call.routing_block(),
+    )
+    await call.respond(encoder.encode(body))
+
+
+def completion_id(trace_id: str) -> str:
+    """`chatcmpl-` and the trace id's own digits: one id links the answer and its trace."""
+    return "chatcmpl-" + trace_id[4:]

@@ -1,0 +1,116 @@
+"""POST /v1/embeddings: never streams; `stream: true` is a 400 naming `stream`."""
+
+from __future__ import annotations
+
+import base64
+import struct
+from collections.abc import Sequence
+
+from llmeu.api.accounting import Counts, estimate_tokens
+from llmeu.api.asgi import Request
+from llmeu.api.bodies import decode_body
+from llmeu.api.inference import Calls
+from llmeu.api.lifecycle import Call
+from llmeu.calls.hangup import Hangup
+from llmeu.calls.output import Embeddings
+from llmeu.calls.request import EmbeddingInputs
+from llmeu.errors import InvalidRequest
+from llmeu.protocol.embeddings_wire import (
+    Embedding,
+    EmbeddingsRequest,
+    EmbeddingsResponse,
+    EmbeddingsUsage,
+    embeddings_request_decoder,
+)
+from llmeu.protocol.json_codec import encoder
+from llmeu.providers.base import Provider
+from llmeu.routing.catalog import Capability
+
+_EMBEDDINGS = frozenset({Capability.EMBEDDINGS})
+
+
+async def handle_embeddings(calls: Calls, request: Request) -> None:
+    async with calls.open(request, "embeddings") as call:
+        refuse_stream_query(request)
+        req = parse_embeddings(await call.body())
+        inputs = normalise_inputs(req.input)
+        texts = [i for i in inputs if isinstance(i, str)]
+        call.requested(
+            req.model,
+            stream=False,
+            texts=texts,
+            prompt=list(inputs),
+            prompt_tokens=lambda: (
+                estimate_tokens("".join(texts))
+                + sum(len(i) for i in inputs if not isinstance(i, str))
+            ),
+        )
+        await call.admit()
+        call.route(req.model, _EMBEDDINGS, req.llmeu)
+        await _embed(call, req, inputs)
+
+
+def refuse_stream_query(request: Request) -> None:
+    if request.query.get("stream", "").lower() in ("true", "1", "yes"):
+        raise InvalidRequest("this route never streams; `stream` must not be true", param="stream")
+
+
+def parse_embeddings(body: bytes) -> EmbeddingsRequest:
+    req = decode_body(embeddings_request_decoder.decode, body)
+    if req.stream is True:
+        raise InvalidRequest("embeddings never stream; `stream` must not be true", param="stream")
+    return req
+
+
+def normalise_inputs(raw: str | list[str | int | list[int]]) -> EmbeddingInputs:
+    """A list of texts, or a list of token-id lists; mixed lists are refused."""
+    if isinstance(raw, str):
+        return [raw]
+    if all(isinstance(item, str) for item in raw):
+        texts = [item for item in raw if isinstance(item, str)]
+        if any(not text for text in texts):
+            raise InvalidRequest("input strings must not be empty", param="input")
+        return texts
+    if all(isinstance(item, int) for item in raw):
+        return [[item for item in raw if isinstance(item, int)]]
+    if all(isinstance(item, list) and item for item in raw):
+        return [item for item in raw if isinstance(item, list)]
+    raise InvalidRequest(
+        "input must be a string, a list of strings, a list of token ids or a list of "
+        "token-id lists (not a mix)",
+        param="input",
+    )
+
+
+async def _embed(call: Call, req: EmbeddingsRequest, inputs: EmbeddingInputs) -> None:
+    dimensions = req.dimensions if isinstance(req.dimensions, int) else None
+
+    async def embed(provider: Provider, hangup: Hangup) -> Embeddings:
+        return await provider.embed(inputs, dimensions, hangup)
+
+    endpoint, result = await call.complete(embed)
+    if result.prompt_tokens is not None:
+        call.counted(Counts(result.prompt_tokens, 0, False))
+    elif isinstance(inputs[0], str):
+        call.counted(Counts(estimate_tokens("".join(str(i) for i in inputs)), 0, True))
+    else:  # token ids count themselves
+        call.counted(Counts(sum(len(i) for i in inputs), 0, False))
+    call.keep_content("")
+    base64_output = req.encoding_format == "base64"
+    data = [
+        Embedding(index=i, embedding=_base64(v) if base64_output else list(v))
+        for i, v in enumerate(result.vectors)
+    ]
+    tokens = call.usage().prompt_tokens
+    body = EmbeddingsResponse(
+        data=data,
+        model=endpoint.model,
+        usage=EmbeddingsUsage(prompt_tokens=tokens, total_tokens=tokens),
+        llmeu=call.routing_block(),
+    )
+    await call.respond(encoder.encode(body))
+
+
+def _base64(vector: Sequence[float]) -> str:
+    """OpenAI's base64 encoding: little-endian float32."""
+    return base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode()

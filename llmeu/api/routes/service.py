@@ -1,0 +1,31 @@
+"""The routes operators and orchestrators call: liveness, readiness, metrics. No key needed,
+and no tenant data in any of them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from llmeu.api.asgi import Request
+from llmeu.observability.telemetry import Telemetry
+from llmeu.protocol.json_codec import encoder
+
+State = Callable[[], tuple[bool, dict[str, Any]]]
+
+
+async def handle_healthz(health: State, request: Request) -> None:
+    """Alive: 200 while the process takes calls, 503 while it shuts down."""
+    alive, body = health()
+    await request.respond(200 if alive else 503, encoder.encode(body))
+
+
+async def handle_readyz(readiness: State, request: Request) -> None:
+    """Ready for traffic: 200 once started with its ledger answering, else 503."""
+    ready, body = readiness()
+    await request.respond(200 if ready else 503, encoder.encode(body))
+
+
+async def handle_metrics(telemetry: Telemetry, request: Request) -> None:
+    """Prometheus metrics (README, Observability)."""
+    body, content_type = telemetry.exposition(request.header(b"accept"))
+    await request.respond(200, body, [(b"content-type", content_type.encode())])

@@ -1,0 +1,230 @@
+"""The trace of one call: filled in as the call goes, finished once, written durably.
+
+Every call that passed authentication gets exactly one trace. The recorder
+is its only writer: the lifecycle and the surfaces call its methods, never
+set record fields. It tells the observers (metrics, spans, the call log) of
+each step, keeps prompt and output text out of error messages when the
+policy stores no content, and hands the finished record to the ledger.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Iterable
+
+from llmeu.api.redaction import redact_all
+from llmeu.calls.record import Attempt, CallStatus, TraceRecord, new_trace_id
+from llmeu.errors import ApiError, NoCompliantRoute, UpstreamError
+from llmeu.ledger.writer import Ledger
+from llmeu.observability.hooks import Headers, Observers
+from llmeu.observability.timing import ResponseTiming
+from llmeu.protocol.json_codec import encoder
+from llmeu.protocol.routing_block import CostEstimate, RoutingBlock
+from llmeu.routing.catalog import Endpoint
+from llmeu.routing.policy import Policy
+from llmeu.routing.router import RoutePlan
+
+_DURABLE_WAIT = 10.0
+
+
+class TraceRecorder:
+    __slots__ = ("_ledger", "_observers", "_sensitive", "endpoint", "policy", "record", "trace_id")
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        observers: Observers,
+        *,
+        key_id: str,
+        route: str,
+        instance_id: str,
+        headers: Headers,
+    ):
+        self._ledger = ledger
+        self._observers = observers
+        self.record = TraceRecord(
+            trace_id=new_trace_id(),
+            key_id=key_id,
+            route=route,
+            request_model="",
+            stream=False,
+            received_at=time.time(),
+            instance_id=instance_id,
+        )
+        self.trace_id = self.record.trace_id
+        self.policy: Policy | None = None
+        self.endpoint: Endpoint | None = None
+        self._sensitive: list[str] = []  # prompt and output text, kept out of error messages
+        observers.call_started(self.record, headers)
+
+    @property
+    def open(self) -> bool:
+        return self.record.status is CallStatus.IN_PROGRESS
+
+    def requested(self, model: str, *, stream: bool, texts: Iterable[str]) -> None:
+        """What the client asked for; `texts` are the prompt's, kept out of error messages."""
+        self.record.request_model = model
+        self.record.stream = stream
+        self._sensitive.extend(texts)
+
+    def governed_by(self, policy: Policy) -> None:
+        self.policy = policy
+        self.record.policy_id = policy.policy_id
+
+    def routed(self, plan: RoutePlan) -> None:
+        self.governed_by(plan.policy)
+        self.record.excluded = [x.as_dict() for x in plan.excluded]
+
+    def begin(self) -> asyncio.Future[None]:
+        """Record the call as in progress (so a crash leaves it `interrupted`)."""
+        return self._ledger.begin(self.record)
+
+    def attempt_started(self, endpoint: Endpoint) -> Attempt:
+        attempt = Attempt(endpoint.endpoint_id, endpoint.provider, started_at=time.time())
+        self.record.attempts.append(attempt)
+        self._observers.attempt_started(self.record, attempt)
+        return attempt
+
+    def attempt_failed(self, attempt: Attempt, error: UpstreamError) -> None:
+        attempt.finished_at = time.time()
+        attempt.outcome = "failed"
+        attempt.error = error.message
+        attempt.upstream_status = error.upstream_status
+        self._observers.attempt_finished(self.record, attempt)
+
+    def attempt_cancelled(self, attempt: Attempt) -> None:
+        attempt.finished_at = time.time()
+        attempt.outcome = "cancelled"
+        self._observers.attempt_finished(self.record, attempt)
+
+    def attempt_served(self, attempt: Attempt, endpoint: Endpoint) -> None:
+        attempt.outcome = "served"
+        self.endpoint = endpoint
+        record = self.record
+        record.endpoint_id = endpoint.endpoint_id
+        record.provider = endpoint.provider
+        record.model_used = endpoint.model
+        record.model_version = endpoint.model_version
+        record.inference_region = endpoint.inference_region
+        record.sovereignty_class = endpoint.sovereignty_class.value
+        if self.policy is not None:
+            record.retention = self.policy.route_retention(endpoint).text
+        self._observers.attempt_finished(record, attempt)
+
+    def response_started(self, timing: ResponseTiming) -> None:
+        self._observers.response_started(self.record, timing)
+
+    def first_token(self) -> None:
+        self.record.first_token_at = time.time()
+        self._observers.first_token(self.record)
+
+    def usage(
+        self, input_tokens: int | None, output_tokens: int | None, *, estimated: bool
+    ) -> None:
+        record = self.record
+        record.input_tokens = input_tokens
+        record.output_tokens = output_tokens
+        record.tokens_estimated = estimated
+        if self.endpoint is not None and input_tokens is not None and output_tokens is not None:
+            record.cost_eur = self.endpoint.prices.cost(input_tokens, output_tokens)
+
+    def finish_reason(self, reason: str | None) -> None:
+        self.record.finish_reason = reason
+
+    def keep_content(self, prompt: object, completion: object) -> None:
+        """Keep prompt and output only where the policy's `store_content` allows it."""
+        if isinstance(completion, str) and completion:
+            self._sensitive.append(completion)
+        if not self._stores_content():
+            return
+        record = self.record
+        record.prompt = encoder.encode(prompt).decode()
+        record.completion = completion if isinstance(completion, str) else json.dumps(completion)
+        assert self.policy is not None
+        record.content_expires_at = time.time() + self.policy.store_content.seconds
+
+    def routing_block(self) -> RoutingBlock:
+        record = self.record
+        endpoint = self.endpoint
+        assert endpoint is not None, "a routing block describes a served call"
+        return RoutingBlock(
+            trace_id=record.trace_id,
+            model_used=endpoint.model,
+            model_version=endpoint.model_version,
+            provider=endpoint.provider,
+            endpoint_id=endpoint.endpoint_id,
+            inference_region=endpoint.inference_region,
+            sovereignty_class=endpoint.sovereignty_class.value,
+            policy_id=record.policy_id or "",
+            retention=record.retention or endpoint.retention.text,
+            cost_estimate=CostEstimate(
+                currency="EUR",
+                input_tokens=record.input_tokens,
+                output_tokens=record.output_tokens,
+                amount=record.cost_eur,
+                estimated=record.tokens_estimated,
+            ),
+        )
+
+    def error_routing(self) -> RoutingBlock | dict[str, str]:
+        """The `llmeu` block of an error: full when an endpoint was chosen, else the trace id."""
+        if self.endpoint is not None:
+            return self.routing_block()
+        return {"trace_id": self.trace_id}
+
+    def finish(
+        self, status: CallStatus, *, error: ApiError | None = None, http_status: int | None = None
+    ) -> asyncio.Future[None]:
+        """The final trace, queued for the ledger; returns the future of its durable write."""
+        record = self.record
+        record.status = status
+        record.finished_at = time.time()
+        if not self._stores_content():
+            self._redact_errors(error)
+        self._close_attempts(status, error)
+        record.http_status = (
+            http_status if http_status is not None else (error.status if error else 200)
+        )
+        if error is not None:
+            record.error_type = error.type
+            record.error_code = error.code
+            record.error_message = error.message[:2000]
+            if isinstance(error, NoCompliantRoute) and error.details:
+                record.excluded = [dict(d) for d in error.details]
+        self._observers.call_finished(record)
+        return self._ledger.finish(record)
+
+    async def durable(self, future: asyncio.Future[None]) -> None:
+        """Wait until a record is durable; while the database is down (or goes down while
+        waiting), don't hold the caller: the record waits in the ledger's buffer."""
+        await self._ledger.durable(future, _DURABLE_WAIT)
+
+    def _stores_content(self) -> bool:
+        return self.policy is not None and self.policy.store_content.seconds > 0
+
+    def _redact_errors(self, error: ApiError | None) -> None:
+        """Scrub quoted content from the call's error and from every failed attempt's
+        (an attempt that failed before a fallback succeeded quotes its upstream too)."""
+        failed = [a for a in self.record.attempts if a.error is not None]
+        messages = [a.error for a in failed if a.error is not None]
+        if error is not None:
+            messages.append(error.message)
+        if not messages:
+            return
+        redacted = redact_all(messages, self._sensitive)
+        for attempt, message in zip(failed, redacted, strict=False):
+            attempt.error = message
+        if error is not None:
+            error.message = redacted[-1]
+
+    def _close_attempts(self, status: CallStatus, error: ApiError | None) -> None:
+        """The serving attempt ends with its call, cut short by a hang-up or a broken stream."""
+        for attempt in self.record.attempts:
+            if attempt.finished_at is None:
+                attempt.finished_at = self.record.finished_at
+            if attempt.outcome in ("served", "pending") and status is not CallStatus.COMPLETED:
+                attempt.outcome = "cancelled" if status is CallStatus.CANCELLED else "failed"
+                if error is not None:
+                    attempt.error = error.message

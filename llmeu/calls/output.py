@@ -1,0 +1,151 @@
+"""What comes back from an upstream, whatever its kind: deltas, the end of a stream, completions.
+
+A streamed answer is a sequence of `Delta`s — each carries the text,
+refusal, reasoning and tool-call parts of one upstream delta, so that a
+surface can keep one frame per upstream delta — followed by its end: a
+finish reason and the usage (None when the upstream reported none). A
+failure is an `UpstreamError` raised where the next delta was expected.
+`StreamOutput` collects what a stream carried, for the trace and for
+estimates when the upstream reports no usage.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from msgspec import UNSET, Struct, UnsetType
+
+from llmeu.calls.request import FunctionCall, ToolCall
+
+
+class ToolCallFunctionDelta(Struct, omit_defaults=True):
+    name: str | UnsetType = UNSET
+    arguments: str | UnsetType = UNSET
+
+
+class ToolCallDelta(Struct, omit_defaults=True):
+    index: int
+    id: str | UnsetType = UNSET
+    type: str | UnsetType = UNSET
+    function: ToolCallFunctionDelta | UnsetType = UNSET
+
+
+class Delta(Struct, omit_defaults=True):
+    """One streamed delta; upstream deltas decode into it and are forwarded as they are."""
+
+    role: str | UnsetType = UNSET
+    content: str | UnsetType | None = UNSET
+    refusal: str | UnsetType | None = UNSET
+    reasoning_content: str | UnsetType | None = UNSET
+    tool_calls: list[ToolCallDelta] | UnsetType | None = UNSET
+    # The signature that closes a reasoning step (Anthropic's signature_delta); kept for the
+    # surfaces that carry it, left out of chat-completions frames.
+    reasoning_signature: str | UnsetType = UNSET
+
+    def carries_output(self) -> bool:
+        return bool(
+            self.content
+            or self.refusal
+            or self.reasoning_content
+            or self.tool_calls
+            or self.reasoning_signature
+        )
+
+
+class Usage(Struct):
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+
+
+class AssistantOutput(Struct):
+    role: str
+    content: str | None
+    refusal: str | None = None
+    tool_calls: list[ToolCall] | UnsetType = UNSET
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """A whole answer, not streamed."""
+
+    message: AssistantOutput
+    finish_reason: str | None
+    usage: Usage | None
+
+
+@dataclass(frozen=True, slots=True)
+class Embeddings:
+    vectors: Sequence[Sequence[float]]
+    prompt_tokens: int | None
+
+
+class StreamOutput:
+    """What a stream actually carried: text, refusal, tool calls by index, delta count."""
+
+    __slots__ = ("_content", "_refusal", "_tools", "deltas")
+
+    def __init__(self) -> None:
+        self._content: list[str] = []
+        self._refusal: list[str] = []
+        self._tools: dict[int, dict[str, Any]] = {}
+        self.deltas = 0
+
+    def add(self, delta: Delta) -> None:
+        self.deltas += 1
+        if delta.content:
+            self._content.append(delta.content)
+        if delta.refusal:
+            self._refusal.append(delta.refusal)
+        if delta.tool_calls:
+            for call in delta.tool_calls:
+                slot = self._tools.setdefault(
+                    call.index, {"id": "", "type": "function", "name": "", "arguments": ""}
+                )
+                if isinstance(call.id, str):
+                    slot["id"] = call.id
+                if isinstance(call.type, str):
+                    slot["type"] = call.type
+                function = call.function
+                if isinstance(function, ToolCallFunctionDelta):
+                    if isinstance(function.name, str):
+                        slot["name"] += function.name
+                    if isinstance(function.arguments, str):
+                        slot["arguments"] += function.arguments
+
+    @property
+    def content(self) -> str:
+        return "".join(self._content)
+
+    @property
+    def refusal(self) -> str | None:
+        return "".join(self._refusal) or None
+
+    def tool_calls(self) -> list[ToolCall]:
+        return [
+            ToolCall(
+                type="function",
+                id=slot["id"],
+                function=FunctionCall(name=slot["name"], arguments=slot["arguments"]),
+            )
+            for _, slot in sorted(self._tools.items())
+        ]
+
+    def characters(self) -> int:
+        tools = sum(len(s["name"]) + len(s["arguments"]) for s in self._tools.values())
+        return len(self.content) + len(self.refusal or "") + tools
+
+    def stored(self) -> str:
+        """The output as the trace keeps it (when the policy stores content)."""
+        if not self._tools and not self._refusal:
+            return self.content
+        return json.dumps(
+            {
+                "content": self.content,
+                "refusal": self.refusal,
+                "tool_calls": [dict(slot, index=i) for i, slot in sorted(self._tools.items())],
+            }
+        )

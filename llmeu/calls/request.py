@@ -1,0 +1,248 @@
+"""The canonical request of a chat call: messages with content parts, tools, sampling, narrowing.
+
+Decoding a request validates it: wrong types, out-of-range values and unknown
+top-level fields fail with a message that names the offending path
+(`messages[0].content`), which becomes the error's `param`. Unknown fields
+*inside* messages, content parts and tools are ignored and not forwarded,
+because SDKs commonly echo response objects back as messages (with
+`annotations`, `audio`, ...). Optional fields default to `UNSET`, so
+re-encoding a request forwards exactly the fields the caller set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal
+
+from msgspec import UNSET, Meta, Struct, UnsetType
+
+NonNegative = Annotated[int, Meta(ge=0)]
+Positive = Annotated[int, Meta(ge=1)]
+Temperature = Annotated[float, Meta(ge=0, le=2)]
+Probability = Annotated[float, Meta(ge=0, le=1)]
+Penalty = Annotated[float, Meta(ge=-2, le=2)]
+ShortString = Annotated[str, Meta(max_length=256)]
+
+
+class _In(Struct, omit_defaults=True):
+    """Base of nested request objects: unknown fields ignored."""
+
+
+class TextPart(_In, tag_field="type", tag="text"):
+    text: str
+
+
+class ImageURL(_In):
+    url: str
+    detail: str | UnsetType = UNSET
+
+
+class ImagePart(_In, tag_field="type", tag="image_url"):
+    image_url: ImageURL
+
+
+class InputAudio(_In):
+    data: str
+    format: str
+
+
+class AudioPart(_In, tag_field="type", tag="input_audio"):
+    input_audio: InputAudio
+
+
+class FileRef(_In):
+    file_data: str | UnsetType = UNSET
+    file_id: str | UnsetType = UNSET
+    filename: str | UnsetType = UNSET
+
+
+class FilePart(_In, tag_field="type", tag="file"):
+    file: FileRef
+
+
+class RefusalPart(_In, tag_field="type", tag="refusal"):
+    refusal: str
+
+
+ContentPart = TextPart | ImagePart | AudioPart | FilePart | RefusalPart
+
+
+class FunctionCall(_In):
+    name: str
+    arguments: str
+
+
+class ToolCall(_In):
+    type: Literal["function"]
+    id: str
+    function: FunctionCall
+
+
+class ThinkingBlock(_In, tag_field="type", tag="thinking"):
+    """A reasoning step of an earlier assistant turn, with the signature its upstream made."""
+
+    thinking: str
+    signature: str | UnsetType = UNSET
+
+
+class RedactedThinkingBlock(_In, tag_field="type", tag="redacted_thinking"):
+    """A reasoning step the upstream returned only as opaque (encrypted) data."""
+
+    data: str
+
+
+class SystemMessage(_In, tag_field="role", tag="system"):
+    content: str | list[TextPart]
+    name: str | UnsetType | None = UNSET
+
+
+class DeveloperMessage(_In, tag_field="role", tag="developer"):
+    content: str | list[TextPart]
+    name: str | UnsetType | None = UNSET
+
+
+class UserMessage(_In, tag_field="role", tag="user"):
+    content: str | list[ContentPart]
+    name: str | UnsetType | None = UNSET
+
+
+class AssistantMessage(_In, tag_field="role", tag="assistant"):
+    content: str | list[TextPart | RefusalPart] | UnsetType | None = UNSET
+    refusal: str | UnsetType | None = UNSET
+    name: str | UnsetType | None = UNSET
+    tool_calls: list[ToolCall] | UnsetType | None = UNSET
+    function_call: FunctionCall | UnsetType | None = UNSET
+    # Reasoning the turn carried, to hand back to an upstream that takes it (Anthropic's
+    # thinking with signatures, Responses' reasoning items); in the field and shape other
+    # OpenAI-compatible gateways use, and never sent to an upstream that does not take it.
+    thinking_blocks: list[ThinkingBlock | RedactedThinkingBlock] | UnsetType | None = UNSET
+
+
+class ToolMessage(_In, tag_field="role", tag="tool"):
+    content: str | list[TextPart]
+    tool_call_id: str
+    is_error: bool | UnsetType = UNSET  # the tool failed (Anthropic's tool_result), where known
+
+
+class FunctionMessage(_In, tag_field="role", tag="function"):
+    name: str
+    content: str | None
+
+
+Message = (
+    SystemMessage
+    | DeveloperMessage
+    | UserMessage
+    | AssistantMessage
+    | ToolMessage
+    | FunctionMessage
+)
+
+
+def role_of(message: Message) -> str:
+    """The `role` of a decoded message (msgspec keeps the tag on the type)."""
+    return str(message.__struct_config__.tag)
+
+
+def text_of(message: Message) -> str:
+    """The text a message carries (text parts joined; images, audio and files left out)."""
+    content = message.content
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    return "".join(getattr(part, "text", "") or getattr(part, "refusal", "") for part in content)
+
+
+class FunctionDefinition(_In):
+    name: Annotated[str, Meta(min_length=1, max_length=64)]
+    description: str | UnsetType = UNSET
+    parameters: dict[str, Any] | UnsetType = UNSET
+    strict: bool | UnsetType | None = UNSET
+
+
+class Tool(_In):
+    type: Literal["function"]
+    function: FunctionDefinition
+
+
+class NamedFunction(_In):
+    name: str
+
+
+class ToolChoiceFunction(_In):
+    type: Literal["function"]
+    function: NamedFunction
+
+
+class ResponseFormat(_In):
+    type: Literal["text", "json_object", "json_schema"]
+    json_schema: dict[str, Any] | UnsetType = UNSET
+
+
+class StreamOptions(_In):
+    include_usage: bool | UnsetType | None = UNSET
+
+
+class Thinking(_In):
+    """Extended reasoning asked of the upstream (Anthropic's `thinking`)."""
+
+    type: Literal["enabled", "disabled"]
+    budget_tokens: Annotated[int, Meta(ge=1)] | UnsetType = UNSET
+
+
+class RoutingRequest(Struct, forbid_unknown_fields=True, omit_defaults=True):
+    """The `llmeu` request field: narrows the caller's policy, never widens it."""
+
+    policy_id: str | UnsetType = UNSET
+    allow_classes: list[str] | UnsetType = UNSET
+    allow_countries: list[str] | UnsetType = UNSET
+    allow_providers: list[str] | UnsetType = UNSET
+
+
+class ChatRequest(Struct, forbid_unknown_fields=True, omit_defaults=True):
+    """The canonical chat call: what every surface decodes into and every provider reads.
+
+    Its shape is OpenAI's chat-completions request, the one shape every
+    OpenAI-compatible upstream already speaks, so the chat surface decodes
+    straight into it and the OpenAI provider forwards it with only the model
+    name replaced. Another surface maps its own request onto these fields
+    (e.g. Responses' `input` items onto `messages`, its `max_output_tokens`
+    onto `max_completion_tokens`); a provider of another kind maps them onto
+    its upstream's request. Fields a caller did not set stay `UNSET` and are
+    never forwarded.
+    """
+
+    model: Annotated[str, Meta(min_length=1, max_length=256)]
+    messages: Annotated[list[Message], Meta(min_length=1)]
+    stream: bool | UnsetType | None = UNSET
+    stream_options: StreamOptions | UnsetType | None = UNSET
+    temperature: Temperature | UnsetType | None = UNSET
+    top_p: Probability | UnsetType | None = UNSET
+    n: Positive | UnsetType | None = UNSET
+    max_tokens: Positive | UnsetType | None = UNSET
+    max_completion_tokens: Positive | UnsetType | None = UNSET
+    stop: str | Annotated[list[str], Meta(max_length=4)] | UnsetType | None = UNSET
+    seed: int | UnsetType | None = UNSET
+    presence_penalty: Penalty | UnsetType | None = UNSET
+    frequency_penalty: Penalty | UnsetType | None = UNSET
+    logit_bias: dict[str, float] | UnsetType | None = UNSET
+    logprobs: bool | UnsetType | None = UNSET
+    top_logprobs: Annotated[int, Meta(ge=0, le=20)] | UnsetType | None = UNSET
+    tools: list[Tool] | UnsetType | None = UNSET
+    tool_choice: Literal["none", "auto", "required"] | ToolChoiceFunction | UnsetType | None = UNSET
+    parallel_tool_calls: bool | UnsetType | None = UNSET
+    response_format: ResponseFormat | UnsetType | None = UNSET
+    reasoning_effort: ShortString | UnsetType | None = UNSET
+    user: ShortString | UnsetType | None = UNSET
+    metadata: dict[ShortString, Annotated[str, Meta(max_length=512)]] | UnsetType | None = UNSET
+    # Beyond OpenAI's fields: what other surfaces ask and other upstreams take. `top_k` is
+    # forwarded as OpenAI-compatible servers commonly accept it; `thinking` goes only to an
+    # upstream that supports it (elsewhere a 400 naming it).
+    top_k: Annotated[int, Meta(ge=1)] | UnsetType | None = UNSET
+    thinking: Thinking | UnsetType | None = UNSET
+    llmeu: RoutingRequest | UnsetType | None = UNSET
+
+
+EmbeddingInputs = Sequence[str] | Sequence[Sequence[int]]
+"""What an embeddings call embeds: texts, or token-id lists (never a mix)."""

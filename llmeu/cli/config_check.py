@@ -1,0 +1,72 @@
+"""`llmeu config check FILE`: validate a configuration file without starting the gateway.
+
+Prints `OK` and a summary (endpoints, models, policies, the default policy,
+and which endpoints will be skipped because their API-key variable is unset),
+or the first error with the field and line it concerns. Exit status: 0 when
+the file is valid, 2 when it is not (or cannot be read).
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from llmeu.config import Settings
+from llmeu.errors import ConfigError
+from llmeu.providers.table import missing_credentials
+from llmeu.routing.config_file import GatewayConfig
+from llmeu.routing.load import load_config
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("config", help="work with configuration files")
+    commands = parser.add_subparsers(dest="config_command", required=True)
+    check = commands.add_parser(
+        "check",
+        help="validate a configuration file without starting (exit 0 valid, 2 invalid)",
+        description=__doc__.split("\n\n")[1] if __doc__ else None,
+    )
+    check.add_argument("file", type=Path, help="the YAML configuration file (DESIGN §4)")
+    check.set_defaults(func=check_file)
+
+
+def check_file(args: argparse.Namespace) -> int:
+    settings = Settings.from_env(config_file=args.file)
+    try:
+        config = load_config(
+            settings.config_file, host=socket.gethostname(), local_country=settings.local_country
+        )
+    except ConfigError as error:
+        print(f"{args.file}: {error}", file=sys.stderr)
+        return 2
+    print(f"OK {args.file}")
+    for line in summary(config, missing_credentials(config.catalog, settings.environ)):
+        print(f"  {line}")
+    return 0
+
+
+def summary(config: GatewayConfig, unavailable: dict[str, str]) -> list[str]:
+    endpoints = config.catalog.endpoints
+    kinds = Counter(e.kind.value for e in endpoints)
+    classes = Counter(e.sovereignty_class.value for e in endpoints)
+    models = config.catalog.aliases()
+    lines = [
+        f"{_many(len(endpoints), 'endpoint')} ({_counts(kinds)}; {_counts(classes)})",
+        f"{_many(len(models), 'model')}: {', '.join(models) or 'none'}",
+        f"{_many(len(config.policies), 'policy', 'policies')}: {', '.join(config.policies)}; "
+        f"default policy: {config.default_policy}",
+    ]
+    lines += [f"skipped until configured: {eid} ({why})" for eid, why in unavailable.items()]
+    return lines
+
+
+def _many(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else many or one + 's'}"
+
+
+def _counts(counter: Counter[str]) -> str:
+    return ", ".join(f"{n} {name}" for name, n in counter.most_common()) or "none"

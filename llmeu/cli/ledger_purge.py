@@ -1,0 +1,67 @@
+"""`llmeu ledger purge`: drop stored prompts and outputs whose retention ran out.
+
+The gateway does this itself every few minutes; this command does it now,
+straight on the ledger database (the same `--data-dir`/`--database-url` as
+`llmeu serve`), with or without a gateway running. Metadata stays: a purged
+trace keeps its timings, routing, tokens and cost.
+
+Exit status: 0; 1 when the database cannot be reached or holds no ledger.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from llmeu.config import Settings
+from llmeu.errors import DatabaseError, DatabaseUnavailable
+from llmeu.ledger.database import Database
+from llmeu.ledger.opening import open_database
+from llmeu.ledger.store import Store
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("ledger", help="maintain the ledger database")
+    actions = parser.add_subparsers(dest="action", required=True)
+    purge = actions.add_parser("purge", help="drop stored content whose retention ran out")
+    purge.add_argument("--data-dir", type=Path, help="where the SQLite ledger lives")
+    purge.add_argument("--database-url", help="postgresql://… (a shared ledger)")
+    purge.add_argument("--json", action="store_true", help="print the result as JSON")
+    purge.set_defaults(func=run_purge)
+
+
+def run_purge(args: argparse.Namespace) -> int:
+    settings = Settings.from_env(data_dir=args.data_dir, database_url=args.database_url)
+    database = open_database(settings.effective_database_url)
+    try:
+        purged = asyncio.run(purge(database, time.time()))
+    except (DatabaseError, LookupError) as error:
+        print(f"llmeu ledger purge: {error}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps({"purged": purged, "database": database.describe()}))
+    else:
+        print(f"purged the stored content of {purged} traces in {database.describe()}")
+    return 0
+
+
+async def purge(database: Database, now: float) -> int:
+    """Raises LookupError when the database holds no ledger (rather than create one)."""
+    try:
+        await database.open(create=False)
+    except DatabaseUnavailable as error:
+        raise LookupError(f"no ledger at {database.describe()}: {error}") from None
+    try:
+        store = Store(database)
+        if not await store.has_schema():
+            raise LookupError(
+                f"no ledger in {database.describe()} (start `llmeu serve` on it first)"
+            )
+        return await store.purge_content(now)
+    finally:
+        await database.close()

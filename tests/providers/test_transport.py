@@ -1,0 +1,241 @@
+"""The pooled HTTP/1.1 client against small asyncio servers with scripted replies."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import pytest
+
+from llmeu.providers.transport import HttpClient, Origin, TransportError, TransportTimeout
+
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+async def read_request(reader: asyncio.StreamReader) -> bytes:
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n"):
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":")[1])
+    return head + await reader.readexactly(length)
+
+
+class Server:
+    def __init__(self, handler: Handler):
+        self.handler = handler
+        self.connections = 0
+        self.requests: list[bytes] = []
+        self.server: asyncio.Server | None = None
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        try:
+            await self.handler(reader, writer)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    @property
+    def origin(self) -> Origin:
+        assert self.server is not None
+        port = self.server.sockets[0].getsockname()[1]
+        return Origin.parse(f"http://127.0.0.1:{port}/v1")
+
+
+@pytest.fixture
+async def serve() -> AsyncIterator[Callable[[Handler], Awaitable[Server]]]:
+    servers: list[Server] = []
+
+    async def start(handler: Handler) -> Server:
+        server = Server(handler)
+        server.server = await asyncio.start_server(server._serve, "127.0.0.1", 0)
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        assert server.server is not None
+        server.server.close()
+
+
+def keep_alive_json(body: bytes, requests: list[bytes]) -> Handler:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            requests.append(await read_request(reader))
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body))
+            await writer.drain()
+
+    return handler
+
+
+async def post(client: HttpClient, origin: Origin, body: bytes = b"{}") -> tuple[int, bytes]:
+    response = await client.request(
+        origin, b"POST", "/chat/completions", [(b"content-type", b"application/json")], body,
+        connect_timeout=2, response_timeout=2,
+    )  # fmt: skip
+    data = await response.read(2)
+    response.release()
+    return response.status, data
+
+
+async def test_requests_reuse_one_kept_alive_connection(serve) -> None:  # type: ignore[no-untyped-def]
+    requests: list[bytes] = []
+    server = await serve(keep_alive_json(b'{"ok":1}', requests))
+    client = HttpClient()
+    for _ in range(5):
+        assert await post(client, server.origin) == (200, b'{"ok":1}')
+    assert server.connections == 1
+    assert requests[0].startswith(b"POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1:")
+    assert b"content-length: 2\r\n" in requests[0]
+    await client.aclose()
+
+
+async def test_chunked_body_arrives_chunk_by_chunk(serve) -> None:  # type: ignore[no-untyped-def]
+    release = asyncio.Event()
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nfirst\r\n")
+        await writer.drain()
+        await release.wait()
+        writer.write(b"6\r\nsecond\r\n0\r\n\r\n")
+        await writer.drain()
+        await reader.read()
+
+    server = await serve(handler)
+    client = HttpClient()
+    response = await client.request(
+        server.origin, b"POST", "/x", [], b"", connect_timeout=2, response_timeout=2
+    )
+    assert await response.read_chunk(2) == b"first"
+    release.set()
+    assert await response.read_chunk(2) == b"second"
+    assert await response.read_chunk(2) is None
+    response.release()
+    await client.aclose()
+
+
+async def test_a_connection_the_server_closed_is_not_reused_and_the_call_succeeds(serve) -> None:  # type: ignore[no-untyped-def]
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+        await writer.drain()
+        # keep-alive advertised, but the server closes right after answering
+
+    server = await serve(handler)
+    client = HttpClient()
+    assert await post(client, server.origin) == (200, b"ok")
+    await asyncio.sleep(0.05)  # let the server's close reach the idle connection
+    assert await post(client, server.origin) == (200, b"ok")
+    assert server.connections == 2
+    await client.aclose()
+
+
+async def test_no_headers_within_the_timeout_raises_transport_timeout(serve) -> None:  # type: ignore[no-untyped-def]
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        await asyncio.sleep(10)
+
+    server = await serve(handler)
+    client = HttpClient()
+    with pytest.raises(TransportTimeout):
+        await client.request(
+            server.origin, b"POST", "/x", [], b"", connect_timeout=2, response_timeout=0.1
+        )
+    await client.aclose()
+
+
+async def test_idle_body_timeout_and_reset_mid_body(serve) -> None:  # type: ignore[no-untyped-def]
+    async def stalls(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n1\r\na\r\n")
+        await writer.drain()
+        await asyncio.sleep(10)
+
+    async def resets(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n1\r\na\r\n")
+        await writer.drain()
+        writer.transport.abort()
+
+    client = HttpClient()
+    stalling = await serve(stalls)
+    response = await client.request(
+        stalling.origin, b"POST", "/x", [], b"", connect_timeout=2, response_timeout=2
+    )
+    assert await response.read_chunk(1) == b"a"
+    with pytest.raises(TransportTimeout):
+        await response.read_chunk(0.1)
+    response.abort()
+
+    resetting = await serve(resets)
+    response = await client.request(
+        resetting.origin, b"POST", "/x", [], b"", connect_timeout=2, response_timeout=2
+    )
+    assert await response.read_chunk(1) == b"a"
+    with pytest.raises(TransportError):
+        await response.read_chunk(1)
+    await client.aclose()
+
+
+async def test_refused_connection_and_invalid_http(serve) -> None:  # type: ignore[no-untyped-def]
+    client = HttpClient()
+    with pytest.raises(TransportError, match="could not connect"):
+        await client.request(Origin.parse("http://127.0.0.1:1/v1"), b"POST", "/x", [], b"",
+                             connect_timeout=2, response_timeout=2)  # fmt: skip
+
+    async def garbage(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(b"NOT HTTP AT ALL\r\n\r\n")
+        await writer.drain()
+        await asyncio.sleep(1)
+
+    server = await serve(garbage)
+    with pytest.raises(TransportError, match="invalid HTTP"):
+        await client.request(
+            server.origin, b"POST", "/x", [], b"", connect_timeout=2, response_timeout=2
+        )
+    await client.aclose()
+
+
+async def test_abort_closes_the_socket_at_once(serve) -> None:  # type: ignore[no-untyped-def]
+    closed = asyncio.Event()
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n1\r\na\r\n")
+        await writer.drain()
+        await reader.read()  # returns when the client's side is gone
+        closed.set()
+
+    server = await serve(handler)
+    client = HttpClient()
+    response = await client.request(
+        server.origin, b"POST", "/x", [], b"", connect_timeout=2, response_timeout=2
+    )
+    assert await response.read_chunk(1) == b"a"
+    response.abort()
+    await asyncio.wait_for(closed.wait(), 1)
+    await client.aclose()
+
+
+@pytest.mark.parametrize(
+    ("url", "host_header", "path"),
+    [
+        ("http://api.example.eu/v1", b"api.example.eu", "/v1"),
+        ("https://api.example.eu:8443/v1/", b"api.example.eu:8443", "/v1"),
+        ("https://api.example.eu", b"api.example.eu", ""),
+    ],
+    ids=["http-default-port", "https-custom-port", "no-path"],
+)
+def test_origin_parsing(url: str, host_header: bytes, path: str) -> None:
+    origin = Origin.parse(url)
+    assert origin.host_header == host_header
+    assert origin.path == path
+
+
+def test_origin_refuses_other_schemes() -> None:
+    with pytest.raises(ValueError, match="not an http"):
+        Origin.parse("ftp://example.eu")
