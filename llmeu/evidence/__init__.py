@@ -23,13 +23,6 @@ from llmeu.evidence.chain import (
     sign_checkpoint,
 )
 from llmeu.evidence.jcs import canonical_json
-from llmeu.evidence.signing_keys import (
-    KeyRing,
-    SigningKey,
-    load_directory_keys,
-    public_keys_from_jwks,
-    rotate_directory_keys,
-)
 from llmeu.evidence.receipts import (
     ReceiptCheck,
     build_receipt,
@@ -37,6 +30,13 @@ from llmeu.evidence.receipts import (
     receipt_payload,
     sha256_hex,
     verify_receipt,
+)
+from llmeu.evidence.signing_keys import (
+    KeyRing,
+    SigningKey,
+    load_directory_keys,
+    public_keys_from_jwks,
+    rotate_directory_keys,
 )
 
 __all__ = [
