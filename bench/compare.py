@@ -53,9 +53,13 @@ class Plan:
     budget_s: float
     postgres: bool
     nice: int = 0
+    workers: tuple[int, ...] = ()
 
     def target_names(self) -> list[str]:
         names = list(self.targets)
+        if self.workers and "llmeu" in names:
+            at = names.index("llmeu")
+            names[at : at + 1] = ["llmeu" if n == 1 else f"llmeu-w{n}" for n in self.workers]
         if self.postgres and "llmeu" in names:
             names.insert(names.index("llmeu") + 1, "llmeu-pg")
         return names
@@ -182,6 +186,10 @@ def parse_plan(argv: Sequence[str] | None = None) -> Plan:
     parser.add_argument("--duration", type=float, help="seconds per cell (default 3, quick 0.5)")
     parser.add_argument("--chunks", type=int, default=64, help="content chunks per stream")
     parser.add_argument("--budget", type=float, help="seconds for the whole run (default 540)")
+    parser.add_argument(
+        "--workers",
+        help="llmeu with these worker counts, e.g. 1,2 (more than one: unpinned, with Redis)",
+    )
     harness.add_nice_argument(parser)
     args = parser.parse_args(argv)
     targets = tuple(t.strip() for t in args.targets.split(",") if t.strip())
@@ -197,6 +205,7 @@ def parse_plan(argv: Sequence[str] | None = None) -> Plan:
         budget_s=args.budget or (50.0 if args.quick else 540.0),
         postgres=args.postgres,
         nice=args.nice,
+        workers=tuple(int(w) for w in args.workers.split(",")) if args.workers else (),
     )
 
 

@@ -24,7 +24,7 @@ BENCH_DIR = Path(__file__).resolve().parent
 GATEWAY_CORE = 0
 CLIENT_CORE = 1
 LITELLM_VENV = BENCH_DIR / ".venvs" / "litellm"
-TARGETS = ("direct", "nginx", "llmeu", "llmeu-pg", "litellm")
+TARGETS = ("direct", "nginx", "llmeu", "llmeu-pg", "litellm", "llmeu-w2")
 LITELLM_ENV = {
     "LITELLM_LOCAL_MODEL_COST_MAP": "True",
     "LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS": "True",
@@ -215,7 +215,14 @@ def llmeu_binary() -> Path:
     return Path(sys.executable).parent / "llmeu"
 
 
-async def start_llmeu(place: Placement, database_url: str | None, name: str = "llmeu") -> Target:
+REDIS_URL = "redis://127.0.0.1:6379/15"
+
+
+async def start_llmeu(
+    place: Placement, database_url: str | None, name: str = "llmeu", workers: int = 1
+) -> Target:
+    """llmeu pinned to the gateway core; with `workers` above 1, on every core (the workers
+    need them), sharing limits and health through Redis."""
     port = procs.free_port()
     config = place.workdir / f"{name}.yaml"
     config.write_text(llmeu_config(place.upstream_base_url))
@@ -226,13 +233,15 @@ async def start_llmeu(place: Placement, database_url: str | None, name: str = "l
     argv += ["--log-level", "warning"]
     if database_url:
         argv += ["--database-url", database_url]
+    core = place.core
+    if workers > 1:
+        argv += ["--workers", str(workers), "--redis-url", REDIS_URL]
+        core = None
     env = {"LLMEU_ADMIN_KEY": place.api_key, "LLMEU_BENCH_UPSTREAM_KEY": UPSTREAM_KEY}
-    child = place.supervisor.start(name, argv, place.core, env, place.workdir)
+    child = place.supervisor.start(name, argv, core, env, place.workdir)
     base = f"http://127.0.0.1:{port}"
     await procs.wait_ready(child, f"{base}/healthz", 60)
-    return Target(
-        name, f"{base}/v1", place.api_key, MODEL, child.pid, place.upstream_pid, place.core
-    )
+    return Target(name, f"{base}/v1", place.api_key, MODEL, child.pid, place.upstream_pid, core)
 
 
 async def start_upstream(
@@ -256,6 +265,8 @@ async def start_target(name: str, place: Placement, database_url: str | None = N
         return await start_litellm(place, LITELLM_VENV)
     if name == "llmeu":
         return await start_llmeu(place, None)
+    if name.startswith("llmeu-w"):  # llmeu-w2: two worker processes
+        return await start_llmeu(place, None, name, workers=int(name.removeprefix("llmeu-w")))
     if name == "llmeu-pg":
         if database_url is None:
             raise ValueError("llmeu-pg needs a PostgreSQL database URL")

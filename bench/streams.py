@@ -40,6 +40,7 @@ class Round:
     seconds_to_all_open: float
     peak_rss_mb: float
     rss_after_mb: float
+    process_rss_mb: tuple[float, ...] = ()  # each process of the gateway, after the round
 
 
 @dataclass
@@ -118,6 +119,7 @@ async def run_round(target: Target, index: int, streams: int, chunks: int, delay
         seconds_to_all_open=gauge.all_open_at,
         peak_rss_mb=peak / MB,
         rss_after_mb=procs.tree_rss_bytes(target.pid) / MB,
+        process_rss_mb=tuple(procs.rss_bytes(p) / MB for p in procs.process_tree(target.pid)),
     )
 
 
@@ -133,7 +135,12 @@ def _print_round(result: Round) -> None:
         f"({_all_open(result.seconds_to_all_open)}), "
         f"{result.completed} complete, "
         f"{result.errors} errors; peak RSS {result.peak_rss_mb:.1f} MB, "
-        f"after {result.rss_after_mb:.1f} MB",
+        f"after {result.rss_after_mb:.1f} MB"
+        + (
+            " (per process: " + ", ".join(f"{mb:.1f}" for mb in result.process_rss_mb) + " MB)"
+            if len(result.process_rss_mb) > 1
+            else ""
+        ),
         flush=True,
     )
 

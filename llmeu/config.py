@@ -34,6 +34,7 @@ class Settings:
     local_country: str = ""
     load_local_models: bool = True
     shutdown_grace_seconds: float = 30.0
+    workers: int = 1
     breaker_threshold: int = 5
     breaker_cooldown_seconds: float = 15.0
     purge_interval_seconds: float = 300.0

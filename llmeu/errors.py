@@ -10,6 +10,7 @@ HTTP statuses and bodies in one place (`llmeu.api.error_responses`), a
     ├── ConfigError                 invalid settings or configuration file
     ├── DatabaseError               the ledger database refused the work (retrying fails too)
     │   └── DatabaseUnavailable     it cannot take the work now; the same work may succeed later
+    ├── SharedStateUnavailable      Redis (shared by gateway processes) does not answer now
     ├── ClientDisconnected          the client hung up: the call ends `cancelled`
     └── ApiError                    becomes an HTTP error response
         ├── InvalidRequest          400  invalid_request_error (names `param`)
@@ -60,6 +61,10 @@ class DatabaseError(LlmeuError):
 
 class DatabaseUnavailable(DatabaseError):
     """The database cannot take the operation now; the same operation may succeed later."""
+
+
+class SharedStateUnavailable(LlmeuError):
+    """The store gateway processes share besides the ledger (Redis) does not answer now."""
 
 
 class ClientDisconnected(LlmeuError):

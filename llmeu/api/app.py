@@ -148,8 +148,10 @@ class App:
                 return
 
 
-def create_app(settings: Settings) -> App:
-    return App(Gateway.build(settings))
+def create_app(settings: Settings, instance_id: str | None = None) -> App:
+    """The app on the settings; `instance_id` names this process in the ledger (a worker's
+    supervisor chooses it, to record the calls of a worker that died)."""
+    return App(Gateway.build(settings, instance_id))
 
 
 def documented_routes(app: App) -> set[tuple[str, str]]:

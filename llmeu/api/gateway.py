@@ -14,6 +14,7 @@ import logging
 import secrets
 import socket
 import time
+from collections.abc import Coroutine, Mapping
 from typing import Any
 
 from llmeu.api.auth import KeyRing, announce_admin_key
@@ -23,11 +24,18 @@ from llmeu.api.routes.platform import Platform
 from llmeu.api.upstreams import Upstreams
 from llmeu.config import Settings
 from llmeu.errors import ConfigError, DatabaseError
-from llmeu.ledger.notify import Change, ChangeFeed, Propagation
+from llmeu.ledger.notify import (
+    Change,
+    ChangeFeed,
+    DatabaseNotices,
+    NoticeChannel,
+    Propagation,
+)
 from llmeu.ledger.opening import open_database
 from llmeu.ledger.store import Store
 from llmeu.ledger.writer import Ledger
 from llmeu.limits import Limiter, build_limiter
+from llmeu.limits.redis_notices import RedisNotices
 from llmeu.limits.shared_breaker import SharedCircuitBreaker
 from llmeu.observability.hooks import Observers
 from llmeu.observability.telemetry import Telemetry
@@ -35,13 +43,23 @@ from llmeu.providers.base import Provider
 from llmeu.providers.table import ProviderContext, build_provider, missing_credentials
 from llmeu.providers.transport import HttpClient
 from llmeu.routing.breaker import CircuitBreaker
-from llmeu.routing.catalog import EndpointKind
+from llmeu.routing.catalog import Endpoint, EndpointKind
 from llmeu.routing.config_file import GatewayConfig
 from llmeu.routing.load import load_config
 
 log = logging.getLogger("llmeu")
 
 _SETTLE_WAIT = 5.0
+
+
+def new_instance_id() -> str:
+    return "gw_" + secrets.token_hex(6)
+
+
+def load_gateway_config(settings: Settings) -> GatewayConfig:
+    return load_config(
+        settings.config_file, host=socket.gethostname(), local_country=settings.local_country
+    )
 
 
 def _breaker(settings: Settings) -> CircuitBreaker:
@@ -60,12 +78,21 @@ def _breaker(settings: Settings) -> CircuitBreaker:
 
 
 class Gateway:
-    def __init__(self, settings: Settings, config: GatewayConfig, store: Store):
+    def __init__(
+        self,
+        settings: Settings,
+        config: GatewayConfig,
+        store: Store,
+        instance_id: str | None = None,
+    ):
         """Everything that needs no I/O; `build` validates the configuration first."""
         self.settings = settings
         self.config = config
         self.store = store
-        self.instance_id = "gw_" + secrets.token_hex(6)
+        self.instance_id = instance_id or new_instance_id()
+        # Other processes write this ledger too: a shared database, or worker processes
+        # on one machine (which then find only dead processes' calls `interrupted`).
+        self.shared = store.shared or settings.workers > 1
         self.started_at = time.time()
         self.ledger = Ledger(store, buffer_limit=settings.ledger_buffer)
         self.keys = KeyRing(store)
@@ -89,19 +116,26 @@ class Gateway:
             limits=self.limits, observers=self.observers,
             instance_id=self.instance_id, max_body_bytes=settings.max_body_bytes,
         )  # fmt: skip
-        self.platform = Platform(self.keys, self.policies, store, self.upstreams, self.broadcast)
+        self.platform = Platform(
+            self.keys, self.policies, store, self.upstreams, self.broadcast, self.reload
+        )
         self.changes: ChangeFeed | None = None  # with a shared ledger: changes others apply
         self.loaded = False
         self._tasks: list[asyncio.Task[None]] = []
+        self._reloading = asyncio.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._redis_notices: RedisNotices | None = None
 
     @classmethod
-    def build(cls, settings: Settings) -> Gateway:
-        config = load_config(
-            settings.config_file, host=socket.gethostname(), local_country=settings.local_country
-        )
-        return cls(settings, config, Store(open_database(settings.effective_database_url)))
+    def build(cls, settings: Settings, instance_id: str | None = None) -> Gateway:
+        store = Store(open_database(settings.effective_database_url))
+        return cls(settings, load_gateway_config(settings), store, instance_id)
 
-    def _providers(self) -> tuple[dict[str, Provider], dict[str, str]]:
+    def _providers(
+        self, reuse: Mapping[Endpoint, Provider] | None = None
+    ) -> tuple[dict[str, Provider], dict[str, str]]:
+        """A provider for every endpoint that can be called; `reuse` keeps those of an
+        earlier configuration whose endpoint is unchanged (a loaded local model stays)."""
         settings = self.settings
         unavailable = missing_credentials(self.config.catalog, settings.environ)
         context = ProviderContext(self.http, settings.environ, settings.local_threads)
@@ -112,7 +146,8 @@ class Gateway:
             if endpoint.kind is EndpointKind.LOCAL and not settings.load_local_models:
                 unavailable[endpoint.endpoint_id] = "local models are disabled (--no-local)"
                 continue
-            providers[endpoint.endpoint_id] = build_provider(endpoint, context)
+            kept = (reuse or {}).get(endpoint)
+            providers[endpoint.endpoint_id] = kept or build_provider(endpoint, context)
         return providers, unavailable
 
     async def start(self) -> None:
@@ -120,16 +155,17 @@ class Gateway:
         await self.store.migrate()
         now = time.time()
         settings = self.settings
-        shared = self.store.shared
+        shared = self.shared
         # A ledger of one process: whatever a previous process left in progress was
         # interrupted. A shared one: only processes whose heartbeat stopped are gone.
         live_after = now + 1 if not shared else now - 3 * settings.heartbeat_seconds
         interrupted = await self.store.mark_interrupted(live_after, now)
         if interrupted:
             log.warning("marked %d calls of a stopped gateway process as interrupted", interrupted)
-        if self.store.db.dialect.change_notices:
+        channel = self._notice_channel()
+        if channel is not None:
             self.changes = ChangeFeed(
-                self.store, self.instance_id, self._apply_change,
+                channel, self.store, self.instance_id, self._apply_change,
                 live_window=3 * settings.heartbeat_seconds,
             )  # fmt: skip
             await self.changes.start()  # listening before others can count on this process
@@ -143,13 +179,29 @@ class Gateway:
         await self.limits.start(self.store.spend_by_key)
         if isinstance(self.breaker, SharedCircuitBreaker):
             self.breaker.start([e.endpoint_id for e in self.config.catalog.endpoints])
-        await self._start_providers()
+        await self._start_providers(self.upstreams)
         self._tasks.append(asyncio.create_task(self._maintenance(), name="llmeu-maintenance"))
+        self._loop = asyncio.get_running_loop()
         self.loaded = True
 
-    async def _start_providers(self) -> None:
-        upstreams = self.upstreams
+    def _notice_channel(self) -> NoticeChannel | None:
+        """How changes reach the other processes: the database's own notices where it has
+        them, else Redis's (workers on one SQLite ledger), else nobody else to tell."""
+        if self.store.db.dialect.change_notices:
+            return DatabaseNotices(self.store.db)
+        if self.shared and self.settings.redis_url is not None:
+            self._redis_notices = RedisNotices(
+                self.settings.redis_url, timeout=self.settings.redis_timeout_seconds
+            )
+            return self._redis_notices
+        return None
+
+    async def _start_providers(
+        self, upstreams: Upstreams, started: frozenset[str] = frozenset()
+    ) -> None:
         for endpoint_id, provider in list(upstreams.providers.items()):
+            if endpoint_id in started:
+                continue
             try:
                 await provider.start()
             except ConfigError as error:
@@ -158,11 +210,70 @@ class Gateway:
                 del upstreams.providers[endpoint_id]
 
     async def _apply_change(self, change: Change) -> None:
-        """Another gateway process revoked a key or replaced a policy."""
+        """Another gateway process revoked a key, replaced a policy or reloaded its
+        configuration file."""
         if change.kind == "key":
             await self.keys.reload(change.ident)
         elif change.kind == "policy":
             await self.policies.load()
+        elif change.kind == "config":
+            await self.reload(tell_others=False)
+
+    async def reload(self, *, tell_others: bool = True) -> None:
+        """Read the configuration file again. Calls in flight finish on the catalog and
+        policies they started with; new calls use the new ones. An invalid file changes
+        nothing and raises its `ConfigError`. Endpoints that did not change keep their
+        provider (a loaded local model stays loaded); the providers of endpoints that went
+        away are closed once the calls in flight have ended."""
+        async with self._reloading:
+            config = load_gateway_config(self.settings)
+            previous = self.upstreams
+            reuse = {
+                previous.catalog.get(eid): provider for eid, provider in previous.providers.items()
+            }
+            self.config = config
+            providers, unavailable = self._providers(
+                {e: p for e, p in reuse.items() if e is not None}
+            )
+            upstreams = Upstreams(config.catalog, providers, unavailable, self.breaker)
+            kept = frozenset(eid for eid, p in providers.items() if p in reuse.values())
+            await self._start_providers(upstreams, kept)
+            self.policies.configure(config.policies, config.default_policy)
+            self.upstreams = self.calls.upstreams = self.platform.upstreams = upstreams
+            gone = [p for p in previous.providers.values() if p not in providers.values()]
+            if gone:
+                in_flight = set(self.calls.inflight.values())
+                self._spawn(self._retire(gone, in_flight))
+            log.warning("configuration reloaded: %d endpoints, %d policies",
+                        len(config.catalog.endpoints), len(self.policies.policies))  # fmt: skip
+        if tell_others:
+            await self.broadcast("config", "reload")
+
+    def reload_soon(self) -> None:
+        """Reload from a signal handler (SIGHUP): on the event loop, logging any failure."""
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._reload_in_background)
+
+    def _reload_in_background(self) -> None:
+        async def reload() -> None:
+            try:
+                await self.reload(tell_others=False)
+            except ConfigError as error:
+                log.error("configuration not reloaded, the previous one stays: %s", error)
+
+        self._spawn(reload())
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        """Background work that ends by itself (stopped with the gateway if it has not)."""
+        task = asyncio.create_task(work)
+        self._tasks.append(task)
+        task.add_done_callback(self._tasks.remove)
+
+    async def _retire(self, providers: list[Provider], in_flight: set[asyncio.Task[Any]]) -> None:
+        if in_flight:
+            await asyncio.wait(in_flight, timeout=self.settings.shutdown_grace_seconds)
+        for provider in providers:
+            await provider.aclose()
 
     async def broadcast(self, kind: str, ident: str) -> Propagation | None:
         """Make a change this process applied hold in every other process (shared ledger)."""
@@ -177,7 +288,7 @@ class Gateway:
             now = time.time()
             try:
                 await self.store.heartbeat(self.instance_id, now)
-                if self.store.shared:
+                if self.shared:
                     await self.store.mark_interrupted(now - 3 * settings.heartbeat_seconds, now)
                     if self.changes is not None:
                         await self.changes.start()
@@ -221,14 +332,16 @@ class Gateway:
         """Refuse new calls, let those still in flight record how they ended, then stop."""
         self.calls.accepting = False
         await self.calls.settle_inflight(_SETTLE_WAIT)
-        for task in self._tasks:
+        for task in list(self._tasks):
             task.cancel()
-        for task in self._tasks:
+        for task in list(self._tasks):
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         await self.ledger.stop()
         if self.changes is not None:
             await self.changes.close()
+        if self._redis_notices is not None:
+            await self._redis_notices.aclose()
         with contextlib.suppress(DatabaseError):  # others then stop waiting for this process
             await self.store.unregister_instance(self.instance_id)
         await self.limits.aclose()

@@ -108,6 +108,7 @@ class Call:
         self._credentials = credentials
         self._phase = _Phase.ADMISSION
         self._plan: RoutePlan | None = None
+        self._upstreams = calls.upstreams
         self._prompt: object = None
         self._prompt_tokens: Callable[[], int] = _no_estimate
         self._prompt_tokens_known = False
@@ -190,7 +191,9 @@ class Call:
             self.request.header(b"x-llmeu-policy"),
         )
         self.trace.governed_by(policy)
-        self._plan = calls.upstreams.plan(model, needs, policy)
+        # The configuration the call started with serves it to the end, reloads or not.
+        self._upstreams = calls.upstreams
+        self._plan = self._upstreams.plan(model, needs, policy)
         self.trace.routed(self._plan)
         return self._plan
 
@@ -305,7 +308,7 @@ class Call:
     async def _attempt(self, endpoint: Endpoint, operation: Operation[T]) -> T:
         """Run one endpoint; the attempt and the endpoint's health are recorded either way."""
         self._hangup.check()
-        upstreams = self._calls.upstreams
+        upstreams = self._upstreams
         provider = upstreams.provider(endpoint)
         upstreams.attempt_started(endpoint, self._key_id)
         attempt = self.trace.attempt_started(endpoint)

@@ -38,6 +38,12 @@ class PolicyBook:
         # committed must not overwrite the policy the put installed.
         self._turn = asyncio.Lock()
 
+    def configure(self, base: Mapping[str, Policy], default_policy: str) -> None:
+        """The configured policies after a reload; stored ones still override them by id."""
+        self._base = dict(base)
+        self.default_policy = default_policy
+        self.policies = {**self._base, **self._stored}
+
     async def load(self) -> None:
         """The stored policies over the configured ones. A stored policy that this version
         refuses (stored before a rule was tightened) is left out and logged, never a

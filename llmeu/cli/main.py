@@ -16,6 +16,7 @@ from llmeu.cli import (
     config_check,
     keys,
     ledger_purge,
+    probe,
     receipt,
     route_report,
     serve,
@@ -25,7 +26,7 @@ from llmeu.cli import (
 from llmeu.cli.version import VersionAction
 
 SUBCOMMANDS = (
-    serve, chat, route_report, config_check, keys, usage, traces, ledger_purge, receipt,
+    serve, chat, route_report, config_check, keys, usage, traces, ledger_purge, receipt, probe,
 )  # fmt: skip
 
 

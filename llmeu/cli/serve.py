@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,12 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--redis-url", help="redis://… to share limits and health between processes"
+    )
+    parser.add_argument(
+        "--workers",
+        type=_workers,
+        help="gateway processes on this port: a number, or `auto` for one per core (1); "
+        "more than one needs --redis-url",
     )
     parser.add_argument(
         "--redis-timeout",
@@ -77,6 +84,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         data_dir=args.data_dir,
         database_url=args.database_url,
         redis_url=args.redis_url,
+        workers=args.workers,
         redis_timeout_seconds=args.redis_timeout,
         max_body_bytes=args.max_body_bytes,
         log_level=args.log_level,
@@ -89,6 +97,18 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         breaker_cooldown_seconds=args.breaker_cooldown,
         cors_origins=tuple(args.cors_origin) or None,
     )
+
+
+def _workers(value: str) -> int:
+    if value == "auto":
+        return os.cpu_count() or 1
+    try:
+        count = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError("a number of workers, or `auto`") from None
+    if count < 1:
+        raise argparse.ArgumentTypeError("at least 1 worker")
+    return count
 
 
 def run(args: argparse.Namespace) -> int:

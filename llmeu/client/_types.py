@@ -6,7 +6,7 @@ They are lenient on purpose: every field is optional, unknown fields are
 ignored, because the client reads third-party OpenAI-compatible servers too,
 and because an error frame may carry a partial routing block. A field that
 did not arrive is `None`, never a made-up zero. The server-side shapes in
-`llmeu.protocol.wire` are strict (they describe what the gateway sends), so
+`llmeu.protocol` are strict (they describe what the gateway sends), so
 the client does not reuse them for reading.
 
 Everything the client builds itself is a plain frozen dataclass.

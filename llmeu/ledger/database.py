@@ -79,7 +79,11 @@ class Database(ABC):
 
     async def listen(self, channel: str, listener: Listener) -> Any:
         """A dedicated connection receiving the change notices of `channel`; returns it for
-        closing. Only where `dialect.change_notices` is true."""
+        closing (`close()`, `is_closed()`). Only where `dialect.change_notices` is true."""
+        raise NotImplementedError(f"{self.dialect.name} has no change notices")
+
+    async def notify(self, channel: str, payload: str) -> None:
+        """Send a change notice to every listener of `channel`."""
         raise NotImplementedError(f"{self.dialect.name} has no change notices")
 
     @abstractmethod

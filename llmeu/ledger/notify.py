@@ -1,4 +1,8 @@
-"""Changes every gateway process must apply at once, over PostgreSQL LISTEN/NOTIFY.
+"""Changes every gateway process must apply at once, over a notice channel.
+
+The channel is the ledger database's own where it has one (PostgreSQL's
+LISTEN/NOTIFY), else Redis's publish/subscribe (several worker processes on
+one SQLite ledger need Redis anyway, for their shared limits).
 
 Each process caches keys and policies. When one process revokes a key or
 replaces a policy, it publishes the change on one channel; every other
@@ -24,9 +28,10 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-from llmeu.errors import DatabaseError
+from llmeu.errors import DatabaseError, SharedStateUnavailable
+from llmeu.ledger.database import Database, Listener
 from llmeu.ledger.store import Store
 
 log = logging.getLogger("llmeu.ledger.notify")
@@ -36,8 +41,40 @@ CHANNEL = "llmeu_changes"
 
 @dataclass(frozen=True, slots=True)
 class Change:
-    kind: str  # "key" or "policy"
+    kind: str  # "key", "policy" or "config"
     ident: str
+
+
+class Subscription(Protocol):
+    def is_closed(self) -> bool: ...
+
+    async def close(self) -> None: ...
+
+
+class NoticeChannel(Protocol):
+    """Where change notices travel: every subscriber receives every payload sent."""
+
+    async def subscribe(self, listener: Listener) -> Subscription: ...
+
+    async def send(self, payload: str) -> None: ...
+
+
+class DatabaseNotices:
+    """The ledger database's own notices (PostgreSQL's LISTEN/NOTIFY)."""
+
+    def __init__(self, db: Database):
+        assert db.dialect.change_notices, "change notices need a database that has them"
+        self._db = db
+
+    async def subscribe(self, listener: Listener) -> Subscription:
+        subscription: Subscription = await self._db.listen(CHANNEL, listener)
+        return subscription
+
+    async def send(self, payload: str) -> None:
+        await self._db.notify(CHANNEL, payload)
+
+
+_CHANNEL_ERRORS = (DatabaseError, SharedStateUnavailable)
 
 
 @dataclass(slots=True)
@@ -58,6 +95,7 @@ Apply = Callable[[Change], Awaitable[None]]
 class ChangeFeed:
     def __init__(
         self,
+        channel: NoticeChannel,
         store: Store,
         instance_id: str,
         apply: Apply,
@@ -65,14 +103,13 @@ class ChangeFeed:
         live_window: float,
         ack_timeout: float = 2.0,
     ):
-        assert store.db.dialect.change_notices, "change notices need a database that has them"
-        self._db = store.db
+        self._channel = channel
         self._store = store
         self.instance_id = instance_id
         self._apply = apply
         self._live_window = live_window
         self._ack_timeout = ack_timeout
-        self._conn: Any = None
+        self._conn: Subscription | None = None
         self._seq = itertools.count(1)
         self._waiting: dict[int, Propagation] = {}
         self._tasks: set[asyncio.Task[None]] = set()
@@ -87,8 +124,8 @@ class ChangeFeed:
         if self.listening:
             return
         try:
-            self._conn = await self._db.listen(CHANNEL, self._received)
-        except DatabaseError as error:
+            self._conn = await self._channel.subscribe(self._received)
+        except _CHANNEL_ERRORS as error:
             log.warning("cannot listen for changes from other gateway processes: %s", error)
 
     async def close(self) -> None:
@@ -123,7 +160,7 @@ class ChangeFeed:
         return propagation
 
     async def _notify(self, message: dict[str, Any]) -> None:
-        await self._db.execute("SELECT pg_notify(?, ?)", (CHANNEL, json.dumps(message)))
+        await self._channel.send(json.dumps(message))
 
     def _received(self, payload: str) -> None:
         try:
@@ -149,7 +186,7 @@ class ChangeFeed:
             await self._apply(change)
             await self._notify({"type": "ack", "to": message["from"], "from": self.instance_id,
                                 "seq": message["seq"]})  # fmt: skip
-        except DatabaseError as error:  # unconfirmed: the publisher says so, the reload follows
+        except _CHANNEL_ERRORS as error:  # unconfirmed: the publisher says so, the reload follows
             log.warning("could not apply %s %s now: %s", change.kind, change.ident, error)
         except Exception:  # a background task: report, never lose the listener
             log.exception("applying %s %s failed", change.kind, change.ident)

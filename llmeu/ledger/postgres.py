@@ -92,6 +92,9 @@ class PostgresDatabase(Database):
             raise _postgres_error(error) from error
         return conn
 
+    async def notify(self, channel: str, payload: str) -> None:
+        await self.execute("SELECT pg_notify(?, ?)", (channel, payload))
+
     def describe(self) -> str:
         """The URL without a password."""
         scheme, sep, rest = self._url.partition("://")

@@ -284,6 +284,22 @@ class Store:
         )
         return counts[0]
 
+    async def mark_instance_interrupted(self, instance_id: str, now: float) -> int:
+        """The calls a process left in progress when it died (its supervisor saw it die)."""
+        counts = await self.db.transaction(
+            [
+                (
+                    "UPDATE traces SET status = 'interrupted', finished_at = ?, "
+                    "error_type = 'api_error', error_code = 'gateway_interrupted', "
+                    "error_message = 'the gateway process stopped during the call' "
+                    "WHERE status = 'in_progress' AND instance_id = ?",
+                    [(now, instance_id)],
+                ),
+                ("DELETE FROM instances WHERE instance_id = ?", [(instance_id,)]),
+            ]
+        )
+        return counts[0]
+
     async def insert_key(self, key: ApiKey) -> None:
         await self.db.execute(
             f"INSERT INTO api_keys ({_KEY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",

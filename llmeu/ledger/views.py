@@ -35,6 +35,7 @@ def trace_view(row: Row, *, summary: bool = False) -> dict[str, Any]:
         "key_id": row["key_id"],
         "route": row["route"],
         "stream": bool(row["stream"]),
+        "instance_id": row["instance_id"],
         "request_model": row["request_model"],
         "timings": {
             "received_at": row["received_at"],

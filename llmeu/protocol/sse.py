@@ -77,6 +77,11 @@ class SSEDecoder:
         """The ID a reconnection sends: the buffer's value at the last blank line."""
         return self._source_id
 
+    @property
+    def pending(self) -> bool:
+        """Whether part of an event has arrived and waits for the rest (a line or a block)."""
+        return bool(self._buffer or self._data or self._event)
+
     def feed(self, data: bytes) -> list[ServerSentEvent]:
         """Decode one read; returns the events it completed, in order."""
         return self._consume(self._decoder.decode(data))

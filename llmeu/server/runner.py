@@ -22,6 +22,7 @@ from __future__ import annotations
 import gc
 import logging
 import signal
+import socket
 from types import FrameType
 
 import uvicorn
@@ -43,24 +44,38 @@ def _stop(signum: int, frame: FrameType | None) -> None:
 
 def run(settings: Settings) -> int:
     """Serve until SIGTERM or SIGINT; 0 after a clean stop, 1 when startup failed,
-    2 for an invalid configuration."""
+    2 for an invalid configuration. With `settings.workers` above 1, a supervisor serves
+    through that many worker processes (`llmeu.server.workers`)."""
     configure_logging(settings.log_level, settings.log_format)
+    if settings.workers > 1:
+        from llmeu.server.workers import supervise
+
+        return supervise(settings)
+    return serve(settings)
+
+
+def serve(
+    settings: Settings, *, sock: socket.socket | None = None, instance_id: str | None = None
+) -> int:
+    """One gateway process, on its own listening socket or on `sock` (a worker's)."""
     # uvicorn handles these signals while it serves and hands them back when it has shut
     # down; then (or before it started) they end the process with status 0.
     for handled in (signal.SIGTERM, signal.SIGINT):
         signal.signal(handled, _stop)
     try:
-        return _serve(settings)
+        return _serve(settings, sock, instance_id)
     except _Stopped:
         return 0
 
 
-def _serve(settings: Settings) -> int:
+def _serve(settings: Settings, sock: socket.socket | None, instance_id: str | None) -> int:
     try:
-        app = create_app(settings)
+        app = create_app(settings, instance_id)
     except ConfigError as error:
         logging.getLogger("llmeu").error("configuration error: %s", error)
         return 2
+    # SIGHUP reads the configuration file again; calls in flight keep theirs.
+    signal.signal(signal.SIGHUP, lambda signum, frame: app.gateway.reload_soon())
     config = uvicorn.Config(
         app,
         host=settings.host,
@@ -85,5 +100,5 @@ def _serve(settings: Settings) -> int:
     gc.collect()
     gc.freeze()
     server = uvicorn.Server(config)
-    server.run()
+    server.run(sockets=[sock] if sock is not None else None)
     return 0 if server.started else 1

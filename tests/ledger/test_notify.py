@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from llmeu.ledger.notify import Change, ChangeFeed
+from llmeu.ledger.notify import Change, ChangeFeed, DatabaseNotices
 from llmeu.ledger.postgres import PostgresDatabase
 from llmeu.ledger.store import Store
 from tests.support.databases import postgres_database
@@ -23,7 +23,14 @@ class Process:
         self.store = Store(PostgresDatabase(url))
         self.instance_id = instance_id
         self.applied: list[Change] = []
-        self.feed = ChangeFeed(self.store, instance_id, self.apply, live_window=60, ack_timeout=0.5)
+        self.feed = ChangeFeed(
+            DatabaseNotices(self.store.db),
+            self.store,
+            instance_id,
+            self.apply,
+            live_window=60,
+            ack_timeout=0.5,
+        )
 
     async def apply(self, change: Change) -> None:
         await self.store.get_key(change.ident)  # a reload reads the database

@@ -86,6 +86,7 @@ ALICE_CALLS = [
     ("GET", "/v1/platform/policies/eu-store", None, 200),
     ("PUT", "/v1/platform/policies/eu-store", WIDER_POLICY, 403),
     ("GET", "/v1/platform/endpoints", None, 200),
+    ("POST", "/v1/platform/reload", None, 403),
     ("GET", "/v1/platform/usage", None, 200),
     ("GET", "/v1/platform/usage?group_by=key", None, 200),
     ("GET", "/v1/platform/usage?key_id={bob_id}", None, 200),

@@ -17,6 +17,11 @@ from the upstream model name (set per endpoint in the gateway's config, e.g.
     stall=S         how long a stall lasts (default 3600 s)
     status=CODE     the status `echo` answers with (default 400)
 
+Without directives it behaves as an OpenAI-compatible server should: a call
+with `tools` and `tool_choice: "required"` gets a tool call, messages with an
+unknown role are a 400, and a model named `missing-…` is unknown (404), each
+in OpenAI's error shape.
+
 `echo` refuses the request the way many upstreams do, quoting its messages
 in the error message; `echo_mid_stream` streams half its deltas, then sends
 an error event quoting the messages and the text streamed so far.
@@ -142,7 +147,13 @@ class Upstream:
             await send_json(writer, 200, b"{}")
             return True
         body = json.loads(raw or b"{}")
+        refusal = refuse(body)
+        if refusal is not None:
+            await send_json(writer, refusal[0], json.dumps(refusal[1]).encode())
+            return True
         directives = directives_of(body)
+        if body.get("tools") and body.get("tool_choice") == "required":
+            directives.setdefault("tools", "1")
         seen = Seen(
             id=len(self.state.requests),
             path=path,
@@ -192,7 +203,7 @@ class Upstream:
         if d.get("tools") == "1":
             message = {"role": "assistant", "content": None, "tool_calls": [
                 {"id": "call_1", "type": "function",
-                 "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]}  # fmt: skip
+                 "function": {"name": "get_weather", "arguments": ARGUMENTS}}]}  # fmt: skip
             finish = "tool_calls"
         response: dict[str, Any] = {
             "id": "chatcmpl-fake",
@@ -274,13 +285,14 @@ class Upstream:
                 await emit(b"data: " + json.dumps(error).encode() + b"\n\n")
                 await emit(b"")
                 return
-            if d.get("tools") == "1":
-                delta: dict[str, Any] = {
-                    "tool_calls": [{"index": 0, "function": {"arguments": "{}"[i % 2]}}]
-                }
-                if i == 0:
-                    delta = {"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
-                                             "function": {"name": "get_weather", "arguments": ""}}]}  # fmt: skip
+            if d.get("tools") == "1":  # the name first, then the arguments in n - 1 pieces
+                delta: dict[str, Any] = {"tool_calls": [{"index": 0, "id": "call_1",
+                    "type": "function", "function": {"name": "get_weather",
+                    "arguments": "" if n > 1 else ARGUMENTS}}]}  # fmt: skip
+                if i > 0:
+                    size = len(ARGUMENTS)
+                    piece = ARGUMENTS[(i - 1) * size // (n - 1) : i * size // (n - 1)]
+                    delta = {"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}
             else:
                 text = ("x" * (1 << 20)) if fault == "huge_chunk" and i == 0 else f"{word}{i} "
                 delta = {"content": text}
@@ -297,6 +309,28 @@ class Upstream:
             await emit(b"data: [DONE]\n\n")
         await emit(b"")
         seen.completed = True
+
+
+ARGUMENTS = '{"city": "Paris"}'
+ROLES = {"system", "developer", "user", "assistant", "tool", "function"}
+
+
+def refuse(body: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
+    """What an OpenAI-compatible server answers to a request it cannot take."""
+    model = str(body.get("model", ""))
+    if model.startswith("missing-"):
+        error = {"message": f"The model `{model}` does not exist", "type": "invalid_request_error",
+                 "param": "model", "code": "model_not_found"}  # fmt: skip
+        return 404, {"error": error}
+    messages = body.get("messages")
+    if messages is not None and (
+        not isinstance(messages, list)
+        or any(not isinstance(m, dict) or m.get("role") not in ROLES for m in messages)
+    ):
+        error = {"message": "invalid message role", "type": "invalid_request_error",
+                 "param": "messages", "code": None}  # fmt: skip
+        return 400, {"error": error}
+    return None
 
 
 def echo_error(reason: str, body: dict[str, Any]) -> str:

@@ -138,6 +138,12 @@ def openapi_document() -> bytes:
             ),
         },
         "/v1/platform/endpoints": {"get": _operation("The catalog and its health", _json(_OBJECT))},
+        "/v1/platform/reload": {
+            "post": _operation(
+                "Read the configuration file again, in every gateway process (admin)",
+                _json(_OBJECT),
+            )
+        },
         "/v1/platform/usage": {
             "get": _operation(
                 "Usage, grouped",

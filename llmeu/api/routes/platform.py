@@ -41,15 +41,17 @@ Broadcast = Callable[[str, str], Awaitable[Propagation | None]]
 """Makes a change this process applied hold in every other gateway process."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Platform:
-    """What the platform routes work on."""
+    """What the platform routes work on (`upstreams` is replaced when the configuration is
+    reloaded)."""
 
     keys: KeyRing
     policies: PolicyBook
     store: Store
     upstreams: Upstreams
     broadcast: Broadcast
+    reload: Callable[[], Awaitable[None]]
 
 
 class KeyCreate(Struct, forbid_unknown_fields=True):
@@ -172,6 +174,25 @@ async def put_policy(p: Platform, request: Request, policy_id: str) -> None:
     await p.policies.put(policy, time.time())
     await p.broadcast("policy", policy_id)
     await _reply(request, policy_document(policy))
+
+
+async def reload_configuration(p: Platform, request: Request) -> None:
+    """Read the configuration file again, here and in every other gateway process (admin).
+    An invalid file changes nothing: a 400 `invalid_configuration` says why."""
+    await _authorize(p, request, admin=True)
+    try:
+        await p.reload()
+    except ConfigError as error:
+        raise InvalidRequest(
+            f"the configuration file is invalid; the gateway keeps the one it has: {error}",
+            param=error.field,
+            code="invalid_configuration",
+        ) from None
+    await _reply(
+        request,
+        {"object": "reload", "reloaded": True,
+         "endpoints": len(p.upstreams.catalog.endpoints), "policies": len(p.policies.policies)},
+    )  # fmt: skip
 
 
 async def list_endpoints(p: Platform, request: Request) -> None:
@@ -310,6 +331,7 @@ PLATFORM_ROUTES: list[tuple[str, str, Callable[..., Awaitable[None]]]] = [
     ("GET", "/v1/platform/policies/{policy_id}", get_policy),
     ("PUT", "/v1/platform/policies/{policy_id}", put_policy),
     ("GET", "/v1/platform/endpoints", list_endpoints),
+    ("POST", "/v1/platform/reload", reload_configuration),
     ("GET", "/v1/platform/usage", usage),
     ("GET", "/v1/platform/traces", list_traces),
     ("GET", "/v1/platform/traces/{trace_id}", get_trace),

@@ -1,0 +1,101 @@
+"""`llmeu probe` against real servers: the project's fake upstream and llmeu itself pass every
+check; `llama_cpp.server` shows the deviations it is known for, listed here, not hidden."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.client_llama_server import llama_server
+from tests.support.processes import (
+    ADMIN_KEY,
+    REPO,
+    FakeUpstream,
+    Gateway,
+    config_yaml,
+    fake_endpoint,
+)
+
+
+def probe(base_url: str, model: str, *extra: str, key: str | None = None) -> tuple[int, Any]:
+    env = {**os.environ, "PROBE_KEY": key or ""}
+    with_key = ["--api-key-env", "PROBE_KEY"] if key else []
+    done = subprocess.run(
+        [sys.executable, "-m", "llmeu.cli.main", "probe", base_url, "--model", model,
+         *with_key, "--yes", "--json", *extra],
+        capture_output=True, text=True, cwd=REPO, env=env, timeout=300,
+    )  # fmt: skip
+    assert done.stdout, done.stderr
+    return done.returncode, json.loads(done.stdout)
+
+
+def verdicts(report: dict[str, Any]) -> dict[str, str]:
+    return {f"{c['group']}/{c['check']}": c["result"] for c in report["checks"]}
+
+
+# Deltas 30 ms apart, as a model makes them: a hang-up after the first lands mid-answer.
+PACED = "fake;delay=30;chunks=12"
+
+
+def test_the_fake_upstream_passes_every_check(fake_upstream: FakeUpstream) -> None:
+    status, report = probe(fake_upstream.base_url, PACED, key="sk-any")
+    assert status == 0, report
+    found = verdicts(report)
+    assert "fail" not in found.values() and "warn" not in found.values(), found
+    assert report["suggested_entry"]["capabilities"] == ["chat", "tools"]
+
+
+def test_llmeu_passes_every_check_and_records_the_hang_up(
+    gateway_factory: Any, fake_upstream: FakeUpstream
+) -> None:
+    gateway: Gateway = gateway_factory(
+        config=config_yaml(fake_endpoint("fakeprov-fr-a", fake_upstream, model=PACED))
+    )
+    status, report = probe(gateway.base_url, "fake-model", key=ADMIN_KEY)
+    assert status == 0, report
+    found = verdicts(report)
+    assert "fail" not in found.values() and "warn" not in found.values(), found
+    hang_up = next(c for c in report["checks"] if c["check"] == "hang-up")
+    assert hang_up["detail"] == "the server recorded the call cancelled"
+
+
+def test_a_broken_stream_fails_with_its_evidence(fake_upstream: FakeUpstream) -> None:
+    status, report = probe(fake_upstream.base_url, "fake;fault=missing_done", key="sk-any")
+    assert status == 1
+    done = next(c for c in report["checks"] if c["check"] == "[DONE]")
+    assert done["result"] == "fail" and done["detail"] == "missing" and done["evidence"]
+
+
+def test_the_probe_asks_before_it_spends(fake_upstream: FakeUpstream) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "llmeu.cli.main", "probe", fake_upstream.base_url, "--model", "x"],
+        capture_output=True, text=True, cwd=REPO, timeout=60, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "8 calls" in done.stderr and "--yes" in done.stderr
+    assert fake_upstream.stats() == []
+
+
+# What llama_cpp.server does differently, as the probe reports it.
+LLAMA_DEVIATIONS = {
+    "usage/include_usage": "warn",  # it sends no usage chunk: llmeu estimates the counts
+    "content/tool calls": "warn",  # tool_choice "required" does not make the model call one
+    "errors/invalid request": "fail",  # an unknown message role is a 500, not a 400
+    "errors/unknown model": "fail",  # any model name is served by the one loaded model
+}
+
+
+@pytest.mark.local_model
+def test_llama_cpp_server_shows_its_known_deviations(tmp_path: Path) -> None:
+    pytest.importorskip("llama_cpp.server.app", reason="needs llama-cpp-python's server extras")
+    with llama_server(tmp_path / "server.log") as base_url:
+        _, report = probe(base_url, "smollm2")
+    found = verdicts(report)
+    deviations = {name: v for name, v in found.items() if v in ("warn", "fail")}
+    assert deviations == LLAMA_DEVIATIONS, json.dumps(report, indent=1)
