@@ -91,6 +91,9 @@ def _body_narrowing(field: RoutingRequest, source: str = "llmeu") -> Narrowing:
         allow_classes=tuple(field.allow_classes or ()),
         allow_countries=tuple(field.allow_countries or ()),
         allow_providers=tuple(field.allow_providers or ()),
+        require_jurisdictions=tuple(field.require_jurisdictions or ()),
+        require_certifications=tuple(field.require_certifications or ()),
+        min_seal=field.min_seal if field.min_seal is not UNSET else None,
         source=source,
     )
 

@@ -198,6 +198,9 @@ class RoutingRequest(Struct, forbid_unknown_fields=True, omit_defaults=True):
     allow_classes: list[str] | UnsetType = UNSET
     allow_countries: list[str] | UnsetType = UNSET
     allow_providers: list[str] | UnsetType = UNSET
+    require_jurisdictions: list[str] | UnsetType = UNSET
+    require_certifications: list[str] | UnsetType = UNSET
+    min_seal: int | UnsetType = UNSET
 
 
 class ChatRequest(Struct, forbid_unknown_fields=True, omit_defaults=True):

@@ -143,10 +143,23 @@ def describe(policy: Policy) -> str:
     return (
         f"Policy {policy.policy_id}: classes {listed(policy.allow_classes, 'none')}; "
         f"countries {listed(policy.allow_countries, 'any')}; "
-        f"providers {listed(policy.allow_providers, 'any')};\n"
+        f"providers {listed(policy.allow_providers, 'any')};"
+        f"{_requirements(policy)}\n"
         f"max provider retention {policy.max_retention}; gateway keeps content "
         f"{policy.store_content}; fallback {'on' if policy.fallback else 'off'}."
     )
+
+
+def _requirements(policy: Policy) -> str:
+    parts = []
+    if policy.require_jurisdictions:
+        parts.append(f"jurisdictions {', '.join(sorted(policy.require_jurisdictions))}")
+    if policy.require_certifications:
+        certifications = ", ".join(sorted(c.value for c in policy.require_certifications))
+        parts.append(f"certifications {certifications}")
+    if policy.min_seal is not None:
+        parts.append(f"at least SEAL-{policy.min_seal}")
+    return (" requires " + "; ".join(parts) + ";") if parts else ""
 
 
 def _table(
@@ -158,7 +171,7 @@ def _table(
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
     if order is not None:
         table.add_column("#", justify="right")
-    for name in ("endpoint", "decision", "class", "region", "retention"):
+    for name in ("endpoint", "decision", "class", "region", "law", "retention"):
         table.add_column(name)
     table.add_column("EUR/Mtok in/out", justify="right")
     if order is None:
@@ -170,6 +183,7 @@ def _table(
             decision(verdicts[endpoint.endpoint_id]),
             Text(endpoint.sovereignty_class.value),
             Text(f"{endpoint.inference_region} {endpoint.country or '?'}"),
+            Text(_assurance(endpoint)),
             Text(endpoint.retention.text),
             Text(f"{endpoint.prices.input:g} / {endpoint.prices.output:g}"),
         ]
@@ -178,6 +192,15 @@ def _table(
         else:
             table.add_row(Text(rank.get(endpoint.endpoint_id, "")), *cells)
     return table
+
+
+def _assurance(endpoint: Endpoint) -> str:
+    """Jurisdiction of the controlling entity, then SEAL level and certifications if known."""
+    parts = [endpoint.jurisdiction or "?"]
+    if endpoint.seal is not None:
+        parts.append(f"SEAL-{endpoint.seal}")
+    parts.extend(sorted(c.value for c in endpoint.certifications))
+    return " ".join(parts)
 
 
 def _summary(verdicts: dict[str, Exclusion | None]) -> str:

@@ -24,6 +24,29 @@ class Capability(StrEnum):
     TOOLS = "tools"
 
 
+class Certification(StrEnum):
+    """The certifications and attestations a policy may require, a fixed vocabulary so that a
+    typo in a policy is a configuration error, not a requirement nothing can meet."""
+
+    SECNUMCLOUD = "secnumcloud"  # ANSSI SecNumCloud qualification (FR)
+    BSI_C5 = "bsi-c5"  # BSI Cloud Computing Compliance Criteria Catalogue attestation (DE)
+    ENS_HIGH = "ens-high"  # Esquema Nacional de Seguridad, high category (ES)
+    HDS = "hds"  # Hébergeur de Données de Santé (FR)
+    EUCS_BASIC = "eucs-basic"  # EU Cybersecurity Certification Scheme for Cloud Services
+    EUCS_SUBSTANTIAL = "eucs-substantial"
+    EUCS_HIGH = "eucs-high"
+    ISO27001 = "iso27001"
+    ISO27017 = "iso27017"
+    ISO27018 = "iso27018"
+    ISO27701 = "iso27701"
+    ISO42001 = "iso42001"
+    SOC2 = "soc2"
+
+
+SEAL_LEVELS = range(0, 5)
+"""Assurance levels of the Commission's Cloud Sovereignty Framework: SEAL-0 … SEAL-4."""
+
+
 class EndpointKind(StrEnum):
     OPENAI = "openai"
     LOCAL = "local"
@@ -79,6 +102,11 @@ class Endpoint:
     priority: int = 100
     capabilities: frozenset[Capability] = frozenset({Capability.CHAT})
     timeouts: Timeouts = field(default_factory=Timeouts)
+    jurisdiction: str = ""
+    """ISO country of the provider's controlling entity (whose law reaches the provider)."""
+    certifications: frozenset[Certification] = frozenset()
+    seal: int | None = None
+    """The Cloud Sovereignty Framework's assurance level, 0 to 4, where one is known."""
 
     def serves(self, model: str) -> bool:
         return model in self.aliases or model == self.model or model == self.endpoint_id

@@ -17,8 +17,10 @@ import yaml
 from llmeu.errors import ConfigError
 from llmeu.routing.catalog import (
     BUNDLED_MODELS,
+    SEAL_LEVELS,
     Capability,
     Catalog,
+    Certification,
     Endpoint,
     EndpointKind,
     Prices,
@@ -26,7 +28,7 @@ from llmeu.routing.catalog import (
     Timeouts,
 )
 from llmeu.routing.durations import ZERO, Duration
-from llmeu.routing.policy import LimitsFail, Policy
+from llmeu.routing.policy import LimitsFail, Policy, expand_jurisdictions
 
 T = TypeVar("T")
 _Node = yaml.Node
@@ -97,7 +99,8 @@ def parse_policy(text: str) -> Policy:
 _ENDPOINT_FIELDS = {
     "endpoint_id", "provider", "kind", "base_url", "api_key_env", "model", "model_version",
     "aliases", "inference_region", "country", "sovereignty_class", "retention",
-    "price_eur_per_mtok", "priority", "capabilities", "timeouts",
+    "price_eur_per_mtok", "priority", "capabilities", "timeouts", "jurisdiction",
+    "certifications", "seal",
 }  # fmt: skip
 _ENDPOINT_REQUIRED = (
     "endpoint_id", "provider", "model", "inference_region", "sovereignty_class", "retention",
@@ -138,7 +141,40 @@ def _endpoint(node: _Node) -> Endpoint:
         priority=_optional(fields, "priority", int, 100),
         capabilities=_capabilities(fields, kind, model, node),
         timeouts=_timeouts(fields.get("timeouts")),
+        jurisdiction=_country(fields["jurisdiction"], "jurisdiction")
+        if "jurisdiction" in fields
+        else "",
+        certifications=_certifications(fields.get("certifications"), "certifications"),
+        seal=_seal(fields.get("seal"), "seal"),
     )
+
+
+def _certifications(node: _Node | None, what: str) -> frozenset[Certification]:
+    return frozenset(_enum(n, what, Certification) for n in _sequence(node, what))
+
+
+def _seal(node: _Node | None, what: str) -> int | None:
+    """A Cloud Sovereignty Framework level: 0 to 4 (SEAL-0 … SEAL-4)."""
+    if node is None or (isinstance(node, yaml.ScalarNode) and node.tag == _NULL_TAG):
+        return None
+    value: int = _scalar(node, what, int)
+    if value not in SEAL_LEVELS:
+        raise ConfigError(
+            f"{what} must be a SEAL level from 0 to 4, got {value}", field=what, line=_line(node)
+        )
+    return value
+
+
+def _jurisdictions(node: _Node | None, what: str) -> frozenset[str]:
+    """ISO countries; `EU` stands for the 27 member states."""
+    codes: list[str] = []
+    for item in _sequence(node, what):
+        value: str = _scalar(item, what, str)
+        if value.strip().upper() == "EU":
+            codes.extend(expand_jurisdictions([value]))
+        else:
+            codes.append(_country(item, what))
+    return frozenset(codes)
 
 
 def _capabilities(
@@ -182,7 +218,8 @@ def _timeouts(node: _Node | None) -> Timeouts:
 
 _POLICY_FIELDS = {
     "policy_id", "allow_classes", "allow_countries", "allow_providers", "max_retention",
-    "store_content", "fallback", "limits_fail",
+    "store_content", "fallback", "limits_fail", "require_jurisdictions",
+    "require_certifications", "min_seal",
 }  # fmt: skip
 
 
@@ -210,6 +247,13 @@ def _policy(node: _Node) -> Policy:
         else ZERO,
         fallback=_optional(fields, "fallback", bool, True),
         limits_fail=_enum(fields.get("limits_fail"), "limits_fail", LimitsFail, LimitsFail.OPEN),
+        require_jurisdictions=_jurisdictions(
+            fields.get("require_jurisdictions"), "require_jurisdictions"
+        ),
+        require_certifications=_certifications(
+            fields.get("require_certifications"), "require_certifications"
+        ),
+        min_seal=_seal(fields.get("min_seal"), "min_seal"),
     )
 
 

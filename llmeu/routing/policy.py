@@ -6,6 +6,14 @@ or provider lists mean "any the classes allow". A request may narrow the
 policy of its key (name a stricter policy, or give allow-lists) but never
 widen it: every widening is refused with the field that widened it.
 
+Beyond where an endpoint runs, a policy may ask who controls it and what it
+has been certified for: `require_jurisdictions` (the ISO countries whose law
+may reach the provider's controlling entity: `eu_resident` endpoints run in
+the EU but answer to another jurisdiction), `require_certifications` (every
+one listed must be held) and `min_seal` (the Cloud Sovereignty Framework's
+assurance level). An endpoint whose jurisdiction, certifications or SEAL are
+unknown does not meet a requirement on them: unknown is not compliant.
+
 `limits_fail` says what happens to the key's limited calls while the shared
 limits store (Redis) cannot be reached: `open` admits them unchecked (the
 gateway keeps serving), `closed` refuses them (a budget is never overspent).
@@ -20,7 +28,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from llmeu.errors import InvalidRequest, PermissionDenied
-from llmeu.routing.catalog import Endpoint, SovereigntyClass
+from llmeu.routing.catalog import Certification, Endpoint, SovereigntyClass
 from llmeu.routing.durations import Duration
 
 
@@ -39,6 +47,9 @@ class Policy:
     allow_providers: frozenset[str] = frozenset()
     fallback: bool = True
     limits_fail: LimitsFail = LimitsFail.OPEN
+    require_jurisdictions: frozenset[str] = frozenset()
+    require_certifications: frozenset[Certification] = frozenset()
+    min_seal: int | None = None
 
     def exclusion(self, endpoint: Endpoint) -> tuple[str, str] | None:
         """(rule, reason) when the policy excludes the endpoint, else None."""
@@ -61,6 +72,25 @@ class Policy:
                 f"provider retention {endpoint.retention} exceeds "
                 f"max_retention {self.max_retention}",
             )
+        return self._compliance_exclusion(endpoint)
+
+    def _compliance_exclusion(self, endpoint: Endpoint) -> tuple[str, str] | None:
+        if self.require_jurisdictions and endpoint.jurisdiction not in self.require_jurisdictions:
+            allowed = ", ".join(sorted(self.require_jurisdictions))
+            jurisdiction = endpoint.jurisdiction or "unknown"
+            return (
+                "require_jurisdictions",
+                f"provider jurisdiction {jurisdiction} is not in [{allowed}]",
+            )
+        missing = self.require_certifications - endpoint.certifications
+        if missing:
+            return (
+                "require_certifications",
+                f"provider lacks certifications [{', '.join(sorted(missing))}]",
+            )
+        if self.min_seal is not None and (endpoint.seal is None or endpoint.seal < self.min_seal):
+            seal = "unknown" if endpoint.seal is None else f"SEAL-{endpoint.seal}"
+            return "min_seal", f"provider assurance level {seal} is below SEAL-{self.min_seal}"
         return None
 
     def admits(self, endpoint: Endpoint) -> bool:
@@ -88,6 +118,17 @@ class Policy:
             return "store_content"
         if stricter.fallback and not self.fallback:
             return "fallback"
+        if self.require_jurisdictions and not (
+            stricter.require_jurisdictions
+            and stricter.require_jurisdictions <= self.require_jurisdictions
+        ):
+            return "require_jurisdictions"
+        if not self.require_certifications <= stricter.require_certifications:
+            return "require_certifications"
+        if self.min_seal is not None and (
+            stricter.min_seal is None or stricter.min_seal < self.min_seal
+        ):
+            return "min_seal"
         return None
 
 
@@ -102,6 +143,9 @@ def policy_document(policy: Policy) -> dict[str, object]:
         "store_content": policy.store_content.text,
         "fallback": policy.fallback,
         "limits_fail": policy.limits_fail.value,
+        "require_jurisdictions": sorted(policy.require_jurisdictions),
+        "require_certifications": sorted(c.value for c in policy.require_certifications),
+        "min_seal": policy.min_seal,
     }
 
 
@@ -113,11 +157,20 @@ class Narrowing:
     allow_classes: tuple[str, ...] = ()
     allow_countries: tuple[str, ...] = ()
     allow_providers: tuple[str, ...] = ()
+    require_jurisdictions: tuple[str, ...] = ()
+    require_certifications: tuple[str, ...] = ()
+    min_seal: int | None = None
     source: str = "llmeu"
 
     def is_empty(self) -> bool:
         return not (
-            self.policy_id or self.allow_classes or self.allow_countries or self.allow_providers
+            self.policy_id
+            or self.allow_classes
+            or self.allow_countries
+            or self.allow_providers
+            or self.require_jurisdictions
+            or self.require_certifications
+            or self.min_seal is not None
         )
 
 
@@ -162,7 +215,67 @@ def narrow(base: Policy, narrowing: Narrowing, policies: dict[str, Policy]) -> P
         if policy.allow_providers:
             _refuse_outside(providers, policy.allow_providers, policy, f"{src}.allow_providers")
         policy = replace(policy, allow_providers=providers)
+    return _narrow_compliance(policy, narrowing)
+
+
+def _narrow_compliance(policy: Policy, narrowing: Narrowing) -> Policy:
+    """Requirements a request adds: certifications join the policy's, jurisdictions must lie
+    inside the policy's list (when it has one), a SEAL level may only rise."""
+    src = narrowing.source
+    if narrowing.require_jurisdictions:
+        wanted = frozenset(expand_jurisdictions(narrowing.require_jurisdictions))
+        bad = sorted(c for c in wanted if len(c) != 2 or not c.isalpha())
+        if bad:
+            raise InvalidRequest(
+                f"require_jurisdictions takes two-letter ISO countries or EU, got {bad}",
+                param=f"{src}.require_jurisdictions",
+            )
+        if policy.require_jurisdictions:
+            _refuse_outside(
+                wanted, policy.require_jurisdictions, policy, f"{src}.require_jurisdictions"
+            )
+        policy = replace(policy, require_jurisdictions=wanted)
+    if narrowing.require_certifications:
+        certifications = parse_certifications(
+            narrowing.require_certifications, f"{src}.require_certifications"
+        )
+        policy = replace(
+            policy, require_certifications=policy.require_certifications | certifications
+        )
+    if narrowing.min_seal is not None:
+        if narrowing.min_seal not in range(0, 5):
+            raise InvalidRequest(
+                f"min_seal must be 0 to 4, got {narrowing.min_seal}", param=f"{src}.min_seal"
+            )
+        if policy.min_seal is None or narrowing.min_seal > policy.min_seal:
+            policy = replace(policy, min_seal=narrowing.min_seal)
     return policy
+
+
+EU_MEMBER_STATES = frozenset((
+    "AT", "BE", "BG", "CY", "CZ", "DE", "DK", "EE", "ES", "FI", "FR", "GR", "HR", "HU",
+    "IE", "IT", "LT", "LU", "LV", "MT", "NL", "PL", "PT", "RO", "SE", "SI", "SK",
+))  # fmt: skip
+"""The 27 member states (ISO 3166-1; Greece is GR, not the EU's own code EL)."""
+
+
+def expand_jurisdictions(values: Iterable[str]) -> list[str]:
+    """Upper-cased ISO countries, `EU` standing for every member state."""
+    out: list[str] = []
+    for value in values:
+        code = value.strip().upper()
+        out.extend(sorted(EU_MEMBER_STATES) if code == "EU" else [code])
+    return out
+
+
+def parse_certifications(values: Iterable[str], param: str) -> frozenset[Certification]:
+    try:
+        return frozenset(Certification(v) for v in values)
+    except ValueError:
+        known = ", ".join(c.value for c in Certification)
+        raise InvalidRequest(
+            f"unknown certification in {list(values)}; known: {known}", param=param
+        ) from None
 
 
 def _parse_classes(values: Iterable[str], param: str) -> frozenset[SovereigntyClass]:

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from llmeu.routing.catalog import Capability, Endpoint, EndpointKind, Prices, SovereigntyClass
+from llmeu.routing.catalog import (
+    Capability,
+    Certification,
+    Endpoint,
+    EndpointKind,
+    Prices,
+    SovereigntyClass,
+)
 from llmeu.routing.durations import ZERO, Duration
 from llmeu.routing.policy import LimitsFail, Policy
 
@@ -20,6 +27,9 @@ def endpoint(
     prices: tuple[float, float] = (1.0, 2.0),
     aliases: Iterable[str] = ("m",),
     capabilities: Iterable[str] = ("chat",),
+    jurisdiction: str = "",
+    certifications: Iterable[str] = (),
+    seal: int | None = None,
 ) -> Endpoint:
     return Endpoint(
         endpoint_id=endpoint_id,
@@ -36,6 +46,9 @@ def endpoint(
         base_url="http://127.0.0.1:9/v1",
         priority=priority,
         capabilities=frozenset(Capability(c) for c in capabilities),
+        jurisdiction=jurisdiction,
+        certifications=frozenset(Certification(c) for c in certifications),
+        seal=seal,
     )
 
 

@@ -14,7 +14,7 @@ from typing import TypeVar
 
 from hypothesis import strategies as st
 
-from llmeu.routing.catalog import Catalog, Endpoint, SovereigntyClass
+from llmeu.routing.catalog import Catalog, Certification, Endpoint, SovereigntyClass
 from llmeu.routing.durations import Duration
 from llmeu.routing.policy import Narrowing, Policy
 from llmeu.routing.router import Health
@@ -26,6 +26,9 @@ PROVIDERS = ["scaleway", "ovhcloud", "ionos", "aws", "openai"]
 RETENTIONS = [Duration.parse(r) for r in ("P0D", "PT12H", "P1D", "P30D", "P1Y")]
 CLASSES = list(SovereigntyClass)
 MODELS = ["m", "n"]
+JURISDICTIONS = ["FR", "DE", "US"]
+CERTIFICATIONS = [Certification.ISO27001, Certification.BSI_C5, Certification.SECNUMCLOUD]
+SEALS = [None, 0, 1, 2, 3, 4]
 
 
 def _leaning(allowed: Collection[T], universe: list[T]) -> st.SearchStrategy[T]:
@@ -58,6 +61,11 @@ def endpoints(draw: st.DrawFn, index: int, lean: Policy | None = None) -> Endpoi
         capabilities=draw(
             st.sampled_from([("chat",), ("chat", "tools"), ("chat",), ("embeddings",)])
         ),
+        jurisdiction=draw(
+            _leaning(lean.require_jurisdictions if lean else (), [*JURISDICTIONS, ""])
+        ),
+        certifications=draw(st.frozensets(st.sampled_from([c.value for c in CERTIFICATIONS]))),
+        seal=draw(st.sampled_from(SEALS)),
     )
 
 
@@ -82,6 +90,11 @@ def policies(draw: st.DrawFn, policy_id: str = "p") -> Policy:
         max_retention=draw(st.sampled_from(RETENTIONS)),
         store_content=draw(st.sampled_from(RETENTIONS)),
         fallback=draw(st.booleans()),
+        require_jurisdictions=draw(_some_or_any(JURISDICTIONS)),
+        require_certifications=draw(
+            st.just(frozenset[Certification]()) | st.frozensets(st.sampled_from(CERTIFICATIONS))
+        ),
+        min_seal=draw(st.sampled_from([None, None, *SEALS])),
     )
 
 
@@ -99,7 +112,14 @@ def variants(draw: st.DrawFn, base: Policy, policy_id: str) -> Policy:
     for name in ("allow_classes", "allow_countries", "allow_providers"):
         mine = getattr(base, name)
         fields[name] = draw(st.just(mine) | _narrower(mine) | st.just(getattr(other, name)))
-    for name in ("max_retention", "store_content", "fallback"):
+    for name in (
+        "max_retention",
+        "store_content",
+        "fallback",
+        "require_jurisdictions",
+        "require_certifications",
+        "min_seal",
+    ):
         fields[name] = draw(st.sampled_from([getattr(base, name), getattr(other, name)]))
     return Policy(**fields)  # type: ignore[arg-type]
 
@@ -127,6 +147,11 @@ def narrowings(draw: st.DrawFn, base: Policy, source: str = "llmeu") -> Narrowin
         allow_classes=draw(lists(classes, [*(c.value for c in CLASSES), "sovereign"])),
         allow_countries=draw(lists(countries, [*COUNTRIES, "fr"])),
         allow_providers=draw(lists(base.allow_providers, PROVIDERS)),
+        require_jurisdictions=draw(lists(base.require_jurisdictions, [*JURISDICTIONS, "EU"])),
+        require_certifications=draw(
+            lists([c.value for c in base.require_certifications], [c.value for c in CERTIFICATIONS])
+        ),
+        min_seal=draw(st.sampled_from(SEALS)),
         source=source,
     )
 

@@ -89,6 +89,7 @@ def test_built_in_policies_are_those_of_the_issue() -> None:
         "policy_id": "eu-strict", "allow_classes": ["eu_sovereign", "on_premise"],
         "allow_countries": [], "allow_providers": [], "max_retention": "P0D",
         "store_content": "P0D", "fallback": True, "limits_fail": "open",
+        "require_jurisdictions": [], "require_certifications": [], "min_seal": None,
     }  # fmt: skip
     assert policy_document(EU)["allow_classes"] == ["eu_resident", "eu_sovereign", "on_premise"]
     assert (policy_document(EU)["max_retention"], policy_document(EU)["store_content"]) == (

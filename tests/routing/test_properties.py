@@ -51,12 +51,26 @@ THOROUGH = settings(max_examples=250, deadline=None)
 
 
 def admits(policy: Policy, endpoint: Endpoint) -> bool:
-    """DESIGN §4, restated: class, country, provider and retention all allowed."""
+    """DESIGN §4, restated: class, country, provider and retention all allowed; and the
+    compliance requirements met (jurisdiction listed, every certification held, SEAL at
+    least the minimum; unknown meets none)."""
     return (
         endpoint.sovereignty_class in policy.allow_classes
         and (not policy.allow_countries or endpoint.country in policy.allow_countries)
         and (not policy.allow_providers or endpoint.provider in policy.allow_providers)
         and endpoint.retention.seconds <= policy.max_retention.seconds
+        and compliant(policy, endpoint)
+    )
+
+
+def compliant(policy: Policy, endpoint: Endpoint) -> bool:
+    return (
+        (not policy.require_jurisdictions or endpoint.jurisdiction in policy.require_jurisdictions)
+        and all(c in endpoint.certifications for c in policy.require_certifications)
+        and (
+            policy.min_seal is None
+            or (endpoint.seal is not None and endpoint.seal >= policy.min_seal)
+        )
     )
 
 
@@ -71,6 +85,9 @@ def test_admission_matches_the_design_and_names_the_first_failing_rule(
             ("allow_countries", not policy.allow_countries or endpoint.country in policy.allow_countries),
             ("allow_providers", not policy.allow_providers or endpoint.provider in policy.allow_providers),
             ("max_retention", endpoint.retention.seconds <= policy.max_retention.seconds),
+            ("require_jurisdictions", not policy.require_jurisdictions or endpoint.jurisdiction in policy.require_jurisdictions),
+            ("require_certifications", policy.require_certifications <= endpoint.certifications),
+            ("min_seal", policy.min_seal is None or (-1 if endpoint.seal is None else endpoint.seal) >= policy.min_seal),
         ]  # fmt: skip
         failing = [rule for rule, ok in checks if not ok]
         exclusion = policy.exclusion(endpoint)
@@ -99,6 +116,8 @@ def test_narrowing_never_widens(
     assert narrowed.max_retention <= base.max_retention
     assert narrowed.store_content <= base.store_content
     assert base.fallback or not narrowed.fallback
+    assert narrowed.require_certifications >= base.require_certifications
+    assert base.min_seal is None or (narrowed.min_seal or 0) >= base.min_seal
 
 
 @PROPERTY
@@ -134,6 +153,9 @@ def test_naming_a_policy_is_refused_exactly_when_it_is_looser_in_some_field(
         or named.max_retention > base.max_retention
         or named.store_content > base.store_content
         or (named.fallback and not base.fallback)
+        or (bool(base.require_jurisdictions) and not (named.require_jurisdictions and named.require_jurisdictions <= base.require_jurisdictions))
+        or not base.require_certifications <= named.require_certifications
+        or (base.min_seal is not None and (named.min_seal is None or named.min_seal < base.min_seal))
     )  # fmt: skip
     result = outcome_of(lambda: narrow(base, Narrowing(policy_id="q1"), book))
     event("refused" if looser else "narrowed")
