@@ -38,6 +38,8 @@ class Settings:
     breaker_threshold: int = 5
     breaker_cooldown_seconds: float = 15.0
     purge_interval_seconds: float = 300.0
+    keep_metadata: str = "P6M"
+    """ISO 8601: how long call metadata is kept where the policy does not say."""
     heartbeat_seconds: float = 5.0
     ledger_buffer: int = 10_000
     environ: Mapping[str, str] = field(default_factory=dict, repr=False)

@@ -6,12 +6,13 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
+from urllib.parse import unquote
 
 from llmeu.api.asgi import Receive, Request, Scope, Send
 from llmeu.api.cors import CorsMiddleware
 from llmeu.api.error_responses import OPENAI_ERRORS, ErrorShape, as_api_error, send_error
 from llmeu.api.gateway import Gateway
-from llmeu.api.routes import console, platform, service
+from llmeu.api.routes import compliance, console, platform, service
 from llmeu.api.routes.chat_completions import handle_chat
 from llmeu.api.routes.embeddings import handle_embeddings
 from llmeu.api.routes.models import handle_models
@@ -62,7 +63,7 @@ def route_table(gw: Gateway) -> list[Route]:
     calls = gw.calls
     platform_routes = [
         Route(method, path, partial(handler, gw.platform))
-        for method, path, handler in platform.PLATFORM_ROUTES
+        for method, path, handler in (*platform.PLATFORM_ROUTES, *compliance.COMPLIANCE_ROUTES)
     ]
     return [
         Route("POST", "/v1/chat/completions", partial(handle_chat, calls)),
@@ -101,7 +102,7 @@ class App:
         request = Request(scope, receive, send)
         shape: ErrorShape = OPENAI_ERRORS
         try:
-            route, values = self._find(request.method, request.path)
+            route, values = self._find(request.method, request.path, request.scope.get("raw_path"))
             shape = route.shape
             await route.handler(request, *values)
         except ClientDisconnected:
@@ -113,13 +114,20 @@ class App:
             if not request.response_started:
                 await send_error(request, error, shape=shape)
 
-    def _find(self, method: str, path: str) -> tuple[Route, list[str]]:
-        """The route and its path values; 405 when only another method has the path."""
+    def _find(
+        self, method: str, path: str, raw_path: bytes | None = None
+    ) -> tuple[Route, list[str]]:
+        """The route and its path values; 405 when only another method has the path.
+        A value is one segment of the path as sent, percent-decoded on its own, so an
+        encoded `/` (`%2F`) stays inside the value it belongs to."""
         route = self._exact.get((method, path))
         if route is not None:
             return route, []
         other_method = any(path == r.path for r in self._exact.values())
-        segments = path.split("/")
+        if raw_path:
+            segments = [unquote(s) for s in raw_path.decode("latin-1").split("/")]
+        else:
+            segments = path.split("/")
         for route in self._templated:
             values = route.match(segments)
             if values is None:

@@ -32,6 +32,7 @@ from llmeu.ledger.notify import (
     Propagation,
 )
 from llmeu.ledger.opening import open_database
+from llmeu.ledger.retention import Retention
 from llmeu.ledger.store import Store
 from llmeu.ledger.writer import Ledger
 from llmeu.limits import Limiter, build_limiter
@@ -45,6 +46,7 @@ from llmeu.providers.transport import HttpClient
 from llmeu.routing.breaker import CircuitBreaker
 from llmeu.routing.catalog import Endpoint, EndpointKind
 from llmeu.routing.config_file import GatewayConfig
+from llmeu.routing.durations import Duration
 from llmeu.routing.load import load_config
 
 log = logging.getLogger("llmeu")
@@ -115,6 +117,7 @@ class Gateway:
             keys=self.keys, policies=self.policies, upstreams=self.upstreams, ledger=self.ledger,
             limits=self.limits, observers=self.observers,
             instance_id=self.instance_id, max_body_bytes=settings.max_body_bytes,
+            keep_metadata=Duration.parse(settings.keep_metadata),
         )  # fmt: skip
         self.platform = Platform(
             self.keys, self.policies, store, self.upstreams, self.broadcast, self.reload
@@ -280,7 +283,7 @@ class Gateway:
         return None if self.changes is None else await self.changes.publish(kind, ident)
 
     async def _maintenance(self) -> None:
-        """Heartbeat, interrupted-call sweep, key refresh and content purge."""
+        """Heartbeat, interrupted-call sweep, key refresh, content and metadata purge."""
         settings = self.settings
         last_purge = 0.0
         while True:
@@ -298,6 +301,9 @@ class Gateway:
                     purged = await self.store.purge_content(now)
                     if purged:
                         log.info("purged stored content of %d traces", purged)
+                    emptied = await Retention(self.store.db).purge_metadata(now)
+                    if emptied:
+                        log.info("purged the metadata of %d traces past keep_metadata", emptied)
                     last_purge = now
             except Exception:  # a maintenance round must never end the loop
                 log.exception("maintenance round failed")

@@ -21,6 +21,8 @@ from llmeu.api.upstreams import Upstreams
 from llmeu.ledger.writer import Ledger
 from llmeu.limits import Limiter
 from llmeu.observability.hooks import Observers
+from llmeu.routing.durations import Duration
+from llmeu.routing.policy import DEFAULT_KEEP_METADATA
 
 
 class Calls:
@@ -37,6 +39,7 @@ class Calls:
         observers: Observers,
         instance_id: str,
         max_body_bytes: int,
+        keep_metadata: Duration = DEFAULT_KEEP_METADATA,
     ):
         self.keys = keys
         self.policies = policies
@@ -46,6 +49,7 @@ class Calls:
         self.observers = observers
         self.instance_id = instance_id
         self.max_body_bytes = max_body_bytes
+        self.keep_metadata = keep_metadata
         self.accepting = True
         self.inflight: dict[str, asyncio.Task[Any]] = {}
 

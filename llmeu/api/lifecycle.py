@@ -144,6 +144,7 @@ class Call:
         self.trace = TraceRecorder(
             calls.ledger, calls.observers, key_id=key.key_id, route=self._route,
             instance_id=calls.instance_id, headers=request.headers,
+            keep_metadata=calls.keep_metadata,
         )  # fmt: skip
         self._accounting = Accounting(calls.limits, key)
         self.trace_id = self.trace.trace_id
@@ -165,11 +166,13 @@ class Call:
         texts: Iterable[str],
         prompt: object,
         prompt_tokens: Callable[[], int] | None = None,
+        subject: str | None = None,
     ) -> None:
         """What the client asked for: `texts` (the prompt's text) are kept out of error
-        messages, `prompt` is what the trace keeps where the policy stores content, and
-        `prompt_tokens` the gateway's estimate, for limits and when no usage is reported."""
-        self.trace.requested(model, stream=stream, texts=texts)
+        messages, `prompt` is what the trace keeps where the policy stores content,
+        `prompt_tokens` the gateway's estimate, for limits and when no usage is reported, and
+        `subject` the end user the call is made for (its content is erased with theirs)."""
+        self.trace.requested(model, stream=stream, texts=texts, subject=subject)
         self._prompt = prompt
         if prompt_tokens is not None:
             self._prompt_tokens = prompt_tokens

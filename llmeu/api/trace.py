@@ -17,20 +17,31 @@ from collections.abc import Iterable
 from llmeu.api.redaction import redact_all
 from llmeu.calls.record import Attempt, CallStatus, TraceRecord, new_trace_id
 from llmeu.errors import ApiError, NoCompliantRoute, UpstreamError
+from llmeu.ledger.retention import subject_digest
 from llmeu.ledger.writer import Ledger
 from llmeu.observability.hooks import Headers, Observers
 from llmeu.observability.timing import ResponseTiming
 from llmeu.protocol.json_codec import encoder
 from llmeu.protocol.routing_block import CostEstimate, RoutingBlock
 from llmeu.routing.catalog import Endpoint
-from llmeu.routing.policy import Policy
+from llmeu.routing.durations import Duration
+from llmeu.routing.policy import DEFAULT_KEEP_METADATA, Policy
 from llmeu.routing.router import RoutePlan
 
 _DURABLE_WAIT = 10.0
 
 
 class TraceRecorder:
-    __slots__ = ("_ledger", "_observers", "_sensitive", "endpoint", "policy", "record", "trace_id")
+    __slots__ = (
+        "_keep_metadata",
+        "_ledger",
+        "_observers",
+        "_sensitive",
+        "endpoint",
+        "policy",
+        "record",
+        "trace_id",
+    )
 
     def __init__(
         self,
@@ -41,8 +52,10 @@ class TraceRecorder:
         route: str,
         instance_id: str,
         headers: Headers,
+        keep_metadata: Duration = DEFAULT_KEEP_METADATA,
     ):
         self._ledger = ledger
+        self._keep_metadata = keep_metadata
         self._observers = observers
         self.record = TraceRecord(
             trace_id=new_trace_id(),
@@ -63,11 +76,16 @@ class TraceRecorder:
     def open(self) -> bool:
         return self.record.status is CallStatus.IN_PROGRESS
 
-    def requested(self, model: str, *, stream: bool, texts: Iterable[str]) -> None:
-        """What the client asked for; `texts` are the prompt's, kept out of error messages."""
+    def requested(
+        self, model: str, *, stream: bool, texts: Iterable[str], subject: str | None = None
+    ) -> None:
+        """What the client asked for; `texts` are the prompt's, kept out of error messages;
+        `subject` the end user the call is for, kept as its digest (erasure by subject)."""
         self.record.request_model = model
         self.record.stream = stream
         self._sensitive.extend(texts)
+        if subject:
+            self.record.subject_sha256 = subject_digest(subject)
 
     def governed_by(self, policy: Policy) -> None:
         self.policy = policy
@@ -181,6 +199,10 @@ class TraceRecorder:
         record = self.record
         record.status = status
         record.finished_at = time.time()
+        keep = self._keep_metadata
+        if self.policy is not None and self.policy.keep_metadata is not None:
+            keep = self.policy.keep_metadata
+        record.metadata_expires_at = record.received_at + keep.seconds
         if not self._stores_content():
             self._redact_errors(error)
         self._close_attempts(status, error)

@@ -93,6 +93,8 @@ class TraceRecord:
     prompt: str | None = None
     completion: str | None = None
     content_expires_at: float | None = None
+    subject_sha256: str | None = None
+    metadata_expires_at: float | None = None
 
     @property
     def ttft_ms(self) -> float | None:

@@ -249,3 +249,16 @@ class ChatRequest(Struct, forbid_unknown_fields=True, omit_defaults=True):
 
 EmbeddingInputs = Sequence[str] | Sequence[Sequence[int]]
 """What an embeddings call embeds: texts, or token-id lists (never a mix)."""
+
+
+def end_user(user: object, metadata: object = None) -> str | None:
+    """The end user a call is made for, as the caller named them: `user` (OpenAI's field;
+    the Responses API's `safety_identifier` and Anthropic's `metadata.user_id` map onto it),
+    else a `user_id` in `metadata`. Erasure by data subject finds calls by it."""
+    if isinstance(user, str) and user:
+        return user
+    if isinstance(metadata, dict):
+        value = metadata.get("user_id")
+        if isinstance(value, str) and value:
+            return value
+    return None

@@ -20,6 +20,7 @@ from llmeu.errors import ConfigError
 from llmeu.providers.table import missing_credentials
 from llmeu.routing.config_file import GatewayConfig
 from llmeu.routing.load import load_config
+from llmeu.routing.policy import DEFAULT_KEEP_METADATA
 
 
 def register(subparsers: Any) -> None:
@@ -61,7 +62,18 @@ def summary(config: GatewayConfig, unavailable: dict[str, str]) -> list[str]:
         f"default policy: {config.default_policy}",
     ]
     lines += [f"skipped until configured: {eid} ({why})" for eid, why in unavailable.items()]
+    lines += [f"warning: {w}" for w in warnings(config)]
     return lines
+
+
+def warnings(config: GatewayConfig) -> list[str]:
+    """Valid but worth a second look: metadata kept for less than the AI Act's six months."""
+    return [
+        f"policy `{p.policy_id}` keeps call metadata for {p.keep_metadata}, less than the "
+        f"six months (P6M) the AI Act asks deployers of high-risk systems to keep logs"
+        for p in config.policies.values()
+        if p.keep_metadata is not None and p.keep_metadata < DEFAULT_KEEP_METADATA
+    ]
 
 
 def _many(n: int, one: str, many: str | None = None) -> str:

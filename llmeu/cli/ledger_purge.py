@@ -1,9 +1,11 @@
-"""`llmeu ledger purge`: drop stored prompts and outputs whose retention ran out.
+"""`llmeu ledger purge`: drop stored content, and metadata, whose retention ran out.
 
 The gateway does this itself every few minutes; this command does it now,
 straight on the ledger database (the same `--data-dir`/`--database-url` as
-`llmeu serve`), with or without a gateway running. Metadata stays: a purged
-trace keeps its timings, routing, tokens and cost.
+`llmeu serve`), with or without a gateway running. Content (prompts and
+outputs) goes when the policy's `store_content` ran out; the trace keeps its
+timings, routing, tokens and cost until `keep_metadata` (default six months)
+ran out too, unless a legal hold covers it (`llmeu.ledger.retention`).
 
 Exit status: 0; 1 when the database cannot be reached or holds no ledger.
 """
@@ -22,6 +24,7 @@ from llmeu.config import Settings
 from llmeu.errors import DatabaseError, DatabaseUnavailable
 from llmeu.ledger.database import Database
 from llmeu.ledger.opening import open_database
+from llmeu.ledger.retention import Retention
 from llmeu.ledger.store import Store
 
 
@@ -39,18 +42,22 @@ def run_purge(args: argparse.Namespace) -> int:
     settings = Settings.from_env(data_dir=args.data_dir, database_url=args.database_url)
     database = open_database(settings.effective_database_url)
     try:
-        purged = asyncio.run(purge(database, time.time()))
+        purged, emptied = asyncio.run(purge(database, time.time()))
     except (DatabaseError, LookupError) as error:
         print(f"llmeu ledger purge: {error}", file=sys.stderr)
         return 1
     if args.json:
-        print(json.dumps({"purged": purged, "database": database.describe()}))
+        print(json.dumps({"purged": purged, "metadata_purged": emptied,
+                          "database": database.describe()}))  # fmt: skip
     else:
-        print(f"purged the stored content of {purged} traces in {database.describe()}")
+        print(
+            f"purged the stored content of {purged} traces and the metadata of {emptied} "
+            f"traces in {database.describe()}"
+        )
     return 0
 
 
-async def purge(database: Database, now: float) -> int:
+async def purge(database: Database, now: float) -> tuple[int, int]:
     """Raises LookupError when the database holds no ledger (rather than create one)."""
     try:
         await database.open(create=False)
@@ -62,6 +69,6 @@ async def purge(database: Database, now: float) -> int:
             raise LookupError(
                 f"no ledger in {database.describe()} (start `llmeu serve` on it first)"
             )
-        return await store.purge_content(now)
+        return await store.purge_content(now), await Retention(database).purge_metadata(now)
     finally:
         await database.close()

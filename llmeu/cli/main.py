@@ -20,13 +20,14 @@ from llmeu.cli import (
     receipt,
     route_report,
     serve,
+    subjects,
     traces,
     usage,
 )
 from llmeu.cli.version import VersionAction
 
 SUBCOMMANDS = (
-    serve, chat, route_report, config_check, keys, usage, traces, ledger_purge, receipt,
+    serve, chat, route_report, config_check, keys, usage, traces, ledger_purge, receipt, subjects,
     probe_upstream,
 )  # fmt: skip
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from llmeu.config import Settings
 from llmeu.observability.logs import FORMATS
+from llmeu.routing.durations import Duration
 
 
 def register(subparsers: Any) -> None:
@@ -33,6 +34,12 @@ def register(subparsers: Any) -> None:
         "--redis-timeout",
         type=float,
         help="seconds a Redis command may take before the limits count as degraded (0.25)",
+    )
+    parser.add_argument(
+        "--keep-metadata",
+        type=_duration,
+        help="how long call metadata stays in the ledger where the policy does not say "
+        "(ISO 8601; P6M, the AI Act's minimum for logs)",
     )
     parser.add_argument(
         "--max-body-bytes", type=int, help="largest request body accepted (413 above)"
@@ -86,6 +93,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         redis_url=args.redis_url,
         workers=args.workers,
         redis_timeout_seconds=args.redis_timeout,
+        keep_metadata=args.keep_metadata,
         max_body_bytes=args.max_body_bytes,
         log_level=args.log_level,
         log_format=args.log_format,
@@ -115,3 +123,10 @@ def run(args: argparse.Namespace) -> int:
     from llmeu.server import run as serve
 
     return serve(settings_from_args(args))
+
+
+def _duration(text: str) -> str:
+    try:
+        return Duration.parse(text).text
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None

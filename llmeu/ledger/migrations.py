@@ -85,6 +85,40 @@ MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
             """,
         ),
     ),
+    (
+        7,
+        "metadata retention, legal holds, erasure by data subject, key purposes",
+        (
+            # SHA-256 of the caller's end-user id (`user`, `metadata.user_id`,
+            # `safety_identifier`): enough to find a subject's calls, not the id itself.
+            "ALTER TABLE traces ADD COLUMN subject_sha256 TEXT",
+            "ALTER TABLE traces ADD COLUMN metadata_expires_at DOUBLE PRECISION",
+            "ALTER TABLE traces ADD COLUMN metadata_purged_at DOUBLE PRECISION",
+            "CREATE INDEX traces_subject ON traces (subject_sha256)",
+            "CREATE INDEX traces_metadata_expiry ON traces (metadata_expires_at)",
+            "ALTER TABLE api_keys ADD COLUMN purpose TEXT",
+            """
+            CREATE TABLE legal_holds (
+                hold_id TEXT PRIMARY KEY,
+                key_id TEXT,
+                reason TEXT NOT NULL,
+                created_at DOUBLE PRECISION NOT NULL,
+                created_by TEXT NOT NULL,
+                released_at DOUBLE PRECISION,
+                released_by TEXT
+            )
+            """,
+            """
+            CREATE TABLE erasures (
+                erasure_id TEXT PRIMARY KEY,
+                subject_sha256 TEXT NOT NULL,
+                requested_at DOUBLE PRECISION NOT NULL,
+                requested_by TEXT NOT NULL,
+                traces INTEGER NOT NULL
+            )
+            """,
+        ),
+    ),
 )
 
 CREATE_MIGRATIONS_TABLE = """

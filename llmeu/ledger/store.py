@@ -27,7 +27,8 @@ _TRACE_COLUMNS = (
     "endpoint_id", "provider", "model_used", "model_version", "inference_region",
     "sovereignty_class", "retention", "input_tokens", "output_tokens", "tokens_estimated",
     "cost_eur", "finish_reason", "http_status", "error_type", "error_code", "error_message",
-    "attempts", "excluded", "prompt", "completion", "content_expires_at",
+    "attempts", "excluded", "prompt", "completion", "content_expires_at", "subject_sha256",
+    "metadata_expires_at",
 )  # fmt: skip
 _INSERT_TRACE = (
     f"INSERT INTO traces ({', '.join(_TRACE_COLUMNS)}) "
@@ -65,7 +66,8 @@ def trace_row(record: TraceRecord) -> tuple[Any, ...]:
         int(record.tokens_estimated), record.cost_eur, record.finish_reason, record.http_status,
         record.error_type, record.error_code, record.error_message,
         json.dumps([a.as_dict() for a in record.attempts]), json.dumps(record.excluded),
-        record.prompt, record.completion, record.content_expires_at,
+        record.prompt, record.completion, record.content_expires_at, record.subject_sha256,
+        record.metadata_expires_at,
     ))  # fmt: skip
 
 

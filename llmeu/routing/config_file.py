@@ -219,7 +219,7 @@ def _timeouts(node: _Node | None) -> Timeouts:
 _POLICY_FIELDS = {
     "policy_id", "allow_classes", "allow_countries", "allow_providers", "max_retention",
     "store_content", "fallback", "limits_fail", "require_jurisdictions",
-    "require_certifications", "min_seal",
+    "require_certifications", "min_seal", "keep_metadata",
 }  # fmt: skip
 
 
@@ -254,7 +254,14 @@ def _policy(node: _Node) -> Policy:
             fields.get("require_certifications"), "require_certifications"
         ),
         min_seal=_seal(fields.get("min_seal"), "min_seal"),
+        keep_metadata=_optional_duration(fields.get("keep_metadata"), "keep_metadata"),
     )
+
+
+def _optional_duration(node: _Node | None, what: str) -> Duration | None:
+    if node is None or (isinstance(node, yaml.ScalarNode) and node.tag == _NULL_TAG):
+        return None
+    return _duration(node, what)
 
 
 def _compose(text: str) -> _Node | None:

@@ -31,6 +31,9 @@ from llmeu.errors import InvalidRequest, PermissionDenied
 from llmeu.routing.catalog import Certification, Endpoint, SovereigntyClass
 from llmeu.routing.durations import Duration
 
+DEFAULT_KEEP_METADATA = Duration.parse("P6M")
+"""Six months: the least the AI Act asks deployers to keep automatically generated logs."""
+
 
 class LimitsFail(StrEnum):
     OPEN = "open"
@@ -50,6 +53,8 @@ class Policy:
     require_jurisdictions: frozenset[str] = frozenset()
     require_certifications: frozenset[Certification] = frozenset()
     min_seal: int | None = None
+    keep_metadata: Duration | None = None
+    """How long the metadata of its calls is kept; None: the gateway's `--keep-metadata`."""
 
     def exclusion(self, endpoint: Endpoint) -> tuple[str, str] | None:
         """(rule, reason) when the policy excludes the endpoint, else None."""
@@ -146,6 +151,7 @@ def policy_document(policy: Policy) -> dict[str, object]:
         "require_jurisdictions": sorted(policy.require_jurisdictions),
         "require_certifications": sorted(c.value for c in policy.require_certifications),
         "min_seal": policy.min_seal,
+        "keep_metadata": policy.keep_metadata.text if policy.keep_metadata else None,
     }
 
 
@@ -177,8 +183,9 @@ class Narrowing:
 def narrow(base: Policy, narrowing: Narrowing, policies: dict[str, Policy]) -> Policy:
     """The effective policy: `base` narrowed by the request, or a refusal naming the field.
 
-    A named policy brings its rules but keeps `base`'s `limits_fail`: how the
-    key's limits are enforced is the admin's choice, not the request's.
+    A named policy brings its rules but keeps `base`'s `limits_fail` and
+    `keep_metadata`: how the key's limits are enforced and how long its calls
+    are on record are the admin's choice, not the request's.
     """
     policy = base
     src = narrowing.source
@@ -199,8 +206,8 @@ def narrow(base: Policy, narrowing: Narrowing, policies: dict[str, Policy]) -> P
                 code="policy_widening",
             )
         policy = named
-        if named.limits_fail is not base.limits_fail:
-            policy = replace(named, limits_fail=base.limits_fail)
+        if (named.limits_fail, named.keep_metadata) != (base.limits_fail, base.keep_metadata):
+            policy = replace(named, limits_fail=base.limits_fail, keep_metadata=base.keep_metadata)
     if narrowing.allow_classes:
         classes = _parse_classes(narrowing.allow_classes, f"{src}.allow_classes")
         _refuse_outside(classes, policy.allow_classes, policy, f"{src}.allow_classes")

@@ -151,7 +151,9 @@ def test_ledger_purge_on_sqlite(gateway: Gateway, env: dict[str, str]) -> None:
     expire_content_sqlite(gateway, expired)
     done = llmeu("ledger", "purge", "--data-dir", str(gateway.data_dir))
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("purged the stored content of 1 traces in sqlite:///")
+    assert done.stdout.startswith(
+        "purged the stored content of 1 traces and the metadata of 0 traces in sqlite:///"
+    )
     shown = as_json(llmeu("traces", "show", expired, "--json", env=env))
     assert shown["content"]["stored"] is False and shown["status"] == "completed"
     assert shown["usage"]["output_tokens"] == 6
@@ -179,7 +181,7 @@ def test_ledger_purge_on_postgres(
         asyncio.run(fetch(url, "UPDATE traces SET content_expires_at = 1 WHERE trace_id = $1",
                           trace_id))  # fmt: skip
         done = as_json(llmeu("ledger", "purge", "--database-url", url, "--json"))
-        assert done == {"purged": 1, "database": url}
+        assert done == {"purged": 1, "metadata_purged": 0, "database": url}
         rows = asyncio.run(fetch(url, "SELECT prompt, completion, input_tokens FROM traces"))
         assert rows == [{"prompt": None, "completion": None, "input_tokens": 11}]
         gateway.kill()

@@ -176,3 +176,17 @@ def test_the_built_in_catalog_names_every_providers_jurisdiction() -> None:
         assert ep.seal is None  # no provider publishes a SEAL level (docs/catalog.md)
         if ep.jurisdiction not in EU_MEMBER_STATES:
             assert ep.sovereignty_class is not SovereigntyClass.EU_SOVEREIGN, ep.endpoint_id
+
+
+def test_config_check_warns_when_metadata_is_kept_less_than_six_months() -> None:
+    from llmeu.cli.config_check import warnings
+
+    short = FILE.replace("    min_seal: 3\n", "    min_seal: 3\n    keep_metadata: P30D\n")
+    config = parse_config(short)
+    assert str(config.policies["ministry"].keep_metadata) == "P30D"
+    assert warnings(config) == [
+        "policy `ministry` keeps call metadata for P30D, less than the six months (P6M) the "
+        "AI Act asks deployers of high-risk systems to keep logs"
+    ]
+    assert warnings(parse_config(short.replace("P30D", "P1Y"))) == []
+    assert warnings(parse_config(FILE)) == []

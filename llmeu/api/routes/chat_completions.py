@@ -16,7 +16,7 @@ from llmeu.api.inference import Calls
 from llmeu.api.lifecycle import Call
 from llmeu.calls.hangup import Hangup
 from llmeu.calls.output import AssistantOutput, Completion
-from llmeu.calls.request import ChatRequest, ResponseFormat, text_of
+from llmeu.calls.request import ChatRequest, ResponseFormat, end_user, text_of
 from llmeu.errors import InvalidRequest
 from llmeu.protocol.chat_stream import ChatFrames
 from llmeu.protocol.chat_wire import ChatCompletion, Choice, chat_request_decoder
@@ -37,6 +37,7 @@ async def handle_chat(calls: Calls, request: Request) -> None:
             texts=[text_of(m) for m in chat.messages],
             prompt=chat.messages,
             prompt_tokens=lambda: estimate_prompt_tokens(chat),
+            subject=end_user(chat.user, chat.metadata),
         )
         await call.admit()
         call.route(chat.model, _CHAT_TOOLS if chat.tools else _CHAT, chat.llmeu)

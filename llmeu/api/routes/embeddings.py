@@ -13,7 +13,7 @@ from llmeu.api.inference import Calls
 from llmeu.api.lifecycle import Call
 from llmeu.calls.hangup import Hangup
 from llmeu.calls.output import Embeddings
-from llmeu.calls.request import EmbeddingInputs
+from llmeu.calls.request import EmbeddingInputs, end_user
 from llmeu.errors import InvalidRequest
 from llmeu.protocol.embeddings_wire import (
     Embedding,
@@ -44,6 +44,7 @@ async def handle_embeddings(calls: Calls, request: Request) -> None:
                 estimate_tokens("".join(texts))
                 + sum(len(i) for i in inputs if not isinstance(i, str))
             ),
+            subject=end_user(req.user),
         )
         await call.admit()
         call.route(req.model, _EMBEDDINGS, req.llmeu)

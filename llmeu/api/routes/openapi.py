@@ -170,6 +170,30 @@ def openapi_document() -> bytes:
         "/v1/platform/traces/{trace_id}": {
             "get": _operation("One trace", _json(_OBJECT), params=[_path_param("trace_id")])
         },
+        "/v1/platform/holds": {
+            "post": _operation(
+                "Place a legal hold on one key's traces or on all (admin)",
+                _json(_OBJECT),
+                body=_OBJECT,
+                ok_status="201",
+            ),
+            "get": _operation("Legal holds, released ones included (admin)", _json(_OBJECT)),
+        },
+        "/v1/platform/holds/{hold_id}": {
+            "delete": _operation(
+                "Release a legal hold (admin)", _json(_OBJECT), params=[_path_param("hold_id")]
+            )
+        },
+        "/v1/platform/subjects/{user_id}": {
+            "delete": _operation(
+                "Erase the stored content of one end user's calls; metadata stays (admin)",
+                _json(_OBJECT),
+                params=[_path_param("user_id")],
+            )
+        },
+        "/v1/platform/erasures": {
+            "get": _operation("Erasures by data subject, as recorded (admin)", _json(_OBJECT))
+        },
         "/healthz": {"get": _operation("Liveness and ledger state", _json(_OBJECT), public=True)},
         "/readyz": {
             "get": _operation(

@@ -1,0 +1,184 @@
+"""What the ledger keeps and for how long: metadata retention, legal holds, erasure.
+
+Two retentions govern a trace. Its *content* (prompt and output) is kept only
+as long as the policy's `store_content` allows (`Store.purge_content`). Its
+*metadata* (who called, when, where it ran, tokens, cost) is kept for
+`keep_metadata` — by default six months, the minimum the AI Act asks of
+deployers' logs (Art. 19, 26(6)) — and then purged here.
+
+Purging metadata empties a row rather than deleting it: the trace id, the
+time it was received and its status stay, with `metadata_purged_at`, so that
+the ledger's order (and a hash chain over it) keeps its places and a purged
+row is told apart from a deleted one. Everything else about the call goes.
+
+A **legal hold** suspends that purge for one key's traces, or for the whole
+ledger (`key_id` null), until it is released; holds are never deleted, so the
+table is itself the record of who held what, when and why.
+
+**Erasure by data subject** (GDPR Art. 17) removes the stored content of every
+call made for one end user — the `user`, `metadata.user_id` or
+`safety_identifier` a caller sent, kept only as its SHA-256 — and keeps the
+metadata: what was processed, where and at what cost remains provable, what
+was said does not. Each erasure is recorded (subject digest, who, when, how
+many traces). A legal hold does not stop an erasure of content: a hold keeps
+records of processing, and the content of a subject who asked for erasure is
+not such a record; an operator who must keep content under a hold exports it
+first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+from llmeu.ledger.database import Database, Row
+
+# Columns a metadata purge keeps: the row's identity and place, nothing about the call.
+_PURGED = (
+    "request_model = '', policy_id = NULL, endpoint_id = NULL, provider = NULL, "
+    "model_used = NULL, model_version = NULL, inference_region = NULL, "
+    "sovereignty_class = NULL, retention = NULL, input_tokens = NULL, output_tokens = NULL, "
+    "cost_eur = NULL, finish_reason = NULL, http_status = NULL, error_type = NULL, "
+    "error_code = NULL, error_message = NULL, attempts = '[]', excluded = '[]', "
+    "prompt = NULL, completion = NULL, content_expires_at = NULL, subject_sha256 = NULL, "
+    "first_token_at = NULL, finished_at = NULL, ttft_ms = NULL, tpot_ms = NULL"
+)
+_NOT_HELD = (
+    "NOT EXISTS (SELECT 1 FROM legal_holds h WHERE h.released_at IS NULL "
+    "AND (h.key_id IS NULL OR h.key_id = traces.key_id))"
+)
+
+
+def subject_digest(subject: str) -> str:
+    """How a data subject's id is kept: its SHA-256, hex."""
+    return hashlib.sha256(subject.encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Hold:
+    hold_id: str
+    key_id: str | None
+    reason: str
+    created_at: float
+    created_by: str
+    released_at: float | None = None
+    released_by: str | None = None
+
+    def public(self) -> dict[str, Any]:
+        return {
+            "id": self.hold_id,
+            "object": "legal_hold",
+            "key_id": self.key_id,
+            "scope": "key" if self.key_id else "all",
+            "reason": self.reason,
+            "created_at": self.created_at,
+            "created_by": self.created_by,
+            "released_at": self.released_at,
+            "released_by": self.released_by,
+            "active": self.released_at is None,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Erasure:
+    erasure_id: str
+    subject_sha256: str
+    requested_at: float
+    requested_by: str
+    traces: int
+
+    def public(self) -> dict[str, Any]:
+        return {
+            "id": self.erasure_id,
+            "object": "subject_erasure",
+            "subject_sha256": self.subject_sha256,
+            "requested_at": self.requested_at,
+            "requested_by": self.requested_by,
+            "traces_erased": self.traces,
+        }
+
+
+class Retention:
+    """Metadata purge, legal holds and erasure, on either database."""
+
+    def __init__(self, db: Database):
+        self.db = db
+
+    async def purge_metadata(self, now: float) -> int:
+        """Empty the final rows whose metadata retention ran out, except under a hold."""
+        return await self.db.execute(
+            f"UPDATE traces SET {_PURGED}, metadata_purged_at = ? "
+            "WHERE metadata_expires_at IS NOT NULL AND metadata_expires_at <= ? "
+            f"AND metadata_purged_at IS NULL AND status <> 'in_progress' AND {_NOT_HELD}",
+            (now, now),
+        )
+
+    async def place_hold(
+        self, key_id: str | None, reason: str, created_by: str, now: float
+    ) -> Hold:
+        hold = Hold(f"hold_{secrets.token_hex(8)}", key_id, reason, now, created_by)
+        await self.db.execute(
+            "INSERT INTO legal_holds (hold_id, key_id, reason, created_at, created_by) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (hold.hold_id, key_id, reason, now, created_by),
+        )
+        return hold
+
+    async def release_hold(self, hold_id: str, released_by: str, now: float) -> Hold | None:
+        """Release an active hold; None when there is no such active hold."""
+        changed = await self.db.execute(
+            "UPDATE legal_holds SET released_at = ?, released_by = ? "
+            "WHERE hold_id = ? AND released_at IS NULL",
+            (now, released_by, hold_id),
+        )
+        if not changed:
+            return None
+        rows = await self.db.fetch("SELECT * FROM legal_holds WHERE hold_id = ?", (hold_id,))
+        return _hold(rows[0])
+
+    async def holds(self) -> list[Hold]:
+        rows = await self.db.fetch("SELECT * FROM legal_holds ORDER BY created_at, hold_id")
+        return [_hold(r) for r in rows]
+
+    async def erase_subject(self, subject: str, requested_by: str, now: float) -> Erasure:
+        """Erase the stored content of every trace of `subject`; metadata stays. Recorded."""
+        digest = subject_digest(subject)
+        erasure_id = f"era_{secrets.token_hex(8)}"
+        erased = await self.db.execute(
+            "UPDATE traces SET prompt = NULL, completion = NULL, content_expires_at = NULL "
+            "WHERE subject_sha256 = ? AND (prompt IS NOT NULL OR completion IS NOT NULL)",
+            (digest,),
+        )
+        await self.db.execute(
+            "INSERT INTO erasures (erasure_id, subject_sha256, requested_at, requested_by, "
+            "traces) VALUES (?, ?, ?, ?, ?)",
+            (erasure_id, digest, now, requested_by, erased),
+        )
+        return Erasure(erasure_id, digest, now, requested_by, erased)
+
+    async def erasures(self) -> list[Erasure]:
+        rows = await self.db.fetch("SELECT * FROM erasures ORDER BY requested_at, erasure_id")
+        return [
+            Erasure(
+                r["erasure_id"],
+                r["subject_sha256"],
+                float(r["requested_at"]),
+                r["requested_by"],
+                int(r["traces"]),
+            )
+            for r in rows
+        ]
+
+
+def _hold(row: Row) -> Hold:
+    return Hold(
+        hold_id=row["hold_id"],
+        key_id=row["key_id"],
+        reason=row["reason"],
+        created_at=float(row["created_at"]),
+        created_by=row["created_by"],
+        released_at=None if row["released_at"] is None else float(row["released_at"]),
+        released_by=row["released_by"],
+    )
