@@ -96,6 +96,7 @@ class KeyRing:
         budget_eur: float | None = None,
         rpm_limit: int | None = None,
         tpm_limit: int | None = None,
+        purpose: str | None = None,
     ) -> tuple[ApiKey, str]:
         key_id = new_key_id()
         token = new_token(key_id)
@@ -109,6 +110,7 @@ class KeyRing:
             budget_eur=budget_eur,
             rpm_limit=rpm_limit,
             tpm_limit=tpm_limit,
+            purpose=purpose,
         )
         await self._store.insert_key(key)
         self._keys[key_id] = key

@@ -36,6 +36,9 @@ def register(subparsers: Any) -> None:
     create.add_argument("--budget-eur", type=float, help="spending limit in EUR")
     create.add_argument("--rpm", type=int, help="requests per minute")
     create.add_argument("--tpm", type=int, help="tokens per minute")
+    create.add_argument(
+        "--purpose", help="what the key's calls are for (records of processing, GDPR Art. 30)"
+    )
     add_connection_options(create)
     create.set_defaults(func=runner(_create))
 
@@ -58,7 +61,7 @@ def _row(key: dict[str, Any]) -> tuple[object, ...]:
 
 def _create(client: PlatformClient, args: argparse.Namespace) -> int:
     spec = {"name": args.name, "policy_id": args.policy, "budget_eur": args.budget_eur,
-            "rpm_limit": args.rpm, "tpm_limit": args.tpm}  # fmt: skip
+            "rpm_limit": args.rpm, "tpm_limit": args.tpm, "purpose": args.purpose}  # fmt: skip
     created = client.call("POST", "/v1/platform/keys",
                           body={k: v for k, v in spec.items() if v is not None})  # fmt: skip
     if args.json:

@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from llmeu.cli import (
+    audit_export,
     chat,
     config_check,
     keys,
@@ -28,6 +29,7 @@ from llmeu.cli.version import VersionAction
 
 SUBCOMMANDS = (
     serve, chat, route_report, config_check, keys, usage, traces, ledger_purge, receipt, subjects,
+    audit_export,
     probe_upstream,
 )  # fmt: skip
 

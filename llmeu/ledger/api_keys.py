@@ -18,6 +18,8 @@ class ApiKey:
     rpm_limit: int | None = None
     tpm_limit: int | None = None
     revoked_at: float | None = None
+    purpose: str | None = None
+    """What the key's calls are for (GDPR Art. 30 records of processing)."""
 
     def public(self) -> dict[str, Any]:
         """The key as the platform API shows it: never the hash."""
@@ -32,4 +34,5 @@ class ApiKey:
             "tpm_limit": self.tpm_limit,
             "created_at": self.created_at,
             "revoked_at": self.revoked_at,
+            "purpose": self.purpose,
         }

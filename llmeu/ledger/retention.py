@@ -29,6 +29,7 @@ first.
 from __future__ import annotations
 
 import hashlib
+import json
 import secrets
 from dataclasses import dataclass
 from typing import Any
@@ -49,6 +50,32 @@ _NOT_HELD = (
     "NOT EXISTS (SELECT 1 FROM legal_holds h WHERE h.released_at IS NULL "
     "AND (h.key_id IS NULL OR h.key_id = traces.key_id))"
 )
+
+
+_CALL_COLUMNS = (
+    "trace_id", "key_id", "route", "request_model", "stream", "status", "instance_id",
+    "received_at", "first_token_at", "finished_at", "policy_id", "endpoint_id", "provider",
+    "model_used", "model_version", "inference_region", "sovereignty_class", "retention",
+    "input_tokens", "output_tokens", "tokens_estimated", "cost_eur", "finish_reason",
+    "http_status", "error_type", "error_code", "attempts", "metadata_purged_at",
+)  # fmt: skip
+_SELECT_CALLS = (
+    f"SELECT {', '.join(_CALL_COLUMNS)} FROM traces "
+    "WHERE received_at >= ? AND received_at < ? ORDER BY received_at, trace_id"
+)
+
+
+async def calls_between(db: Database, since: float, until: float) -> list[dict[str, Any]]:
+    """The metadata (never the content) of every trace received in [since, until), oldest
+    first, with JSON and boolean columns decoded."""
+    calls = []
+    for row in await db.fetch(_SELECT_CALLS, (since, until)):
+        call = dict(row)
+        call["stream"] = bool(call["stream"])
+        call["tokens_estimated"] = bool(call["tokens_estimated"])
+        call["attempts"] = json.loads(call["attempts"] or "[]")
+        calls.append(call)
+    return calls
 
 
 def subject_digest(subject: str) -> str:

@@ -45,7 +45,7 @@ USAGE_GROUPS = ("day", *_GROUPS)
 TRACE_FILTERS = ("status", "model", "endpoint_id", "key_id", "sovereignty_class")
 _KEY_COLUMNS = (
     "key_id, name, secret_hash, policy_id, is_admin, budget_eur, rpm_limit, tpm_limit, "
-    "created_at, revoked_at"
+    "created_at, revoked_at, purpose"
 )
 
 
@@ -304,13 +304,13 @@ class Store:
 
     async def insert_key(self, key: ApiKey) -> None:
         await self.db.execute(
-            f"INSERT INTO api_keys ({_KEY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO api_keys ({_KEY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             _key_row(key),
         )
 
     async def upsert_key(self, key: ApiKey) -> None:
         await self.db.execute(
-            f"INSERT INTO api_keys ({_KEY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            f"INSERT INTO api_keys ({_KEY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
             + self.db.dialect.upsert(
                 "key_id", ("secret_hash", "policy_id", "is_admin", "revoked_at")
             ),
@@ -361,7 +361,7 @@ def _time_window(since: float | None, until: float | None) -> tuple[list[str], l
 def _key_row(key: ApiKey) -> tuple[Any, ...]:
     return (
         key.key_id, key.name, key.secret_hash, key.policy_id, int(key.is_admin), key.budget_eur,
-        key.rpm_limit, key.tpm_limit, key.created_at, key.revoked_at,
+        key.rpm_limit, key.tpm_limit, key.created_at, key.revoked_at, key.purpose,
     )  # fmt: skip
 
 
@@ -377,4 +377,5 @@ def _key(row: Row) -> ApiKey:
         tpm_limit=row["tpm_limit"],
         created_at=row["created_at"],
         revoked_at=row["revoked_at"],
+        purpose=row["purpose"],
     )

@@ -5,6 +5,7 @@
     DELETE /v1/platform/holds/{hold_id}    release it (the record stays)
     DELETE /v1/platform/subjects/{user_id} erase that end user's stored content
     GET    /v1/platform/erasures           every erasure done, by subject digest
+    GET    /v1/platform/exports/{name}?from=&to=   an export of `llmeu.api.exports`
 
 What they do to the ledger is `llmeu.ledger.retention`'s. Each answer names the
 admin key that acted, and the ledger keeps it: a hold or an erasure is itself
@@ -20,12 +21,14 @@ from typing import Annotated
 from msgspec import Meta, Struct
 
 from llmeu.api.asgi import Request
+from llmeu.api.exports import EXPORTS, Period, render
 from llmeu.api.routes.platform import Platform
 from llmeu.api.routes.platform import _authorize as authorize
 from llmeu.api.routes.platform import _decode as decode_json
 from llmeu.api.routes.platform import _reply as reply
+from llmeu.api.routes.platform import _time as moment
 from llmeu.errors import InvalidRequest, NotFound
-from llmeu.ledger.retention import Retention
+from llmeu.ledger.retention import Retention, calls_between
 
 _Text = Annotated[str, Meta(min_length=1, max_length=2000, pattern="^[^\\x00-\\x1f\\x7f]*$")]
 
@@ -77,10 +80,28 @@ async def list_erasures(p: Platform, request: Request) -> None:
     await reply(request, {"object": "list", "data": [e.public() for e in erasures]})
 
 
+async def export(p: Platform, request: Request, name: str) -> None:
+    """One export for [`from`, `to`) (default: the last 30 days up to now)."""
+    await authorize(p, request, admin=True)
+    if name not in EXPORTS:
+        raise NotFound(f"no export `{name}` (exports: {', '.join(EXPORTS)})", param="name")
+    now = time.time()
+    until = moment(request.query, "to") or now
+    since = moment(request.query, "from")
+    period = Period(until - 30 * 86400 if since is None else since, until)
+    if period.since >= period.until:
+        raise InvalidRequest("`from` must be before `to`", param="from")
+    calls = await calls_between(p.store.db, period.since, period.until)
+    keys = await p.store.list_keys()
+    content_type, text = render(name, calls, keys, p.upstreams.catalog, period)
+    await request.respond(200, text.encode(), [(b"content-type", content_type.encode())])
+
+
 COMPLIANCE_ROUTES: list[tuple[str, str, Callable[..., Awaitable[None]]]] = [
     ("POST", "/v1/platform/holds", place_hold),
     ("GET", "/v1/platform/holds", list_holds),
     ("DELETE", "/v1/platform/holds/{hold_id}", release_hold),
     ("DELETE", "/v1/platform/subjects/{user_id}", erase_subject),
     ("GET", "/v1/platform/erasures", list_erasures),
+    ("GET", "/v1/platform/exports/{name}", export),
 ]

@@ -194,6 +194,18 @@ def openapi_document() -> bytes:
         "/v1/platform/erasures": {
             "get": _operation("Erasures by data subject, as recorded (admin)", _json(_OBJECT))
         },
+        "/v1/platform/exports/{name}": {
+            "get": _operation(
+                "Records of processing, subprocessors or call metadata for a period (admin)",
+                {
+                    "application/json": {"schema": _OBJECT},
+                    "text/markdown": {"schema": {"type": "string"}},
+                    "text/csv": {"schema": {"type": "string"}},
+                    "application/x-ndjson": {"schema": {"type": "string"}},
+                },
+                params=[_path_param("name"), *window],
+            )
+        },
         "/healthz": {"get": _operation("Liveness and ledger state", _json(_OBJECT), public=True)},
         "/readyz": {
             "get": _operation(

@@ -60,6 +60,7 @@ class KeyCreate(Struct, forbid_unknown_fields=True):
     budget_eur: Annotated[float, Meta(ge=0)] | None = None
     rpm_limit: Annotated[int, Meta(ge=1, le=1_000_000_000)] | None = None
     tpm_limit: Annotated[int, Meta(ge=1, le=1_000_000_000)] | None = None
+    purpose: Annotated[str, Meta(max_length=500, pattern="^[^\\x00-\\x1f\\x7f]*$")] | None = None
     stream: bool | None = None
 
 
@@ -118,6 +119,7 @@ async def create_key(p: Platform, request: Request) -> None:
         budget_eur=spec.budget_eur,
         rpm_limit=spec.rpm_limit,
         tpm_limit=spec.tpm_limit,
+        purpose=spec.purpose,
     )
     await _reply(request, {**key.public(), "key": token}, status=201)
 
