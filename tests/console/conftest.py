@@ -92,7 +92,10 @@ def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
     tmp = tmp_path_factory.mktemp("console")
     upstream = start_fake_upstream(tmp)
     config = config_yaml(
-        fake_endpoint("acme-fr-par", upstream, aliases=("fake-model",), provider="acme"),
+        fake_endpoint("acme-fr-par", upstream, aliases=("fake-model",), provider="acme").replace(
+            "    country: FR\n",
+            "    country: FR\n    jurisdiction: FR\n    certifications: [secnumcloud]\n    seal: 3\n",
+        ),
         fake_endpoint(
             "nordlys-de-fra", upstream, aliases=("fake-model",), country="DE", priority=20
         ),

@@ -75,6 +75,10 @@ function policyFacts(p) {
       ["Gateway stores content for", p.store_content],
       ["Fallback", p.fallback ? "yes" : "no"],
       ["If limits cannot be checked", p.limits_fail === "closed" ? "refuse limited calls" : "admit unchecked"],
+      ["Provider jurisdictions", list(p.require_jurisdictions ?? [])],
+      ["Required certifications", (p.require_certifications ?? []).join(", ") || "none"],
+      ["Lowest SEAL level", p.min_seal === null || p.min_seal === undefined ? "any" : `SEAL-${p.min_seal}`],
+      ["Call metadata kept for", p.keep_metadata ?? "the gateway's default (P6M)"],
     ],
     "facts compact",
   );
@@ -129,6 +133,10 @@ function policyForm(policy, { onSaved, onCancel }) {
     text("store_content", "Gateway stores content for", p.store_content, "P0D stores no prompts or answers.", { required: true }),
     h("label", { className: "check" }, h("input", { type: "checkbox", name: "fallback", checked: p.fallback }), " Fall back to the next admitted endpoint on failure"),
     limitsFailField(id("limits_fail"), p.limits_fail ?? "open"),
+    text("require_jurisdictions", "Provider jurisdictions", (p.require_jurisdictions ?? []).join(", "), "Countries whose law may reach the provider; EU for the member states; empty means any."),
+    text("require_certifications", "Required certifications", (p.require_certifications ?? []).join(", "), "e.g. secnumcloud, bsi-c5; every one listed must be held."),
+    text("min_seal", "Lowest SEAL level", p.min_seal ?? "", "0 to 4; empty means any.", { inputmode: "numeric", pattern: "[0-4]?" }),
+    text("keep_metadata", "Keep call metadata for", p.keep_metadata ?? "", "ISO-8601 duration; empty means the gateway's default (P6M)."),
     h(
       "div",
       { className: "actions" },
@@ -142,7 +150,11 @@ function policyForm(policy, { onSaved, onCancel }) {
     const data = new FormData(form);
     const split = (name) => String(data.get(name) ?? "").split(",").map((v) => v.trim()).filter(Boolean);
     const policyId = isNew ? String(data.get("policy_id")).trim() : p.policy_id;
+    const seal = String(data.get("min_seal") ?? "").trim();
+    const keep = String(data.get("keep_metadata") ?? "").trim();
+    // Fields this form does not show stay as they were: the body starts from the policy read.
     const body = {
+      ...(isNew ? {} : p),
       policy_id: policyId,
       allow_classes: data.getAll("allow_classes"),
       allow_countries: split("allow_countries").map((c) => c.toUpperCase()),
@@ -151,6 +163,10 @@ function policyForm(policy, { onSaved, onCancel }) {
       store_content: String(data.get("store_content")).trim(),
       fallback: data.get("fallback") !== null,
       limits_fail: String(data.get("limits_fail")),
+      require_jurisdictions: split("require_jurisdictions").map((c) => c.toUpperCase()),
+      require_certifications: split("require_certifications").map((c) => c.toLowerCase()),
+      min_seal: seal === "" ? null : Number(seal),
+      keep_metadata: keep === "" ? null : keep,
     };
     try {
       const saved = await api(`v1/platform/policies/${encodeURIComponent(policyId)}`, { method: "PUT", body });
