@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from llmeu.cli.money import money
 from llmeu.cli.platform_api import (
     PlatformClient,
     add_connection_options,
@@ -23,7 +24,7 @@ from llmeu.cli.platform_api import (
     runner,
 )
 
-COLUMNS = ("id", "name", "policy", "admin", "budget €", "rpm", "tpm", "created", "revoked")
+COLUMNS = ("id", "name", "policy", "admin", "budget", "rpm", "tpm", "created", "revoked")
 
 
 def register(subparsers: Any) -> None:
@@ -51,7 +52,7 @@ def register(subparsers: Any) -> None:
 
 def _row(key: dict[str, Any]) -> tuple[object, ...]:
     return (
-        key["id"], key["name"], key["policy_id"], key["admin"], key["budget_eur"],
+        key["id"], key["name"], key["policy_id"], key["admin"], money(key["budget_eur"]),
         key["rpm_limit"], key["tpm_limit"], moment(key["created_at"]), moment(key["revoked_at"]),
     )  # fmt: skip
 

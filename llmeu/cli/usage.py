@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from llmeu.cli.money import money
 from llmeu.cli.platform_api import (
     PlatformClient,
     add_connection_options,
@@ -43,7 +44,7 @@ def _usage(client: PlatformClient, args: argparse.Namespace) -> int:
         print_json(usage)
         return 0
     group = args.group_by
-    columns = (group, *COUNTS, "input tok", "output tok", "est.", "cost €")
+    columns = (group, *COUNTS, "input tok", "output tok", "est.", "cost")
     rows: list[tuple[Any, ...]] = [_row(r.get(group) or "-", r) for r in usage["data"]]
     rows.append(_row("total", usage["totals"]))
     print_table(columns, rows, right=columns[1:])
@@ -53,5 +54,5 @@ def _usage(client: PlatformClient, args: argparse.Namespace) -> int:
 def _row(label: object, counts: dict[str, Any]) -> tuple[Any, ...]:
     return (
         label, *(counts[c] for c in COUNTS), counts["input_tokens"], counts["output_tokens"],
-        counts["estimated_requests"], f"{counts['cost_eur']:.6f}",
+        counts["estimated_requests"], money(counts["cost_eur"]),
     )  # fmt: skip
