@@ -126,7 +126,12 @@ class LocalChatProvider(Provider):
                 param="messages",
                 code="context_length_exceeded",
             )
-        limit = request.max_completion_tokens or request.max_tokens or room
+        limit = (
+            request.max_completion_tokens
+            or request.max_tokens
+            or self.endpoint.default_max_tokens
+            or room
+        )
         stop = (
             request.stop
             if isinstance(request.stop, list)

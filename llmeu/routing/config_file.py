@@ -17,6 +17,7 @@ import yaml
 from llmeu.errors import ConfigError
 from llmeu.routing.catalog import (
     BUNDLED_MODELS,
+    LOCAL_DEFAULT_MAX_TOKENS,
     Capability,
     Catalog,
     Endpoint,
@@ -97,7 +98,7 @@ def parse_policy(text: str) -> Policy:
 _ENDPOINT_FIELDS = {
     "endpoint_id", "provider", "kind", "base_url", "api_key_env", "model", "model_version",
     "aliases", "inference_region", "country", "sovereignty_class", "retention",
-    "price_eur_per_mtok", "priority", "capabilities", "timeouts",
+    "price_eur_per_mtok", "priority", "capabilities", "timeouts", "default_max_tokens",
 }  # fmt: skip
 _ENDPOINT_REQUIRED = (
     "endpoint_id", "provider", "model", "inference_region", "sovereignty_class", "retention",
@@ -138,7 +139,30 @@ def _endpoint(node: _Node) -> Endpoint:
         priority=_optional(fields, "priority", int, 100),
         capabilities=_capabilities(fields, kind, model, node),
         timeouts=_timeouts(fields.get("timeouts")),
+        default_max_tokens=_default_max_tokens(fields, kind, model),
     )
+
+
+def _default_max_tokens(fields: dict[str, _Node], kind: EndpointKind, model: str) -> int | None:
+    """A positive number, or null for none; `kind: local` only, where a chat model
+    defaults to 512."""
+    if "default_max_tokens" not in fields:
+        chat = Capability.CHAT in BUNDLED_MODELS.get(model, frozenset())
+        return LOCAL_DEFAULT_MAX_TOKENS if kind is EndpointKind.LOCAL and chat else None
+    node = fields["default_max_tokens"]
+    if kind is not EndpointKind.LOCAL:
+        raise ConfigError(
+            "default_max_tokens applies to `kind: local` endpoints only (an upstream has its own)",
+            field="default_max_tokens",
+            line=_line(node),
+        )
+    if getattr(node, "tag", None) == _NULL_TAG:
+        return None
+    value: int = _scalar(node, "default_max_tokens", int)
+    if value <= 0:
+        raise ConfigError("default_max_tokens must be positive", field="default_max_tokens",
+                          line=_line(node))  # fmt: skip
+    return value
 
 
 def _capabilities(

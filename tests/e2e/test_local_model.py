@@ -110,3 +110,38 @@ def test_hanging_up_stops_local_generation(local_gateway: Gateway) -> None:
     assert 3 <= usage["output_tokens"] < 30, (
         "generation stopped within a token or so of the hang-up"
     )
+
+
+LOCAL_CHAT = """\
+  - endpoint_id: local-short
+    provider: llmeu-local
+    kind: local
+    model: SmolLM2-135M-Instruct
+    aliases: [short]
+    inference_region: local
+    sovereignty_class: on_premise
+    retention: P0D
+    price_eur_per_mtok: {input: 0, output: 0}
+    default_max_tokens: 6
+"""
+
+
+def test_a_request_without_max_tokens_stops_at_the_endpoints_default(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    from tests.support.processes import config_yaml, start_gateway
+
+    gateway = start_gateway(tmp_path_factory.mktemp("short"), config=config_yaml(LOCAL_CHAT),
+                            local_models=True, timeout=120)  # fmt: skip
+    try:
+        client = openai.OpenAI(base_url=gateway.base_url, api_key=gateway.admin_key)
+        story = [{"role": "user", "content": "Write a long story about Brussels."}]
+        unset = client.chat.completions.create(model="short", messages=story, temperature=0)
+        assert unset.usage is not None and unset.usage.completion_tokens == 6
+        assert unset.choices[0].finish_reason == "length"
+        asked = client.chat.completions.create(
+            model="short", messages=story, temperature=0, max_tokens=9
+        )
+        assert asked.usage is not None and asked.usage.completion_tokens == 9, "the request wins"
+    finally:
+        gateway.kill()
