@@ -145,3 +145,31 @@ def test_a_request_without_max_tokens_stops_at_the_endpoints_default(
         assert asked.usage is not None and asked.usage.completion_tokens == 9, "the request wins"
     finally:
         gateway.kill()
+
+
+def test_what_a_local_model_cannot_do_is_rejected_naming_the_endpoint(
+    local_gateway: Gateway,
+) -> None:
+    import httpx
+
+    headers = {"authorization": f"Bearer {local_gateway.admin_key}"}
+    asks = [
+        ("chat/completions", {"model": "smollm2", "response_format": {"type": "json_object"},
+                              "messages": [{"role": "user", "content": "JSON please"}]},
+         "response_format", "local-smollm2-135m"),
+        ("embeddings", {"model": "minilm", "input": [[101, 2023, 102]]}, "input",
+         "local-minilm-l6-v2"),
+    ]  # fmt: skip
+    for route, body, param, endpoint_id in asks:
+        refused = httpx.post(f"{local_gateway.base_url}/{route}", json=body, headers=headers)
+        assert refused.status_code == 400
+        error = refused.json()["error"]
+        assert error["param"] == param and endpoint_id in error["message"]
+        trace_id = refused.headers["x-llmeu-trace-id"]
+        trace = httpx.get(
+            f"{local_gateway.base_url}/platform/traces/{trace_id}", headers=headers
+        ).json()
+        assert trace["status"] == "rejected"
+        assert trace["routing"]["endpoint_id"] == endpoint_id
+        assert trace["routing"]["model_used"] is None, "no model ran"
+        assert [a["outcome"] for a in trace["attempts"]] == ["rejected"]
