@@ -24,13 +24,19 @@ endef
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
 
+# Each install leaves a stamp; it runs again only when the lock or the project's metadata
+# changed since (the package itself is installed editable: code changes need no install).
+INSTALL_INPUTS := requirements/build.txt pyproject.toml setup.py
+
+$(VENV)/.installed-%: requirements/%.txt $(INSTALL_INPUTS) | $(BIN)/python
+	$(call install-locked,$(VENV),$*,-e .)
+	@touch $@
+
 # Install the gateway with the bundled local models and start the embedded default.
-serve: $(BIN)/python
-	$(call install-locked,$(VENV),local,-e .)
+serve: $(VENV)/.installed-local
 	$(BIN)/llmeu serve
 
-install: $(BIN)/python
-	$(call install-locked,$(VENV),test,-e .)
+install: $(VENV)/.installed-test
 
 # Lint, types, import layers, then the whole test suite.
 test: install check

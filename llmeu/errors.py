@@ -28,6 +28,8 @@ HTTP statuses and bodies in one place (`llmeu.api.error_responses`), a
             ├── UpstreamUnavailable 503  connection refused/reset, upstream 5xx or 429
             ├── UpstreamTimeout     504  connect, first-token, idle or total timeout
             └── UpstreamRejected    400  the upstream refused the request itself
+                └── UnsupportedByEndpoint 400  a local endpoint cannot do what is asked:
+                                          the call is `rejected`, naming the endpoint
 """
 
 from __future__ import annotations
@@ -222,3 +224,10 @@ class UpstreamRejected(UpstreamError):
     type = "invalid_request_error"
     default_code = "upstream_rejected_request"
     retryable = False
+
+
+class UnsupportedByEndpoint(UpstreamRejected):
+    """An endpoint the gateway runs itself refused the request before running anything:
+    it lacks what the request asks for (tools, a JSON `response_format`, token-id input)
+    or the prompt exceeds its context. A validation outcome: the call is `rejected`, and
+    its trace names the endpoint that refused it."""

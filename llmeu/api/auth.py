@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sys
 import time
 
 from llmeu.errors import AuthenticationFailed, InvalidRequest
@@ -134,13 +133,3 @@ class KeyRing:
 
     def all(self) -> list[ApiKey]:
         return sorted(self._keys.values(), key=lambda k: k.created_at)
-
-
-def announce_admin_key(token: str) -> None:
-    """Print a generated admin key once; only its hash is stored."""
-    print(
-        "\nllmeu: generated the admin API key (shown once, store it now):\n\n"
-        f"    {token}\n\nSet LLMEU_ADMIN_KEY to choose your own.\n",
-        file=sys.stderr,
-        flush=True,
-    )

@@ -17,11 +17,12 @@ import time
 from collections.abc import Coroutine, Mapping
 from typing import Any
 
-from llmeu.api.auth import KeyRing, announce_admin_key
+from llmeu.api.auth import KeyRing
 from llmeu.api.inference import Calls
 from llmeu.api.policies import PolicyBook
 from llmeu.api.routes.platform import Platform
 from llmeu.api.upstreams import Upstreams
+from llmeu.api.welcome import AdminKey, Welcome, announce, chat_model, reachable_root
 from llmeu.config import Settings
 from llmeu.errors import ConfigError, DatabaseError
 from llmeu.ledger.notify import (
@@ -175,8 +176,6 @@ class Gateway:
         await self.store.register_instance(self.instance_id, now)
         await self.keys.load()
         token = await self.keys.ensure_admin(settings.admin_key, self.config.default_policy)
-        if token is not None:
-            announce_admin_key(token)
         await self.policies.load()
         self.ledger.start()
         await self.limits.start(self.store.spend_by_key)
@@ -186,6 +185,19 @@ class Gateway:
         self._tasks.append(asyncio.create_task(self._maintenance(), name="llmeu-maintenance"))
         self._loop = asyncio.get_running_loop()
         self.loaded = True
+        if token is not None or settings.workers == 1:  # workers: one notice, not one each
+            self._welcome(token)
+
+    def _welcome(self, token: str | None) -> None:
+        state = AdminKey.EXISTING
+        if token is not None:
+            state = AdminKey.GENERATED
+        elif self.settings.admin_key:
+            state = AdminKey.CONFIGURED
+        available = self.upstreams.providers
+        chat = [e for e in self.config.catalog.endpoints if e.endpoint_id in available]
+        root = reachable_root(self.settings.host, self.settings.port)
+        announce(Welcome(root, state, token, chat_model(chat)))
 
     def _notice_channel(self) -> NoticeChannel | None:
         """How changes reach the other processes: the database's own notices where it has

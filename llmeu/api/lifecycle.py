@@ -21,7 +21,8 @@ first byte reaches the client; every attempt is recorded; the client's
 connection is watched while an upstream works, and a hang-up aborts the
 upstream at once. Leaving the block settles the call whatever happened:
 an error before the upstream phase is `rejected`, after it `failed` (an
-error frame once a stream has begun); a hang-up (`ClientDisconnected`) is
+error frame once a stream has begun) — except an endpoint's refusal of what
+it cannot do (`UnsupportedByEndpoint`), which is `rejected` too; a hang-up (`ClientDisconnected`) is
 `cancelled` with what was produced; a cancelled task — the server ending the
 request at shutdown — is `interrupted`. Each ends with exactly one trace.
 """
@@ -44,7 +45,13 @@ from llmeu.calls.hangup import Hangup
 from llmeu.calls.output import Delta, StreamOutput, Usage
 from llmeu.calls.record import CallStatus
 from llmeu.calls.request import RoutingRequest
-from llmeu.errors import ApiError, ClientDisconnected, ServiceUnavailable, UpstreamError
+from llmeu.errors import (
+    ApiError,
+    ClientDisconnected,
+    ServiceUnavailable,
+    UnsupportedByEndpoint,
+    UpstreamError,
+)
 from llmeu.observability.timing import ResponseTiming
 from llmeu.protocol.routing_block import RoutingBlock
 from llmeu.providers.base import ChatStream, Provider
@@ -153,6 +160,9 @@ class Call:
             calls.inflight[self.trace_id] = task
         self._key_id = key.key_id
         self._key_policy = key.policy_id
+        # Known from the key: a call refused before routing still shows the policy it was
+        # under; routing replaces it with the effective (possibly narrowed) policy.
+        self.trace.record.policy_id = key.policy_id
         return self
 
     async def body(self) -> bytes:
@@ -291,7 +301,9 @@ class Call:
                 error = as_api_error(exc)
                 if error.status == 500:
                     log.error("call %s failed", self.trace_id, exc_info=exc)
-                refused = isinstance(exc, ApiError) and self._phase is _Phase.ADMISSION
+                refused = isinstance(exc, UnsupportedByEndpoint) or (
+                    isinstance(exc, ApiError) and self._phase is _Phase.ADMISSION
+                )
                 await self._ended(error, CallStatus.REJECTED if refused else CallStatus.FAILED)
             else:
                 return False
@@ -318,6 +330,9 @@ class Call:
         waiting = time.perf_counter()
         try:
             result = await operation(provider, self._hangup)
+        except UnsupportedByEndpoint as error:
+            self.trace.attempt_refused(attempt, endpoint, error)
+            raise
         except UpstreamError as error:
             self.trace.attempt_failed(attempt, error)
             upstreams.attempt_failed(endpoint, error, self._key_id)

@@ -112,6 +112,19 @@ class TraceRecorder:
         attempt.upstream_status = error.upstream_status
         self._observers.attempt_finished(self.record, attempt)
 
+    def attempt_refused(self, attempt: Attempt, endpoint: Endpoint, error: UpstreamError) -> None:
+        """The endpoint refused the request before running it (`UnsupportedByEndpoint`):
+        the trace names it, though no model ran."""
+        attempt.finished_at = time.time()
+        attempt.outcome = "rejected"
+        attempt.error = error.message
+        record = self.record
+        record.endpoint_id = endpoint.endpoint_id
+        record.provider = endpoint.provider
+        record.inference_region = endpoint.inference_region
+        record.sovereignty_class = endpoint.sovereignty_class.value
+        self._observers.attempt_finished(record, attempt)
+
     def attempt_cancelled(self, attempt: Attempt) -> None:
         attempt.finished_at = time.time()
         attempt.outcome = "cancelled"

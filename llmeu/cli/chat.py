@@ -1,7 +1,8 @@
 """`llmeu chat`: ask a model through llmeu (or any OpenAI-compatible server) in a terminal.
 
 With a PROMPT it answers once and exits; without one it holds a conversation
-until Ctrl-D or `/exit`. The answer is rendered live as Markdown; constructs
+until Ctrl-D, `/exit`, or Ctrl-C twice within a second at the prompt (once
+clears the line, as in a shell). The answer is rendered live as Markdown; constructs
 that are still being written are held back (`llmeu.client.markdown`) so the
 layout does not jump, and finished blocks are printed once, above a live
 region that only holds the block being written.
@@ -21,8 +22,11 @@ answer, 130 when Ctrl-C cancelled a one-shot answer.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
@@ -34,6 +38,8 @@ from rich.markup import escape
 from rich.spinner import Spinner
 from rich.text import Text
 
+from llmeu.cli.gateway_address import DEFAULT_BASE_URL, gateway_address
+from llmeu.cli.money import money
 from llmeu.client import (
     APIConnectionError,
     APIStatusError,
@@ -50,9 +56,10 @@ try:
 except ImportError:  # not on Windows
     termios = None  # type: ignore[assignment]
 
-DEFAULT_BASE_URL = "http://127.0.0.1:8080/v1"
 DEFAULT_MODEL = "local"
 """The bundled model's alias, so that `llmeu chat` answers against a bare `llmeu serve`."""
+QUIT_WINDOW = 1.0
+"""Seconds within which a second Ctrl-C at the prompt quits."""
 
 
 def register(subparsers: Any) -> None:
@@ -60,12 +67,10 @@ def register(subparsers: Any) -> None:
     parser.add_argument("prompt", nargs="?", help="ask once and exit (default: a conversation)")
     parser.add_argument(
         "--base-url",
-        default=os.environ.get("LLMEU_BASE_URL", DEFAULT_BASE_URL),
-        help="API root (env LLMEU_BASE_URL, default %(default)s)",
+        help=f"the gateway, its root or …/v1 (env LLMEU_BASE_URL or OPENAI_BASE_URL, "
+        f"default {DEFAULT_BASE_URL})",
     )
-    parser.add_argument(
-        "--api-key", default=os.environ.get("LLMEU_API_KEY"), help="API key (env LLMEU_API_KEY)"
-    )
+    parser.add_argument("--api-key", help="API key (env LLMEU_API_KEY or OPENAI_API_KEY)")
     parser.add_argument(
         "--model",
         default=os.environ.get("LLMEU_MODEL", DEFAULT_MODEL),
@@ -87,7 +92,8 @@ class ChatSettings:
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ChatSettings:
-        return cls(args.base_url, args.api_key, args.model, args.policy, args.max_tokens)
+        address = gateway_address(args.base_url, args.api_key, os.environ)
+        return cls(address.api_root, address.api_key, args.model, args.policy, args.max_tokens)
 
 
 class Outcome(IntEnum):
@@ -117,24 +123,42 @@ def converse(
     messages: list[dict[str, str]],
     out: Console,
     err: Console,
+    clock: Callable[[], float] = time.monotonic,
 ) -> int:
-    """The interactive loop. A cancelled or failed exchange is left out of the history."""
+    """The interactive loop. A cancelled or failed exchange is left out of the history.
+
+    At the prompt, Ctrl-C clears the line, as in a shell: a Ctrl-C meant for an
+    answer that ended just before it landed must not end the conversation. A
+    second Ctrl-C within `QUIT_WINDOW` seconds, Ctrl-D or `/exit` quits.
+    """
     err.print(
         f"[dim]llmeu chat · {escape(settings.model)} at {escape(settings.base_url)} · "
-        "Ctrl-C cancels an answer · Ctrl-D or /exit quits[/]"
+        "Ctrl-C cancels an answer or clears the line · Ctrl-D or /exit quits[/]"
     )
+    interrupted_at = -math.inf
     while True:
         try:
             prompt = out.input("[bold cyan]you>[/] ")
-        except (EOFError, KeyboardInterrupt):
+        except EOFError:
             out.print()
             return 0
+        except KeyboardInterrupt:
+            out.print()
+            now = clock()
+            if now - interrupted_at <= QUIT_WINDOW:
+                return 0
+            interrupted_at = now
+            err.print("[dim](Ctrl-C again or Ctrl-D to quit)[/]")
+            continue
         if prompt.strip() in ("/exit", "/quit"):
             return 0
         if not prompt.strip():
             continue
         messages.append({"role": "user", "content": prompt})
-        status, result = ask(client, settings, messages, out, err)
+        try:
+            status, result = ask(client, settings, messages, out, err)
+        except KeyboardInterrupt:  # landed between the end of the stream and the prompt
+            status, result = Outcome.CANCELLED, None
         if status == Outcome.COMPLETE and result is not None:
             messages.append({"role": "assistant", "content": result.content})
         else:
@@ -290,7 +314,7 @@ def _print_footer(err: Console, result: ChatResult) -> None:
         cost = routing.cost_estimate
         if cost is not None and cost.amount is not None:
             estimated = " (estimated)" if cost.estimated else ""
-            where.append(f"{cost.amount:.7f} {cost.currency or ''}".rstrip() + estimated)
+            where.append(money(cost.amount, cost.currency or "EUR") + estimated)
     elif result.model:
         where.append(result.model)
     speed: list[str] = []

@@ -3,6 +3,7 @@
     llmeu keys create --name ci --policy eu-strict --budget-eur 50 --rpm 600
     llmeu keys list
     llmeu keys revoke k3f9a…
+    llmeu keys reset-admin      (on the ledger itself: `llmeu.cli.admin_reset`)
 
 `create` prints the new key's secret once: only its hash is stored. `revoke`
 answers once every gateway process sharing the ledger has confirmed the
@@ -14,6 +15,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from llmeu.cli.admin_reset import register_action
+from llmeu.cli.money import money
 from llmeu.cli.platform_api import (
     PlatformClient,
     add_connection_options,
@@ -23,7 +26,7 @@ from llmeu.cli.platform_api import (
     runner,
 )
 
-COLUMNS = ("id", "name", "policy", "admin", "budget €", "rpm", "tpm", "created", "revoked")
+COLUMNS = ("id", "name", "policy", "admin", "budget", "rpm", "tpm", "created", "revoked")
 
 
 def register(subparsers: Any) -> None:
@@ -51,10 +54,12 @@ def register(subparsers: Any) -> None:
     add_connection_options(revoke)
     revoke.set_defaults(func=runner(_revoke))
 
+    register_action(actions)
+
 
 def _row(key: dict[str, Any]) -> tuple[object, ...]:
     return (
-        key["id"], key["name"], key["policy_id"], key["admin"], key["budget_eur"],
+        key["id"], key["name"], key["policy_id"], key["admin"], money(key["budget_eur"]),
         key["rpm_limit"], key["tpm_limit"], moment(key["created_at"]), moment(key["revoked_at"]),
     )  # fmt: skip
 

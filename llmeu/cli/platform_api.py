@@ -1,9 +1,10 @@
 """What the platform subcommands (`keys`, `usage`, `traces`) share: the connection
 options, one HTTP call to the platform API, and the two output forms.
 
-    --base-url URL   [LLMEU_BASE_URL]  the gateway, default http://127.0.0.1:8080
-                                        (a trailing /v1, as `llmeu chat` takes it, is fine)
+    --base-url URL   [LLMEU_BASE_URL]  the gateway, its root or …/v1, default http://127.0.0.1:8080
     --api-key KEY    [LLMEU_API_KEY]   the admin key, or a tenant key for its own records
+                                        (`OPENAI_BASE_URL` and `OPENAI_API_KEY` are the fallbacks,
+                                        see `llmeu.cli.gateway_address`)
     --json                              print the API's JSON instead of a table
 
 Exit status: 0; 1 when the gateway answers with an error or cannot be reached
@@ -25,7 +26,8 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-DEFAULT_BASE_URL = "http://127.0.0.1:8080"
+from llmeu.cli.gateway_address import DEFAULT_BASE_URL, gateway_address
+
 Command = Callable[["PlatformClient", argparse.Namespace], int]
 
 
@@ -34,14 +36,13 @@ class CliError(Exception):
 
 
 def add_connection_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--base-url", help=f"the gateway (env LLMEU_BASE_URL, {DEFAULT_BASE_URL})")
-    parser.add_argument("--api-key", help="API key (env LLMEU_API_KEY)")
+    parser.add_argument(
+        "--base-url",
+        help=f"the gateway, its root or …/v1 (env LLMEU_BASE_URL or OPENAI_BASE_URL, "
+        f"default {DEFAULT_BASE_URL})",
+    )
+    parser.add_argument("--api-key", help="API key (env LLMEU_API_KEY or OPENAI_API_KEY)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
-
-
-def base_url(value: str | None) -> str:
-    url = (value or os.environ.get("LLMEU_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
-    return url.removesuffix("/v1")
 
 
 class PlatformClient:
@@ -83,8 +84,8 @@ def runner(command: Command) -> Callable[[argparse.Namespace], int]:
     """Wrap a subcommand: build the client from the options, report failures."""
 
     def run(args: argparse.Namespace) -> int:
-        client = PlatformClient(base_url(args.base_url), args.api_key or
-                                os.environ.get("LLMEU_API_KEY"))  # fmt: skip
+        address = gateway_address(args.base_url, args.api_key, os.environ)
+        client = PlatformClient(address.root, address.api_key)
         try:
             return command(client, args)
         except CliError as error:

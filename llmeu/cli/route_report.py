@@ -174,6 +174,7 @@ def _table(
     for name in ("endpoint", "decision", "class", "region", "law", "retention"):
         table.add_column(name)
     table.add_column("EUR/Mtok in/out", justify="right")
+    table.add_column("max tokens", justify="right")  # applied when a request sets none
     if order is None:
         table.add_column("models", max_width=34)
     rank = {e.endpoint_id: str(i) for i, e in enumerate(order or (), start=1)}
@@ -186,6 +187,7 @@ def _table(
             Text(_assurance(endpoint)),
             Text(endpoint.retention.text),
             Text(f"{endpoint.prices.input:g} / {endpoint.prices.output:g}"),
+            Text(str(endpoint.default_max_tokens or "-")),
         ]
         if order is None:
             table.add_row(*cells, Text(" ".join(endpoint.aliases)))

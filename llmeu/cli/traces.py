@@ -16,6 +16,7 @@ import json
 import sys
 from typing import Any
 
+from llmeu.cli.money import money
 from llmeu.cli.platform_api import (
     PlatformClient,
     add_connection_options,
@@ -28,7 +29,7 @@ from llmeu.cli.platform_api import (
 
 STATUSES = ("completed", "cancelled", "failed", "rejected", "interrupted", "in_progress")
 COLUMNS = ("id", "received", "status", "key", "model", "endpoint", "class", "TTFT ms",
-           "in", "out", "cost €")  # fmt: skip
+           "in", "out", "cost")  # fmt: skip
 
 
 def register(subparsers: Any) -> None:
@@ -69,7 +70,7 @@ def _list(client: PlatformClient, args: argparse.Namespace) -> int:
             t["id"], moment(t["timings"]["received_at"]), t["status"], t["key_id"],
             routing["model_used"] or t["request_model"], routing["endpoint_id"],
             routing["sovereignty_class"], t["timings"]["ttft_ms"], usage["input_tokens"],
-            _tokens(usage["output_tokens"], usage["estimated"]), usage["cost_eur"],
+            _tokens(usage["output_tokens"], usage["estimated"]), money(usage["cost_eur"]),
         ))  # fmt: skip
     print_table(COLUMNS, rows, right=COLUMNS[7:])
     if page["has_more"]:
@@ -98,7 +99,7 @@ def _show(client: PlatformClient, args: argparse.Namespace) -> int:
         *((name.replace("_", " "), value) for name, value in routing.items()),
         ("input tokens", usage["input_tokens"]),
         ("output tokens", _tokens(usage["output_tokens"], usage["estimated"])),
-        ("cost €", usage["cost_eur"]), ("finish reason", trace["finish_reason"]),
+        ("cost", money(usage["cost_eur"])), ("finish reason", trace["finish_reason"]),
     ]  # fmt: skip
     if error is not None:
         fields += [("error", f"{error['http_status']} {error['code']}: {error['message']}")]

@@ -6,7 +6,9 @@ With the admin key it covers every key (or one, `--key`); with a tenant key,
 that key's own calls. `--from`/`--to` take an ISO-8601 date or time (UTC
 unless it says otherwise) or seconds since the epoch; `--to` is exclusive.
 Cancelled calls count in requests, tokens and cost, never as completed;
-`est.` is how many calls have token counts the gateway estimated.
+`est.` is how many calls have token counts the gateway estimated. `model` is
+the model that ran (calls no model ran for, such as rejected ones, share the
+row `(no model ran)`); `requested_model` is the name the client asked for.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from llmeu.cli.money import money
 from llmeu.cli.platform_api import (
     PlatformClient,
     add_connection_options,
@@ -22,7 +25,8 @@ from llmeu.cli.platform_api import (
     runner,
 )
 
-GROUPS = ("day", "model", "endpoint", "key", "status", "sovereignty_class")
+GROUPS = ("day", "model", "requested_model", "endpoint", "key", "status", "sovereignty_class")
+NO_VALUE = {"model": "(no model ran)", "endpoint": "(no endpoint served)"}
 COUNTS = ("requests", "completed", "cancelled", "failed", "rejected", "interrupted")
 
 
@@ -43,8 +47,8 @@ def _usage(client: PlatformClient, args: argparse.Namespace) -> int:
         print_json(usage)
         return 0
     group = args.group_by
-    columns = (group, *COUNTS, "input tok", "output tok", "est.", "cost €")
-    rows: list[tuple[Any, ...]] = [_row(r.get(group) or "-", r) for r in usage["data"]]
+    columns = (group, *COUNTS, "input tok", "output tok", "est.", "cost")
+    rows = [_row(r.get(group) or NO_VALUE.get(group, "-"), r) for r in usage["data"]]
     rows.append(_row("total", usage["totals"]))
     print_table(columns, rows, right=columns[1:])
     return 0
@@ -53,5 +57,5 @@ def _usage(client: PlatformClient, args: argparse.Namespace) -> int:
 def _row(label: object, counts: dict[str, Any]) -> tuple[Any, ...]:
     return (
         label, *(counts[c] for c in COUNTS), counts["input_tokens"], counts["output_tokens"],
-        counts["estimated_requests"], f"{counts['cost_eur']:.6f}",
+        counts["estimated_requests"], money(counts["cost_eur"]),
     )  # fmt: skip

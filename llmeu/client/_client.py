@@ -27,6 +27,7 @@ import msgspec
 from llmeu import __version__
 from llmeu.client._stream import AsyncChatStream, ChatStream, Clock
 from llmeu.client._types import ChatResult
+from llmeu.protocol.base_url import api_root
 
 DEFAULT_TIMEOUT = httpx.Timeout(120.0, connect=10.0)
 """Reads wait up to two minutes: a large model's first token can be slow in coming."""
@@ -64,7 +65,7 @@ class _ClientBase:
         headers: Mapping[str, str] | None,
         clock: Clock,
     ) -> None:
-        self.base_url = base_url.rstrip("/")
+        self.base_url = api_root(base_url)
         self._headers = _headers(api_key, headers)
         self._clock = clock
 
@@ -83,7 +84,8 @@ class _ClientBase:
 
 
 class Client(_ClientBase):
-    """A synchronous client. `base_url` ends at the API root, e.g. `http://host:8080/v1`."""
+    """A synchronous client. `base_url` is the API root (`http://host:8080/v1`) or, for
+    llmeu, the gateway's root (`http://host:8080`): a URL without a path gets `/v1`."""
 
     def __init__(
         self,

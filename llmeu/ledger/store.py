@@ -34,8 +34,12 @@ _INSERT_TRACE = (
     f"INSERT INTO traces ({', '.join(_TRACE_COLUMNS)}) "
     f"VALUES ({', '.join('?' for _ in _TRACE_COLUMNS)})"
 )
+# `model` is the model that ran: calls no model ran for (rejected, or failed on every
+# endpoint) share the row '' rather than mixing into the names clients asked for,
+# which `requested_model` groups by.
 _GROUPS = {
-    "model": "COALESCE(model_used, request_model)",
+    "model": "COALESCE(model_used, '')",
+    "requested_model": "request_model",
     "endpoint": "COALESCE(endpoint_id, '')",
     "key": "key_id",
     "status": "status",

@@ -23,7 +23,7 @@ from msgspec import UNSET
 from llmeu.calls.hangup import Hangup
 from llmeu.calls.output import AssistantOutput, Completion, Delta, Usage
 from llmeu.calls.request import ChatRequest, Message, role_of, text_of
-from llmeu.errors import ConfigError, UpstreamError, UpstreamRejected
+from llmeu.errors import ConfigError, UnsupportedByEndpoint, UpstreamError
 from llmeu.providers.base import ChatStream, Provider
 from llmeu.routing.catalog import LOCAL_CHAT_MODEL, Endpoint
 
@@ -114,19 +114,28 @@ class LocalChatProvider(Provider):
             and getattr(request.response_format, "type", "text") != "text"
         ):
             param = "tools" if request.tools else "response_format"
-            raise UpstreamRejected(f"the local model does not support `{param}`", param=param)
+            raise UnsupportedByEndpoint(
+                f"endpoint {self.endpoint.endpoint_id} ({self.endpoint.model}) does not support "
+                f"`{param}`",
+                param=param,
+            )
         messages = [_plain_message(m) for m in request.messages]
         prompt = self._formatter(messages=messages).prompt
         tokens = self._llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
         room = self._context_tokens - len(tokens)
         if room <= 0:
-            raise UpstreamRejected(
+            raise UnsupportedByEndpoint(
                 f"the prompt has {len(tokens)} tokens; the local model's context is "
                 f"{self._context_tokens}",
                 param="messages",
                 code="context_length_exceeded",
             )
-        limit = request.max_completion_tokens or request.max_tokens or room
+        limit = (
+            request.max_completion_tokens
+            or request.max_tokens
+            or self.endpoint.default_max_tokens
+            or room
+        )
         stop = (
             request.stop
             if isinstance(request.stop, list)

@@ -17,7 +17,7 @@ from typing import Any
 from llmeu.calls.hangup import Hangup
 from llmeu.calls.output import Completion, Embeddings
 from llmeu.calls.request import ChatRequest, EmbeddingInputs
-from llmeu.errors import ConfigError, UpstreamRejected
+from llmeu.errors import ConfigError, UnsupportedByEndpoint
 from llmeu.providers.base import ChatStream, Provider
 from llmeu.routing.catalog import LOCAL_EMBEDDING_MODEL, Endpoint
 
@@ -80,13 +80,15 @@ class LocalEmbeddingsProvider(Provider):
         self, inputs: EmbeddingInputs, dimensions: int | None, hangup: Hangup
     ) -> Embeddings:
         if dimensions is not None and dimensions != _DIMENSIONS:
-            raise UpstreamRejected(
+            raise UnsupportedByEndpoint(
                 f"{LOCAL_EMBEDDING_MODEL} has {_DIMENSIONS} dimensions; they cannot be changed",
                 param="dimensions",
             )
         if any(not isinstance(item, str) for item in inputs):
-            raise UpstreamRejected(
-                "the local embedding model takes text, not token ids", param="input"
+            raise UnsupportedByEndpoint(
+                f"endpoint {self.endpoint.endpoint_id} ({LOCAL_EMBEDDING_MODEL}) takes text, "
+                "not token ids",
+                param="input",
             )
         texts = [str(item) for item in inputs]
         hangup.check()
@@ -114,7 +116,7 @@ class LocalEmbeddingsProvider(Provider):
         return Embeddings(vectors, tokens)
 
     async def stream_chat(self, request: ChatRequest, hangup: Hangup) -> ChatStream:
-        raise UpstreamRejected(f"{LOCAL_EMBEDDING_MODEL} is an embedding model", param="model")
+        raise UnsupportedByEndpoint(f"{LOCAL_EMBEDDING_MODEL} is an embedding model", param="model")
 
     async def complete_chat(self, request: ChatRequest, hangup: Hangup) -> Completion:
-        raise UpstreamRejected(f"{LOCAL_EMBEDDING_MODEL} is an embedding model", param="model")
+        raise UnsupportedByEndpoint(f"{LOCAL_EMBEDDING_MODEL} is an embedding model", param="model")

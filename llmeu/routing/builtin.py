@@ -11,6 +11,7 @@ from importlib import resources
 
 from llmeu.routing.catalog import (
     LOCAL_CHAT_MODEL,
+    LOCAL_DEFAULT_MAX_TOKENS,
     LOCAL_EMBEDDING_MODEL,
     Capability,
     Catalog,
@@ -67,6 +68,7 @@ def local_endpoints(host: str, country: str = "") -> list[Endpoint]:
             prices=free,
             priority=0,
             capabilities=frozenset({Capability.CHAT}),
+            default_max_tokens=LOCAL_DEFAULT_MAX_TOKENS,
         ),
         Endpoint(
             endpoint_id="local-minilm-l6-v2",

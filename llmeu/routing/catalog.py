@@ -59,6 +59,9 @@ BUNDLED_MODELS: dict[str, frozenset[Capability]] = {
     LOCAL_EMBEDDING_MODEL: frozenset({Capability.EMBEDDINGS}),
 }
 """What a `kind: local` endpoint may serve: the bundled models and what each can do."""
+LOCAL_DEFAULT_MAX_TOKENS = 512
+"""A small local model asked for "a long story" runs on to its context (4,096 tokens,
+minutes on a CPU): a `kind: local` endpoint stops at this many unless it says otherwise."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +110,9 @@ class Endpoint:
     certifications: frozenset[Certification] = frozenset()
     seal: int | None = None
     """The Cloud Sovereignty Framework's assurance level, 0 to 4, where one is known."""
+    default_max_tokens: int | None = None
+    """The answer's length limit when a request sets neither `max_tokens` nor
+    `max_completion_tokens` (`kind: local` only; None: the model's context)."""
 
     def serves(self, model: str) -> bool:
         return model in self.aliases or model == self.model or model == self.endpoint_id

@@ -17,6 +17,7 @@ import yaml
 from llmeu.errors import ConfigError
 from llmeu.routing.catalog import (
     BUNDLED_MODELS,
+    LOCAL_DEFAULT_MAX_TOKENS,
     SEAL_LEVELS,
     Capability,
     Catalog,
@@ -100,7 +101,7 @@ _ENDPOINT_FIELDS = {
     "endpoint_id", "provider", "kind", "base_url", "api_key_env", "model", "model_version",
     "aliases", "inference_region", "country", "sovereignty_class", "retention",
     "price_eur_per_mtok", "priority", "capabilities", "timeouts", "jurisdiction",
-    "certifications", "seal",
+    "certifications", "seal", "default_max_tokens",
 }  # fmt: skip
 _ENDPOINT_REQUIRED = (
     "endpoint_id", "provider", "model", "inference_region", "sovereignty_class", "retention",
@@ -146,6 +147,7 @@ def _endpoint(node: _Node) -> Endpoint:
         else "",
         certifications=_certifications(fields.get("certifications"), "certifications"),
         seal=_seal(fields.get("seal"), "seal"),
+        default_max_tokens=_default_max_tokens(fields, kind, model),
     )
 
 
@@ -175,6 +177,28 @@ def _jurisdictions(node: _Node | None, what: str) -> frozenset[str]:
         else:
             codes.append(_country(item, what))
     return frozenset(codes)
+
+
+def _default_max_tokens(fields: dict[str, _Node], kind: EndpointKind, model: str) -> int | None:
+    """A positive number, or null for none; `kind: local` only, where a chat model
+    defaults to 512."""
+    if "default_max_tokens" not in fields:
+        chat = Capability.CHAT in BUNDLED_MODELS.get(model, frozenset())
+        return LOCAL_DEFAULT_MAX_TOKENS if kind is EndpointKind.LOCAL and chat else None
+    node = fields["default_max_tokens"]
+    if kind is not EndpointKind.LOCAL:
+        raise ConfigError(
+            "default_max_tokens applies to `kind: local` endpoints only (an upstream has its own)",
+            field="default_max_tokens",
+            line=_line(node),
+        )
+    if getattr(node, "tag", None) == _NULL_TAG:
+        return None
+    value: int = _scalar(node, "default_max_tokens", int)
+    if value <= 0:
+        raise ConfigError("default_max_tokens must be positive", field="default_max_tokens",
+                          line=_line(node))  # fmt: skip
+    return value
 
 
 def _capabilities(

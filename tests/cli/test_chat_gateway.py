@@ -53,3 +53,24 @@ def test_ctrl_c_is_recorded_by_the_gateway_as_cancelled(gateway: Gateway) -> Non
     trace = settled_trace(gateway, trace_id_on(screen))
     assert trace["status"] == "cancelled"
     assert trace["usage"]["output_tokens"] is not None
+
+
+@pytest.mark.parametrize(
+    "variables",
+    [
+        pytest.param(("LLMEU_BASE_URL", "LLMEU_API_KEY"), id="llmeu-root-url"),
+        pytest.param(("OPENAI_BASE_URL", "OPENAI_API_KEY"), id="openai-root-url"),
+    ],
+)
+def test_the_gateways_root_url_from_the_environment_works(
+    gateway: Gateway, variables: tuple[str, str]
+) -> None:
+    # The README's curl names the root; `llmeu chat` used to want …/v1 (a 404 otherwise).
+    url_variable, key_variable = variables
+    env = {url_variable: gateway.url, key_variable: gateway.admin_key}
+    command = llmeu_command("chat", "--model", "fake-model", "hi [[chunks=2]]")
+    with Terminal(command, env=env) as term:
+        status = term.exit_status()
+        screen = term.screen()
+    assert status == 0, screen
+    assert "tok0 tok1" in screen

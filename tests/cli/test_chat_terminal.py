@@ -81,7 +81,7 @@ def test_one_shot_answer_renders_as_markdown_with_where_it_ran(answer_server: Wi
     assert "print('ripe')" in screen and "```" not in screen
     assert "the guide" in screen and "](https://" not in screen
     where, speed = screen.splitlines()[-2:]
-    assert where == "— scaleway · fr-par · eu_sovereign · policy eu-strict · 0.0000123 EUR"
+    assert where == "— scaleway · fr-par · eu_sovereign · policy eu-strict · €0.0000123"
     assert re.fullmatch(r"  30 tokens · TTFT \d+ ms · TPOT [\d.]+ ms · trace trc_0123", speed)
 
 
@@ -205,3 +205,36 @@ def test_cancelled_turn_is_left_out_of_the_history() -> None:
             assert term.exit_status() == 0
         messages = json.loads(server.requests[1].body)["messages"]
     assert messages == [{"role": "user", "content": "again"}]
+
+
+def turn_reply(seen: Any) -> Reply:
+    last = json.loads(seen.body)["messages"][-1]["content"]
+    return Reply(sse(ROLE, content(f"You said {last}."), final(), "[DONE]"))
+
+
+def test_ctrl_c_at_the_prompt_clears_the_line_and_keeps_the_conversation() -> None:
+    # A Ctrl-C meant for an answer that had already ended lands on the prompt.
+    with WireServer(turn_reply) as server, Terminal(chat(server)) as term:
+        term.wait_for("you>")
+        term.type("first")
+        term.send("Enter")
+        term.wait_for("You said first.")
+        term.type("half a thou")
+        term.send("C-c")
+        term.wait_for("Ctrl-C again or Ctrl-D to quit")
+        term.type("second")
+        term.send("Enter")
+        term.wait_for("You said second.")
+        term.send("C-d")
+        assert term.exit_status() == 0
+        messages = json.loads(server.requests[1].body)["messages"]
+    assert [m["content"] for m in messages] == ["first", "You said first.", "second"]
+
+
+def test_two_ctrl_c_in_a_row_at_the_prompt_quit() -> None:
+    with WireServer(turn_reply) as server, Terminal(chat(server)) as term:
+        term.wait_for("you>")
+        term.send("C-c")
+        term.send("C-c")
+        assert term.exit_status() == 0
+    assert server.requests == []

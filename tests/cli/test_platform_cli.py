@@ -141,6 +141,14 @@ def test_connection_options_and_tenant_scope(gateway: Gateway, env: dict[str, st
     assert closed.returncode == 1 and "cannot reach the gateway" in closed.stderr
 
 
+def test_the_openai_variables_and_the_api_root_work_too(gateway: Gateway) -> None:
+    chat(gateway, gateway.admin_key)
+    env = {"OPENAI_BASE_URL": gateway.base_url, "OPENAI_API_KEY": gateway.admin_key}
+    assert gateway.base_url.endswith("/v1")
+    assert as_json(llmeu("usage", "--json", env=env))["totals"]["requests"] == 1
+    assert as_json(llmeu("keys", "list", "--json", env=env))["data"]
+
+
 def expire_content_sqlite(gateway: Gateway, trace_id: str) -> None:
     with sqlite3.connect(gateway.data_dir / "llmeu.db") as conn:
         conn.execute("UPDATE traces SET content_expires_at = 1 WHERE trace_id = ?", (trace_id,))

@@ -251,3 +251,12 @@ def test_as_a_command_its_output_is_one_line_per_endpoint(config: Path) -> None:
     }
     assert all(line == line.rstrip() for line in result.stdout.splitlines())
     assert "\x1b[" not in result.stdout, "no colour codes when piped"
+
+
+def test_the_default_answer_length_of_each_endpoint_is_shown(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    status, rows, _ = routes(capsys)
+    assert status == 0
+    assert rows["local-smollm2-135m"]["max tokens"] == "512"
+    assert rows["scaleway-fr-par-mistral-small"]["max tokens"] == "-"

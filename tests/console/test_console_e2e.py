@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import urllib.error
 import urllib.request
 
 from playwright.sync_api import Page, expect
@@ -452,3 +453,68 @@ def test_the_admin_manages_keys_and_policies(page: Page, console: Console) -> No
     page.get_by_label("API key").fill(token)
     page.get_by_role("button", name="Sign in").click()
     expect(page.get_by_role("alert")).to_have_text("That key was not accepted.")
+
+
+def refused_call(console: Console, key: str, model: str) -> str:
+    """A call the gateway rejects; its trace id."""
+    body = {"model": model, "messages": [{"role": "user", "content": "hi"}]}
+    try:
+        console.api("POST", "/v1/chat/completions", key=key, body=body)
+    except urllib.error.HTTPError as refused:
+        return str(refused.headers["x-llmeu-trace-id"])
+    raise AssertionError(f"`{model}` was answered")
+
+
+def one_line(page: Page, selector: str) -> bool:
+    return bool(page.evaluate(
+        """(selector) => {
+            const range = document.createRange();
+            range.selectNodeContents(document.querySelector(selector));
+            return new Set([...range.getClientRects()].map((r) => Math.round(r.top))).size === 1;
+        }""",
+        selector,
+    ))  # fmt: skip
+
+
+def test_usage_names_the_model_that_ran_and_rejected_calls_apart(
+    page: Page, console: Console
+) -> None:
+    key = console.new_key("naming")
+    body = {"model": "fake-model", "messages": [{"role": "user", "content": "hi"}]}
+    console.api("POST", "/v1/chat/completions", key=key, body=body)
+    rejected_id = refused_call(console, key, "nope")
+    sign_in(page, console, key)
+    page.goto(f"{console.url}#/usage")
+    totals = page.locator("#usage-totals")
+    expect(totals.locator(".tile", has_text="Rejected")).to_contain_text("1")
+    expect(totals.locator(".tile", has_text="Interrupted")).to_contain_text("0")
+    tokens = totals.locator(".tile", has_text="Tokens in / out")
+    expect(tokens).to_be_visible()
+    assert one_line(page, "#usage-totals .tile.wide dd"), "the tokens card wraps at 1280 px"
+    by_model = page.locator("#usage-by-model")
+    expect(by_model.get_by_role("img")).to_have_attribute(
+        "aria-label", re.compile(r"By model: .*Rejected \(no model ran\) 1")
+    )
+    assert "nope" not in (by_model.get_by_role("img").get_attribute("aria-label") or "")
+    expect(page.locator("#usage-by-requested-model").get_by_role("img")).to_have_attribute(
+        "aria-label", re.compile(r"(fake-model 1, nope 1|nope 1, fake-model 1)")
+    )
+    assert_text_contrast(page)
+    screenshot(page, "usage-naming")
+    assert_fits_phone_width(page)
+
+    page.goto(f"{console.url}#/traces/{rejected_id}")
+    where = page.get_by_role("region", name="Where it ran")
+    expect(where).to_contain_text("eu-store")
+    expect(where).to_contain_text("none: the call was rejected")
+
+
+def test_a_period_without_cost_says_so(page: Page, console: Console) -> None:
+    key = console.new_key("nothing-spent")
+    refused_call(console, key, "nope")
+    sign_in(page, console, key)
+    page.goto(f"{console.url}#/usage")
+    cost = page.locator("#usage-cost")
+    expect(cost).to_contain_text("No cost in this period")
+    expect(cost.get_by_role("img")).to_have_count(0)
+    screenshot(page, "usage-no-cost")

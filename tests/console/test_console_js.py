@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page
 
+from llmeu.cli.money import money
 from llmeu.client.markdown import split_markdown
 from llmeu.protocol.sse import SSEDecoder
 from llmeu.routing.config_file import parse_policy
@@ -335,3 +336,13 @@ def test_durations_match_python(js: Page, text: str) -> None:
         "async (t) => (await import('/console/policy.js')).durationSeconds(t)", text
     )
     assert seconds == Duration.parse(text).seconds
+
+
+@pytest.mark.parametrize(
+    "amount", [0, 0.0012, 0.0000123, 0.00012345, 0.5, 0.01, 0.9999, 1234.567, -0.25, 1e-9]
+)
+def test_money_reads_as_in_the_command_line(js: Page, amount: float) -> None:
+    shown = js.evaluate(
+        """async (amount) => (await import("/console/dom.js")).fmtEur(amount)""", amount
+    )
+    assert shown == money(amount)

@@ -110,3 +110,66 @@ def test_hanging_up_stops_local_generation(local_gateway: Gateway) -> None:
     assert 3 <= usage["output_tokens"] < 30, (
         "generation stopped within a token or so of the hang-up"
     )
+
+
+LOCAL_CHAT = """\
+  - endpoint_id: local-short
+    provider: llmeu-local
+    kind: local
+    model: SmolLM2-135M-Instruct
+    aliases: [short]
+    inference_region: local
+    sovereignty_class: on_premise
+    retention: P0D
+    price_eur_per_mtok: {input: 0, output: 0}
+    default_max_tokens: 6
+"""
+
+
+def test_a_request_without_max_tokens_stops_at_the_endpoints_default(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    from tests.support.processes import config_yaml, start_gateway
+
+    gateway = start_gateway(tmp_path_factory.mktemp("short"), config=config_yaml(LOCAL_CHAT),
+                            local_models=True, timeout=120)  # fmt: skip
+    try:
+        client = openai.OpenAI(base_url=gateway.base_url, api_key=gateway.admin_key)
+        story = [{"role": "user", "content": "Write a long story about Brussels."}]
+        unset = client.chat.completions.create(model="short", messages=story, temperature=0)
+        assert unset.usage is not None and unset.usage.completion_tokens == 6
+        assert unset.choices[0].finish_reason == "length"
+        asked = client.chat.completions.create(
+            model="short", messages=story, temperature=0, max_tokens=9
+        )
+        assert asked.usage is not None and asked.usage.completion_tokens == 9, "the request wins"
+    finally:
+        gateway.kill()
+
+
+def test_what_a_local_model_cannot_do_is_rejected_naming_the_endpoint(
+    local_gateway: Gateway,
+) -> None:
+    import httpx
+
+    headers = {"authorization": f"Bearer {local_gateway.admin_key}"}
+    asks = [
+        ("chat/completions", {"model": "smollm2", "response_format": {"type": "json_object"},
+                              "messages": [{"role": "user", "content": "JSON please"}]},
+         "response_format", "local-smollm2-135m"),
+        ("embeddings", {"model": "minilm", "input": [[101, 2023, 102]]}, "input",
+         "local-minilm-l6-v2"),
+    ]  # fmt: skip
+    for route, body, param, endpoint_id in asks:
+        refused = httpx.post(f"{local_gateway.base_url}/{route}", json=body, headers=headers)
+        assert refused.status_code == 400
+        error = refused.json()["error"]
+        assert error["param"] == param and endpoint_id in error["message"]
+        trace_id = refused.headers["x-llmeu-trace-id"]
+        trace = httpx.get(
+            f"{local_gateway.base_url}/platform/traces/{trace_id}", headers=headers
+        ).json()
+        assert trace["status"] == "rejected"
+        assert trace["routing"]["endpoint_id"] == endpoint_id
+        assert trace["routing"]["model_used"] is None, "no model ran"
+        assert [a["outcome"] for a in trace["attempts"]] == ["rejected"]

@@ -50,8 +50,10 @@ def summary(rows: list[dict[str, Any]], group: str) -> dict[str, tuple[int, ...]
 EXPECTED = {
     "day": {"2024-01-01": (2, 2, 0, 0, 0, 0, 20, 40, 0),
             "2024-01-02": (4, 0, 1, 1, 1, 1, 20, 7, 1)},
+    # The model that ran; the rejected call ran none and has its own row.
     "model": {"fake": (4, 1, 1, 1, 0, 1, 30, 27, 1), "other": (1, 1, 0, 0, 0, 0, 10, 20, 0),
-              "fake-model": (1, 0, 0, 0, 1, 0, 0, 0, 0)},
+              "": (1, 0, 0, 0, 1, 0, 0, 0, 0)},
+    "requested_model": {"fake-model": (6, 2, 1, 1, 1, 1, 40, 47, 1)},
     "endpoint": {"fakeprov-fr-a": (4, 1, 1, 1, 0, 1, 30, 27, 1),
                  "fakeprov-de-b": (1, 1, 0, 0, 0, 0, 10, 20, 0), "": (1, 0, 0, 0, 1, 0, 0, 0, 0)},
     "key": {"kalice": (5, 1, 1, 1, 1, 1, 30, 27, 1), "kbob": (1, 1, 0, 0, 0, 0, 10, 20, 0)},

@@ -7,12 +7,13 @@ tenant-isolation and outage tests run on both.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from llmeu.api.app import App
 from llmeu.ledger.secrets import hash_token
-from tests.platform.conftest import Client, TenantFactory, chat
+from tests.platform.conftest import CHAT, Client, TenantFactory, chat
 
 ROUTES = [
     ("GET", "/v1/platform/keys"),
@@ -206,3 +207,29 @@ async def test_a_policy_id_with_a_newline_is_400(admin: Client) -> None:
 async def test_unknown_policy_is_404(admin: Client) -> None:
     response = await admin.get("/v1/platform/policies/nope")
     assert response.status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("body", "requested"),
+    [
+        pytest.param({"model": "nope", "messages": [{"role": "user", "content": "hi"}]}, "nope",
+                     id="unknown-model"),
+        # Refused while the body was read: what it asked for is not known.
+        pytest.param({"model": "fake-model", "messages": []}, "", id="invalid-body"),
+    ],
+)  # fmt: skip
+async def test_a_rejected_trace_shows_the_keys_policy(
+    admin: Client, tenant: TenantFactory, body: dict[str, Any], requested: str
+) -> None:
+    client, created = await tenant("rejected", policy_id="eu")
+    refused = await client.post(CHAT, json=body)
+    assert refused.status_code in (400, 404)
+    trace_id = refused.headers["x-llmeu-trace-id"]
+    trace = (await admin.get(f"/v1/platform/traces/{trace_id}")).json()
+    assert trace["status"] == "rejected"
+    assert trace["routing"]["policy_id"] == created["policy_id"] == "eu"
+    assert trace["routing"]["model_used"] is None
+    by_model = (await admin.get("/v1/platform/usage", params={"group_by": "model"})).json()
+    assert [(r["model"], r["rejected"]) for r in by_model["data"]] == [("", 1)]
+    asked = (await admin.get("/v1/platform/usage", params={"group_by": "requested_model"})).json()
+    assert [r["requested_model"] for r in asked["data"]] == [requested]

@@ -100,6 +100,23 @@ def test_a_local_endpoint_defaults_to_what_its_bundled_model_does(
     assert local.capabilities == capabilities
 
 
+LOCAL_PRICE = "    price_eur_per_mtok: {input: 0, output: 0}\n"
+
+
+@pytest.mark.parametrize(
+    ("extra", "limit"),
+    [
+        pytest.param("", 512, id="local-default"),
+        pytest.param("    default_max_tokens: 64\n", 64, id="set"),
+        pytest.param("    default_max_tokens: null\n", None, id="null-is-the-context"),
+    ],
+)
+def test_a_local_endpoint_stops_at_a_default_length(extra: str, limit: int | None) -> None:
+    scw, local = parse_config(VALID.replace(LOCAL_PRICE, LOCAL_PRICE + extra)).catalog.endpoints
+    assert local.default_max_tokens == limit
+    assert scw.default_max_tokens is None, "an upstream has its own default"
+
+
 def edit(old: str, new: str, count: int = 1) -> str:
     assert old in VALID, old
     return VALID.replace(old, new, count)
@@ -200,6 +217,12 @@ INVALID = [
     pytest.param(edit("    price_eur_per_mtok: {input: 0, output: 0}\n",
                       "    price_eur_per_mtok: {input: 0, output: 0}\n    capabilities: [embeddings]\n"),
                  "capabilities", 27, "offers only chat", id="local-model-cannot-embed"),
+    pytest.param(edit("    priority: 10\n", "    priority: 10\n    default_max_tokens: 512\n"),
+                 "default_max_tokens", 16, "`kind: local` endpoints only", id="max-tokens-upstream"),
+    pytest.param(edit(LOCAL_PRICE, LOCAL_PRICE + "    default_max_tokens: 0\n"),
+                 "default_max_tokens", 27, "must be positive", id="max-tokens-zero"),
+    pytest.param(edit(LOCAL_PRICE, LOCAL_PRICE + "    default_max_tokens: many\n"),
+                 "default_max_tokens", 27, "must be a int", id="max-tokens-text"),
     pytest.param(edit("  - endpoint_id: local-chat\n", "  - local-chat\n  - endpoint_id: local-chat\n"),
                  "endpoint", 18, "must be a mapping", id="endpoint-not-a-mapping"),
     pytest.param(edit("    aliases: [mistral-small]\n", "    aliases: [mistral-small\n"), None, 10,

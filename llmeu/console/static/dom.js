@@ -52,11 +52,19 @@ export function fmtNumber(value, digits = 0) {
 }
 
 /** EUR amounts are often fractions of a cent: keep four significant digits. */
+// Money as the CLI shows it (llmeu/cli/money.py): €0; below €1, three significant
+// digits with at least two decimals (a call often costs a fraction of a cent);
+// from €1 up, cents with thousands separators.
 export function fmtEur(value) {
   if (value === null || value === undefined) return DASH;
   if (value === 0) return "€0";
-  if (Math.abs(value) >= 1) return `€${fmtNumber(value, 2)}`;
-  return `€${Number(value).toLocaleString("en-GB", { maximumSignificantDigits: 3, maximumFractionDigits: 12 })}`;
+  const sign = value < 0 ? "-" : "";
+  const size = Math.abs(value);
+  if (size >= 1) return `${sign}€${fmtNumber(size, 2)}`;
+  const text = size.toFixed(Math.min(20, Math.max(2, 2 - Math.floor(Math.log10(size)))));
+  if (text.startsWith("1.")) return `${sign}€${fmtNumber(size, 2)}`;
+  const [whole, fraction] = text.split(".");
+  return `${sign}€${whole}.${fraction.replace(/0+$/, "").padEnd(2, "0")}`;
 }
 
 export function fmtMs(value) {

@@ -46,7 +46,7 @@ export async function render(ctx, main, { id }) {
         ["Policy", routing.policy_id],
         ["Endpoint", routing.endpoint_id],
         ["Provider", routing.provider],
-        ["Model used", routing.model_used ? `${routing.model_used}${routing.model_version ? ` (${routing.model_version})` : ""}` : null],
+        ["Model used", routing.model_used ? `${routing.model_used}${routing.model_version ? ` (${routing.model_version})` : ""}` : trace.status === "rejected" ? "none: the call was rejected" : null],
         ["Region", routing.inference_region],
         ["Sovereignty class", routing.sovereignty_class ? h("span", { className: `badge class-${routing.sovereignty_class}` }, routing.sovereignty_class) : null],
         ["Retention", routing.retention],

@@ -1,6 +1,10 @@
 // Usage: requests by status, tokens and cost per day, and the split by model,
 // endpoint and sovereignty class, for a date range.
 //
+// "By model" is the model that ran; calls no model ran for (rejected, or failed on
+// every endpoint) have a row of their own, and the names clients asked for (an
+// alias, a typo) are a split of their own, "By requested model".
+//
 // Days are UTC days, as the platform API groups them. The range is inclusive
 // in the form and sent with an exclusive `to` (the day after). Days without a
 // call are drawn as empty columns so that time reads evenly.
@@ -41,7 +45,7 @@ export async function render(ctx, main, { params }) {
   const from = params.get("from") ?? addDays(today, -6);
   const to = params.get("to") ?? today;
   const query = { from, to: addDays(to, 1) };
-  const groups = ["day", "model", "endpoint", "sovereignty_class", ...(ctx.isAdmin ? ["key"] : [])];
+  const groups = ["day", "model", "requested_model", "endpoint", "sovereignty_class", ...(ctx.isAdmin ? ["key"] : [])];
   const results = await Promise.all(groups.map((group_by) => api("v1/platform/usage", { query: { ...query, group_by } })));
   const usage = Object.fromEntries(groups.map((group, i) => [group, results[i]]));
   const totals = usage.day.totals;
@@ -96,7 +100,8 @@ function summary(totals, from, to) {
       tile("Cancelled", fmtNumber(totals.cancelled), "status-cancelled"),
       tile("Failed", fmtNumber(totals.failed), "status-failed"),
       tile("Rejected", fmtNumber(totals.rejected), "status-rejected"),
-      tile("Tokens in / out", `${fmtNumber(totals.input_tokens)} / ${fmtNumber(totals.output_tokens)}`),
+      tile("Interrupted", fmtNumber(totals.interrupted), "status-interrupted"),
+      tile("Tokens in / out", `${fmtNumber(totals.input_tokens)} / ${fmtNumber(totals.output_tokens)}`, "wide"),
       tile("Cost", fmtEur(totals.cost_eur)),
     ),
   );
@@ -143,12 +148,16 @@ function charts(usage, from, to) {
     chartFigure({
       id: "usage-cost",
       title: "Cost per day (EUR)",
-      chart: columnChart({ label: `Cost per day, ${fmtEur(usage.day.totals.cost_eur)} in all`, categories: days, series: costSeries, format: fmtEur }),
+      // An empty plot reads as "no data"; say what it means.
+      chart: usage.day.totals.cost_eur
+        ? columnChart({ label: `Cost per day, ${fmtEur(usage.day.totals.cost_eur)} in all`, categories: days, series: costSeries, format: fmtEur })
+        : h("p", { className: "empty" }, "No cost in this period (€0)."),
       table: dataTable([["Day", (r) => r.day], ["Cost", (r) => fmtEur(r.cost_eur), "num"]], dayRows, { caption: "Cost per day" }),
     }),
   ];
   const splits = [
     ["model", "By model"],
+    ["requested_model", "By requested model"],
     ["endpoint", "By endpoint"],
     ["sovereignty_class", "By sovereignty class"],
     ...(usage.key ? [["key", "By key"]] : []),
@@ -160,15 +169,15 @@ function charts(usage, from, to) {
         id: `usage-by-${group.replace("_", "-")}`,
         title: `${title} (requests)`,
         chart: barChart({
-          label: `${title}: ${data.map((r) => `${r[group] || "none"} ${r.requests}`).join(", ")}`,
-          rows: data.map((r) => ({ label: r[group] || "(none)", value: r.requests, color: CLASS_COLORS[r[group]] })),
+          label: `${title}: ${data.map((r) => `${groupLabel(group, r)} ${r.requests}`).join(", ")}`,
+          rows: data.map((r) => ({ label: groupLabel(group, r), value: r.requests, color: CLASS_COLORS[r[group]] })),
           format: intLabel,
         }),
         table: dataTable(
           [
-            [title.replace("By ", "").replace(/^./, (c) => c.toUpperCase()), (r) => r[group] || "(none)"],
+            [title.replace("By ", "").replace(/^./, (c) => c.toUpperCase()), (r) => groupLabel(group, r)],
             ["Requests", (r) => fmtNumber(r.requests), "num"],
-            ...STATUS_SERIES.slice(0, 4).map(([field, name]) => [name, (r) => fmtNumber(r[field]), "num"]),
+            ...STATUS_SERIES.map(([field, name]) => [name, (r) => fmtNumber(r[field]), "num"]),
             ["Tokens in", (r) => fmtNumber(r.input_tokens), "num"],
             ["Tokens out", (r) => fmtNumber(r.output_tokens), "num"],
             ["Cost", (r) => fmtEur(r.cost_eur), "num"],
@@ -180,6 +189,14 @@ function charts(usage, from, to) {
     );
   }
   return [h("div", { className: "chart-grid" }, figures)];
+}
+
+// A row without a value: for the model, calls no model ran for; elsewhere, nothing known.
+function groupLabel(group, row) {
+  if (row[group]) return row[group];
+  if (group === "model") return row.rejected === row.requests ? "Rejected (no model ran)" : "(no model ran)";
+  if (group === "endpoint") return "(no endpoint served)";
+  return "(none)";
 }
 
 function describeTotals(totals) {

@@ -1,0 +1,94 @@
+"""What `llmeu serve` tells the person who started it, once it is ready.
+
+The console's address and a curl to paste, with the key to use:
+
+- first start, no `LLMEU_ADMIN_KEY`: the generated admin key, shown once
+  (only its hash is stored), and in the curl;
+- `LLMEU_ADMIN_KEY` set: the curl reads it from that variable;
+- a restart on a ledger that holds an admin key: the key cannot be shown
+  again, so the notice says that it exists and how to replace it
+  (`LLMEU_ADMIN_KEY`, or `llmeu keys reset-admin`), and the curl reads
+  `$LLMEU_API_KEY`.
+
+Written to standard error, as a block a terminal shows whole.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from dataclasses import dataclass
+from enum import Enum
+
+from llmeu.routing.catalog import Capability, Endpoint
+
+
+class AdminKey(Enum):
+    GENERATED = "generated"
+    CONFIGURED = "configured"
+    EXISTING = "existing"
+
+
+@dataclass(frozen=True, slots=True)
+class Welcome:
+    root: str
+    """The gateway as a browser on this machine reaches it, e.g. http://127.0.0.1:8080."""
+    admin_key: AdminKey
+    token: str | None
+    """The generated admin key; None otherwise."""
+    model: str | None
+    """A chat model the curl can ask; None when the catalog serves no chat."""
+
+
+def reachable_root(host: str, port: int) -> str:
+    """A wildcard address is reached through the loopback one."""
+    if host in ("", "0.0.0.0"):  # noqa: S104 - naming the wildcard, not binding to it
+        host = "127.0.0.1"
+    elif host == "::":
+        host = "::1"
+    if ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{port}"
+
+
+def chat_model(endpoints: list[Endpoint]) -> str | None:
+    """The name the first chat endpoint (in priority order) is best asked by."""
+    chat = [e for e in endpoints if Capability.CHAT in e.capabilities]
+    if not chat:
+        return None
+    first = min(chat, key=lambda e: e.priority)
+    return first.aliases[0] if first.aliases else first.model
+
+
+def render(welcome: Welcome) -> str:
+    lines = ["", f"llmeu is ready on {welcome.root}", "", f"  console   {welcome.root}/console"]
+    if welcome.admin_key is AdminKey.GENERATED:
+        lines += ["", "  admin key (shown once, store it now):", "", f"    {welcome.token}", "",
+                  "  Set LLMEU_ADMIN_KEY to choose your own."]  # fmt: skip
+        key = shlex.quote(f"Authorization: Bearer {welcome.token}")
+    elif welcome.admin_key is AdminKey.CONFIGURED:
+        lines += ["  admin key the value of LLMEU_ADMIN_KEY"]
+        key = '"Authorization: Bearer $LLMEU_ADMIN_KEY"'
+    else:
+        lines += [
+            "",
+            "  An admin key already exists (it was shown once, at the first start).",
+            "  Lost it? Set LLMEU_ADMIN_KEY before starting, or run `llmeu keys reset-admin`",
+            "  (same --data-dir/--database-url) and restart.",
+        ]
+        key = '"Authorization: Bearer $LLMEU_API_KEY"'
+    if welcome.model is not None:
+        body = (
+            f'{{"model": "{welcome.model}", '
+            '"messages": [{"role": "user", "content": "Say hello in French."}]}'
+        )
+        lines += ["", "  try it:", "",
+                  f"    curl {welcome.root}/v1/chat/completions \\",
+                  f"      -H {key} \\",
+                  "      -H 'content-type: application/json' \\",
+                  f"      -d {shlex.quote(body)}"]  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def announce(welcome: Welcome) -> None:
+    print(render(welcome), file=sys.stderr, flush=True)
