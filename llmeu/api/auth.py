@@ -15,9 +15,17 @@ import asyncio
 import logging
 import time
 
-from llmeu.errors import AuthenticationFailed, InvalidRequest
+from llmeu.errors import AuthenticationFailed, ConfigError, InvalidRequest
 from llmeu.ledger.api_keys import ApiKey
-from llmeu.ledger.secrets import ADMIN_KEY_ID, hash_token, key_id_of, matches, new_key_id, new_token
+from llmeu.ledger.secrets import (
+    ADMIN_KEY_ID,
+    PREFIX,
+    hash_token,
+    key_id_of,
+    matches,
+    new_key_id,
+    new_token,
+)
 from llmeu.ledger.store import Store
 
 log = logging.getLogger("llmeu.auth")
@@ -39,6 +47,15 @@ class KeyRing:
 
     async def ensure_admin(self, configured: str | None, default_policy: str) -> str | None:
         """Install the admin key; returns a newly generated token to print once, else None."""
+        if configured is not None and key_id_of(configured) != ADMIN_KEY_ID:
+            # A token of the issued shape names its key: `sk-llmeu-x-…` would be looked up
+            # as key `x` and never match, and every call with it would fail as invalid.
+            raise ConfigError(
+                f"LLMEU_ADMIN_KEY names key `{key_id_of(configured)}`: an admin key in llmeu's "
+                f"own format starts with `{PREFIX}{ADMIN_KEY_ID}-`; any string without the "
+                f"`{PREFIX}` prefix works too",
+                field="LLMEU_ADMIN_KEY",
+            )
         existing = await self._store.get_key(ADMIN_KEY_ID)
         token = configured
         if token is None and existing is not None and existing.revoked_at is None:

@@ -119,3 +119,17 @@ def test_a_configured_admin_key_is_read_from_its_variable(
     assert "$LLMEU_ADMIN_KEY" in curl
     answered = run_shell(curl, {"LLMEU_ADMIN_KEY": gateway.admin_key})
     assert json.loads(answered.stdout)["llmeu"]["endpoint_id"] == "fakeprov-fr-a"
+
+
+def test_an_admin_key_in_the_issued_shape_must_name_the_admin(tmp_path: Path) -> None:
+    """`sk-llmeu-example-…` would be looked up as key `example` and never match: refused at
+    start with what to write instead, rather than every call failing as an invalid key."""
+    done = subprocess.run(
+        [sys.executable, "-m", "llmeu.cli.main", "serve", "--data-dir", str(tmp_path),
+         "--no-local", "--port", "0"],
+        capture_output=True, text=True, timeout=120, check=False,
+        env={**os.environ, "LLMEU_ADMIN_KEY": "sk-llmeu-example-admin"},
+    )  # fmt: skip
+    assert done.returncode != 0
+    assert "LLMEU_ADMIN_KEY names key `example`" in done.stderr
+    assert "sk-llmeu-admin-" in done.stderr
