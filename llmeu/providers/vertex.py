@@ -153,14 +153,16 @@ def _completion(parsed: GenerateResponse) -> Completion:
             return Completion(AssistantOutput("assistant", None), "content_filter", usage)
         raise UpstreamError("vertex answered without a candidate")
     candidate = parsed.candidates[0]
-    delta = _delta(candidate)
-    calls = [
-        ToolCall(type="function", id=str(c.id), function=FunctionCall(
-            str(getattr(c.function, "name", "")), str(getattr(c.function, "arguments", ""))))
-        for c in (delta.tool_calls if isinstance(delta.tool_calls, list) else [])
-    ]  # fmt: skip
-    content = delta.content if isinstance(delta.content, str) else None
-    message = AssistantOutput("assistant", content)
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    for part in candidate.content.parts if candidate.content else ():
+        if part.text and not part.thought:
+            texts.append(part.text)
+        if part.functionCall is not None:
+            arguments = encoder.encode(part.functionCall.args or {}).decode()
+            function = FunctionCall(name=part.functionCall.name, arguments=arguments)
+            calls.append(ToolCall(type="function", id=new_call_id(), function=function))
+    message = AssistantOutput("assistant", "".join(texts) or None)
     if calls:
         message.tool_calls = calls
     reason = finish_reason(candidate.finishReason or "STOP", bool(calls))
