@@ -148,6 +148,25 @@ def test_throttling_falls_back_to_another_admitted_endpoint(
     assert [a["endpoint_id"] for a in attempts] == [f"{kind}-throttled", f"{kind}-spare"]
 
 
+@pytest.mark.parametrize("stream", [True, False], ids=["streamed", "whole"])
+def test_the_first_token_timeout_falls_back(
+    client: openai.OpenAI, gateway: Gateway, stream: bool
+) -> None:
+    messages: Any = [{"role": "user", "content": "hi"}]
+    if stream:
+        chunks = list(client.chat.completions.create(model="bedrock-slow-fallback", stream=True,
+                                                     messages=messages))  # fmt: skip
+        routing = next(c.model_extra["llmeu"] for c in chunks if "llmeu" in (c.model_extra or {}))
+    else:
+        completion = client.chat.completions.create(model="bedrock-slow-fallback",
+                                                    messages=messages)  # fmt: skip
+        routing = (completion.model_extra or {})["llmeu"]
+    attempts = _trace(gateway, routing["trace_id"])["attempts"]
+    assert [(a["endpoint_id"], a["outcome"]) for a in attempts] == [
+        ("bedrock-stalled", "failed"), ("bedrock-patient", "served")]  # fmt: skip
+    assert "0.5 s" in str(attempts[0]["error"])
+
+
 def test_a_throttling_event_before_any_content_falls_back(client: openai.OpenAI) -> None:
     chunks = list(client.chat.completions.create(
         model="bedrock-stream-fallback", stream=True, messages=[{"role": "user", "content": "hi"}]))  # fmt: skip

@@ -14,6 +14,7 @@ Directives (`[[...]]` in the last user text, or `;k=v` in the model id):
     tools=1       answer with a toolUse block  reasoning=1  reasoning deltas and a signature first
     fault=throttle        HTTP 429 ThrottlingException
     fault=unavailable     HTTP 503 ServiceUnavailableException
+    fault=stall           no answer at all (for the first-token timeout)
     fault=throttle_event  a throttlingException frame before any content
     fault=error_event     a modelStreamErrorException frame after half the deltas
     fault=crc             a frame whose CRC does not match, after half the deltas
@@ -107,6 +108,8 @@ class FakeBedrock:
             return
         d = reply.seen.directives
         fault = d.get("fault", "")
+        if fault == "stall":
+            await asyncio.sleep(3600)
         if fault in ("throttle", "unavailable"):
             status, kind = (429, "ThrottlingException") if fault == "throttle" else (
                 503, "ServiceUnavailableException")  # fmt: skip
