@@ -11,7 +11,6 @@ metadata), whose refreshable credentials renew themselves before they expire.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
@@ -30,14 +29,6 @@ CHAIN_VARIABLES = (
     "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
 )
 """Variables that point botocore's chain at credentials (besides the key pair itself)."""
-
-QUIET_LOGGERS = ("botocore", "urllib3", "google.auth", "azure")
-"""Their debug output carries signed headers and tokens: never below WARNING."""
-
-
-def quiet_sdk_loggers() -> None:
-    for name in QUIET_LOGGERS:
-        logging.getLogger(name).setLevel(logging.WARNING)
 
 
 def credentials_from(environ: Mapping[str, str]) -> Credentials | None:

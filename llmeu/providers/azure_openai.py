@@ -31,6 +31,7 @@ from llmeu.calls.hangup import Hangup
 from llmeu.errors import ConfigError, UpstreamError
 from llmeu.providers.bearer_tokens import Fetch, TokenSource, post_with_token
 from llmeu.providers.openai import OpenAIProvider
+from llmeu.providers.sdk_logging import quiet_sdk_loggers
 from llmeu.providers.transport import HttpClient, Response
 from llmeu.providers.upstream_http import Headers, HttpUpstream
 from llmeu.routing.catalog import AzureAuth, Endpoint
@@ -61,6 +62,7 @@ class AzureOpenAIProvider(OpenAIProvider):
 
     async def start(self) -> None:
         if self._entra:
+            quiet_sdk_loggers()
             self._tokens = TokenSource(entra_fetch())
 
     async def _post(self, path: str, body: bytes, headers: Headers, hangup: Hangup) -> Response:

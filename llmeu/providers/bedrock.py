@@ -43,10 +43,11 @@ from llmeu.calls.request import ChatRequest, FunctionCall, ToolCall
 from llmeu.errors import ConfigError, UpstreamError, UpstreamRejected, UpstreamUnavailable
 from llmeu.protocol.json_codec import encoder
 from llmeu.providers import chat_mapping as mapping
-from llmeu.providers.aws_signing import credentials_from, quiet_sdk_loggers, sign
+from llmeu.providers.aws_signing import credentials_from, sign
 from llmeu.providers.base import ChatStream, Provider
 from llmeu.providers.bedrock_request import converse_body
 from llmeu.providers.decoded_stream import DecodedStream
+from llmeu.providers.sdk_logging import quiet_sdk_loggers
 from llmeu.providers.transport import HttpClient, Response
 from llmeu.providers.upstream_http import HttpUpstream
 from llmeu.routing.catalog import Endpoint

@@ -38,10 +38,10 @@ from llmeu.calls.request import ChatRequest, FunctionCall, ToolCall
 from llmeu.errors import ConfigError, UpstreamError, UpstreamUnavailable
 from llmeu.protocol.json_codec import encoder
 from llmeu.protocol.sse import SSEDecoder
-from llmeu.providers.aws_signing import quiet_sdk_loggers
 from llmeu.providers.base import ChatStream, Provider
 from llmeu.providers.bearer_tokens import Fetch, TokenSource, post_with_token
 from llmeu.providers.decoded_stream import DecodedStream
+from llmeu.providers.sdk_logging import quiet_sdk_loggers
 from llmeu.providers.transport import HttpClient, Response
 from llmeu.providers.upstream_http import HttpUpstream
 from llmeu.providers.vertex_request import (
