@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 
 from botocore.auth import SIGV4_TIMESTAMP, SigV4Auth
 from botocore.awsrequest import AWSRequest
-from botocore.credentials import Credentials
+from botocore.credentials import Credentials, ReadOnlyCredentials
 from botocore.exceptions import BotoCoreError
 from botocore.session import Session
 
@@ -59,7 +59,7 @@ def missing_aws_credentials(environ: Mapping[str, str]) -> str | None:
 
 
 def sign(
-    credentials: Credentials,
+    credentials: Credentials | ReadOnlyCredentials,
     *,
     service: str,
     region: str,

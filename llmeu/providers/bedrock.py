@@ -27,7 +27,9 @@ from typing import Any
 from urllib.parse import quote
 
 import msgspec
+from botocore.credentials import RefreshableCredentials
 from botocore.eventstream import EventStreamBuffer, ParserError
+from botocore.exceptions import BotoCoreError
 from msgspec import Struct
 
 from llmeu.calls.hangup import Hangup
@@ -115,10 +117,23 @@ class BedrockProvider(Provider):
             origin = self._http.origin
             url = f"{origin.scheme}://{origin.host_header.decode()}{origin.path}{path}"
             signed = sign(
-                self._credentials, service="bedrock", region=self.endpoint.upstream.region,
+                await self._frozen(), service="bedrock", region=self.endpoint.upstream.region,
                 method="POST", url=url, headers=headers, body=body,
             )  # fmt: skip
         return await self._http.post(path, body, signed, hangup)
+
+    async def _frozen(self) -> Any:
+        """One consistent key, secret and token for this signature. Credentials from a role
+        renew themselves; the renewal (a network call) runs off the event loop."""
+        credentials = self._credentials
+        if isinstance(credentials, RefreshableCredentials) and credentials.refresh_needed():
+            try:
+                return await asyncio.to_thread(credentials.get_frozen_credentials)
+            except BotoCoreError as error:
+                raise UpstreamError(
+                    f"could not renew AWS credentials: {type(error).__name__}", retryable=True
+                ) from None
+        return credentials.get_frozen_credentials()
 
 
 class _ToolUse(Struct):
