@@ -72,7 +72,10 @@ class AzureOpenAIProvider(OpenAIProvider):
 
 
 def entra_available() -> bool:
-    return importlib.util.find_spec("azure.identity") is not None
+    try:
+        return importlib.util.find_spec("azure.identity") is not None
+    except ModuleNotFoundError:  # not even the `azure` namespace is installed
+        return False
 
 
 def entra_fetch() -> Fetch:

@@ -294,6 +294,18 @@ def test_azure_content_filter_refusal_is_a_400_with_its_code(client: openai.Open
     assert raised.value.code == "content_filter"
 
 
+@pytest.mark.parametrize("model", ["bedrock-model", "vertex-model"])
+def test_an_error_quoting_the_prompt_is_scrubbed(client: openai.OpenAI, model: str) -> None:
+    prompt = "the quarterly figures of project nightingale are confidential"
+    with pytest.raises(openai.BadRequestError) as raised:
+        client.chat.completions.create(
+            model=model, messages=[{"role": "user", "content": f"{prompt} [[fault=echo]]"}]
+        )
+    text = raised.value.response.text
+    assert "[redacted]" in text
+    assert "nightingale" not in text and "quarterly figures" not in text
+
+
 def test_no_credential_in_logs_traces_or_metrics(
     client: openai.OpenAI, gateway: Gateway, fakes: NativeFakes
 ) -> None:

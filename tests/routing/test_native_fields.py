@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from llmeu.errors import ConfigError
+from llmeu.providers.azure_openai import entra_available
 from llmeu.providers.table import missing_credentials
 from llmeu.routing.catalog import AzureAuth, Catalog, EndpointKind
 from llmeu.routing.config_file import parse_endpoints
@@ -110,3 +111,10 @@ def test_skipped_until_credentials_are_set(
     assert (reason in found.get("e", "")) if reason else found == {}
     for value in environ.values():
         assert value not in found.get("e", "").split()
+
+
+@pytest.mark.skipif(entra_available(), reason="azure-identity is installed here")
+def test_entra_without_azure_identity_is_skipped_saying_why() -> None:
+    text = one("azure_openai", "    base_url: https://acme.openai.azure.com\n    auth: entra\n")
+    found = missing_credentials(Catalog(parse_endpoints(text)), {})
+    assert "azure-identity" in found["e"]

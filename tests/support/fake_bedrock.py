@@ -15,6 +15,7 @@ Directives (`[[...]]` in the last user text, or `;k=v` in the model id):
     fault=throttle        HTTP 429 ThrottlingException
     fault=unavailable     HTTP 503 ServiceUnavailableException
     fault=stall           no answer at all (for the first-token timeout)
+    fault=echo            HTTP 400 ValidationException quoting the request body
     fault=throttle_event  a throttlingException frame before any content
     fault=error_event     a modelStreamErrorException frame after half the deltas
     fault=crc             a frame whose CRC does not match, after half the deltas
@@ -110,6 +111,11 @@ class FakeBedrock:
         fault = d.get("fault", "")
         if fault == "stall":
             await asyncio.sleep(3600)
+        if fault == "echo":  # a refusal quoting the request, as validation errors often do
+            quoted = request.body.decode("utf-8", "replace")
+            await reply.json(400, {"message": f"Malformed input request: {quoted}"},
+                             [("x-amzn-ErrorType", "ValidationException:http://internal")])  # fmt: skip
+            return
         if fault in ("throttle", "unavailable"):
             status, kind = (429, "ThrottlingException") if fault == "throttle" else (
                 503, "ServiceUnavailableException")  # fmt: skip

@@ -13,6 +13,7 @@ Directives (`[[...]]` in the last user text, or `;k=v` in the model name):
     chunks=N   text chunks (default 4)   delay=MS   pause before each chunk
     tools=1    a functionCall part        reasoning=1  a thought part first
     fault=status_429      RESOURCE_EXHAUSTED
+    fault=echo            HTTP 400 INVALID_ARGUMENT quoting the request body
     fault=expire_token    the token in use is revoked: 401 (once per request body)
     fault=safety          a SAFETY finishReason after half the chunks
     fault=blocked         the prompt is blocked: promptFeedback.blockReason, no candidate
@@ -78,6 +79,11 @@ class FakeVertex:
             self.expired_for.add(request.body)
             self.tokens[token] = True
             await reply.json(401, UNAUTHENTICATED)
+            return
+        if fault == "echo":  # a refusal quoting the request, as validation errors often do
+            error = {"code": 400, "status": "INVALID_ARGUMENT",
+                     "message": f"Invalid request: {request.body.decode('utf-8', 'replace')}"}  # fmt: skip
+            await reply.json(400, {"error": error})
             return
         if fault == "status_429":
             error = {"code": 429, "status": "RESOURCE_EXHAUSTED", "message": "Quota exceeded."}
