@@ -306,6 +306,17 @@ def test_an_error_quoting_the_prompt_is_scrubbed(client: openai.OpenAI, model: s
     assert "nightingale" not in text and "quarterly figures" not in text
 
 
+def test_an_endpoint_without_usable_credentials_is_unavailable_saying_why(
+    gateway: Gateway,
+) -> None:
+    headers = {"authorization": f"Bearer {gateway.admin_key}"}
+    listed = httpx.get(f"{gateway.url}/v1/platform/endpoints", headers=headers).json()["data"]
+    reasons = {e["endpoint_id"]: e["unavailable_reason"] for e in listed}
+    assert "not a readable service-account key" in reasons["vertex-unreadable-key"]
+    assert reasons["azure-unset-key"] == "AZURE_KEY_NOBODY_SET is not set"
+    assert reasons["bedrock-eu-central-1-claude"] is None
+
+
 def test_no_credential_in_logs_traces_or_metrics(
     client: openai.OpenAI, gateway: Gateway, fakes: NativeFakes
 ) -> None:

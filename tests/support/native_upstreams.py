@@ -139,6 +139,12 @@ class NativeFakes:
                      "europe-west1", vertex),
             endpoint("vertex-spare", "vertex", "gemini-test", "vertex-fallback",
                      "europe-west4", vertex, priority=20),
+            endpoint("vertex-unreadable-key", "vertex", "gemini-test", "vertex-broken",
+                     "europe-west4", f"    base_url: {url(self.vertex)}\n    region: europe-west4\n"
+                     "    credentials_file: /nonexistent/sa.json\n"),
+            endpoint("azure-unset-key", "azure_openai", "gpt-4o-eu", "azure-broken",
+                     "swedencentral", f"    base_url: {url(self.azure)}\n"
+                     "    api_key_env: AZURE_KEY_NOBODY_SET\n"),
         ]  # fmt: skip
         policy = (
             "\n  - policy_id: eu-resident\n    allow_classes: [eu_sovereign, eu_resident]\n"
