@@ -22,14 +22,6 @@ from botocore.session import Session
 
 from llmeu.errors import UpstreamError
 
-CHAIN_VARIABLES = (
-    "AWS_PROFILE",
-    "AWS_WEB_IDENTITY_TOKEN_FILE",
-    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
-    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
-)
-"""Variables that point botocore's chain at credentials (besides the key pair itself)."""
-
 
 def credentials_from(environ: Mapping[str, str]) -> Credentials | None:
     """Static credentials from the environment, or botocore's chain's; None when neither
@@ -44,18 +36,6 @@ def credentials_from(environ: Mapping[str, str]) -> Credentials | None:
             f"could not load AWS credentials: {type(error).__name__}", retryable=True
         ) from None
     return found
-
-
-def missing_aws_credentials(environ: Mapping[str, str]) -> str | None:
-    """Why no AWS credentials can be found offline, or None when some can."""
-    if environ.get("AWS_ACCESS_KEY_ID") and environ.get("AWS_SECRET_ACCESS_KEY"):
-        return None
-    if any(environ.get(name) for name in CHAIN_VARIABLES):
-        return None
-    return (
-        "no AWS credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE, "
-        "are not set"
-    )
 
 
 def sign(

@@ -23,7 +23,6 @@ is `content_filter`. Azure's error bodies are OpenAI-shaped; its 429s carry
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import time
 from urllib.parse import quote
 
@@ -69,13 +68,6 @@ class AzureOpenAIProvider(OpenAIProvider):
         if self._tokens is None:
             return await self._http.post(path, body, headers, hangup)
         return await post_with_token(self._http, self._tokens, path, body, headers, hangup)
-
-
-def entra_available() -> bool:
-    try:
-        return importlib.util.find_spec("azure.identity") is not None
-    except ModuleNotFoundError:  # not even the `azure` namespace is installed
-        return False
 
 
 def entra_fetch() -> Fetch:

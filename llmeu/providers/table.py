@@ -11,15 +11,16 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from llmeu.providers.aws_signing import missing_aws_credentials
-from llmeu.providers.azure_openai import AzureOpenAIProvider, entra_available
 from llmeu.providers.base import Provider
-from llmeu.providers.bedrock import BedrockProvider
 from llmeu.providers.local_chat import LocalChatProvider
 from llmeu.providers.local_embeddings import LocalEmbeddingsProvider
+from llmeu.providers.native_credentials import (
+    entra_available,
+    google_key_file,
+    missing_aws_credentials,
+)
 from llmeu.providers.openai import OpenAIProvider
 from llmeu.providers.transport import HttpClient
-from llmeu.providers.vertex import VertexProvider, credentials_file
 from llmeu.routing.catalog import AzureAuth, Capability, Catalog, Endpoint, EndpointKind
 
 
@@ -58,18 +59,28 @@ def _local(endpoint: Endpoint, context: ProviderContext) -> Provider:
     return LocalChatProvider(endpoint, threads=context.local_threads)
 
 
+# The native kinds' modules load their cloud SDK (botocore, google-auth), so they are
+# imported when an endpoint of their kind is built, not by every command that reads the table.
+
+
 def _azure_openai(endpoint: Endpoint, context: ProviderContext) -> Provider:
+    from llmeu.providers.azure_openai import AzureOpenAIProvider
+
     key = context.secret(endpoint.api_key_env)
     base_url = context.secret(endpoint.upstream.base_url_env) or ""
     return AzureOpenAIProvider(endpoint, context.http, key, base_url)
 
 
 def _bedrock(endpoint: Endpoint, context: ProviderContext) -> Provider:
+    from llmeu.providers.bedrock import BedrockProvider
+
     key = context.secret(endpoint.api_key_env)
     return BedrockProvider(endpoint, context.http, context.environ, key)
 
 
 def _vertex(endpoint: Endpoint, context: ProviderContext) -> Provider:
+    from llmeu.providers.vertex import VertexProvider
+
     return VertexProvider(endpoint, context.http, context.environ)
 
 
@@ -95,7 +106,7 @@ def _missing_aws(endpoint: Endpoint, environ: Mapping[str, str]) -> str | None:
 
 
 def _missing_google(endpoint: Endpoint, environ: Mapping[str, str]) -> str | None:
-    if credentials_file(endpoint, environ):
+    if google_key_file(endpoint, environ):
         return None
     return "no Google credentials: credentials_file and GOOGLE_APPLICATION_CREDENTIALS are not set"
 

@@ -41,6 +41,7 @@ from llmeu.protocol.sse import SSEDecoder
 from llmeu.providers.base import ChatStream, Provider
 from llmeu.providers.bearer_tokens import Fetch, TokenSource, post_with_token
 from llmeu.providers.decoded_stream import DecodedStream
+from llmeu.providers.native_credentials import google_key_file
 from llmeu.providers.sdk_logging import quiet_sdk_loggers
 from llmeu.providers.transport import HttpClient, Response
 from llmeu.providers.upstream_http import HttpUpstream
@@ -63,7 +64,7 @@ class VertexProvider(Provider):
         super().__init__(endpoint)
         options = endpoint.upstream
         self._http = HttpUpstream(endpoint, client)
-        self._key_file = credentials_file(endpoint, environ) or ""
+        self._key_file = google_key_file(endpoint, environ) or ""
         self._paths = _paths(endpoint, options.project)
         self._tokens: TokenSource | None = None
         quiet_sdk_loggers()
@@ -108,10 +109,6 @@ def _paths(endpoint: Endpoint, project: str) -> tuple[str, str]:
         f"{quote(endpoint.model, safe='')}"
     )
     return f"{model}:generateContent", f"{model}:streamGenerateContent?alt=sse"
-
-
-def credentials_file(endpoint: Endpoint, environ: Mapping[str, str]) -> str | None:
-    return endpoint.upstream.credentials_file or environ.get("GOOGLE_APPLICATION_CREDENTIALS")
 
 
 def service_account_fetch(path: str) -> tuple[Fetch, str]:

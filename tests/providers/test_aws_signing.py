@@ -16,7 +16,8 @@ from datetime import UTC, datetime
 import pytest
 from botocore.credentials import Credentials
 
-from llmeu.providers.aws_signing import missing_aws_credentials, sign
+from llmeu.providers.aws_signing import sign
+from llmeu.providers.native_credentials import missing_aws_credentials
 from tests.support.fake_bedrock import FakeBedrock
 from tests.support.fake_http import Request
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from llmeu.errors import ConfigError
-from llmeu.providers.azure_openai import entra_available
+from llmeu.providers.native_credentials import entra_available
 from llmeu.providers.table import missing_credentials
 from llmeu.routing.catalog import AzureAuth, Catalog, EndpointKind
 from llmeu.routing.config_file import parse_endpoints
