@@ -8,7 +8,8 @@ parser, Gemini's SSE) decodes the same answer — `--deltas` text deltas, then
 the end and the usage — from bytes held in memory, cut into the network
 chunks an upstream would send (one frame per chunk), so only decoding is
 measured: no socket, no server. Prints the median CPU time per delta of each
-kind and its ratio to the OpenAI kind, measured in the same run.
+kind and the median of its per-round ratio to the OpenAI kind (the kinds take
+turns within each round of the same run).
 """
 
 from __future__ import annotations
@@ -129,21 +130,27 @@ async def decode(chunks: list[bytes], make: Make) -> tuple[float, int]:
 
 
 async def main(n: int, rounds: int) -> None:
-    results: dict[str, float] = {}
-    for name, (render, make) in KINDS.items():
-        chunks = render(n)
-        await decode(chunks, make)  # warm-up
-        times = []
-        for _ in range(rounds):
-            elapsed, deltas = await decode(chunks, make)
+    """Kinds take turns within each round, so a neighbour's load on a shared machine hits
+    them alike; each round's ratio is to the OpenAI kind of that same round."""
+    rendered = {name: render(n) for name, (render, _) in KINDS.items()}
+    for name, (_, make) in KINDS.items():
+        await decode(rendered[name], make)  # warm-up
+    per_delta: dict[str, list[float]] = {name: [] for name in KINDS}
+    ratios: dict[str, list[float]] = {name: [] for name in KINDS}
+    for _ in range(rounds):
+        this_round = {}
+        for name, (_, make) in KINDS.items():
+            elapsed, deltas = await decode(rendered[name], make)
             assert deltas == n, (name, deltas)
-            times.append(elapsed / n)
-        results[name] = statistics.median(times)
-    base = results["openai"]
-    print(f"decode cost per delta, {n} deltas, median of {rounds} rounds")
-    print(f"{'kind':<14}{'µs/delta':>10}{'x openai':>10}")
-    for name, per_delta in results.items():
-        print(f"{name:<14}{per_delta * 1e6:>10.2f}{per_delta / base:>10.2f}")
+            this_round[name] = elapsed / n
+            per_delta[name].append(elapsed / n)
+        for name, value in this_round.items():
+            ratios[name].append(value / this_round["openai"])
+    print(f"decode cost per delta, {n} deltas, median of {rounds} interleaved rounds")
+    print(f"{'kind':<14}{'us/delta':>10}{'x openai':>10}")
+    for name in KINDS:
+        median = statistics.median(per_delta[name]) * 1e6
+        print(f"{name:<14}{median:>10.2f}{statistics.median(ratios[name]):>10.2f}")
 
 
 if __name__ == "__main__":
