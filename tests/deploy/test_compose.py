@@ -72,3 +72,9 @@ def test_the_balancer_passes_streams_on_unbuffered() -> None:
     for directive in ("proxy_buffering off;", "proxy_request_buffering off;",
                       "proxy_http_version 1.1;", "server gateway:8080"):  # fmt: skip
         assert directive in conf
+
+
+def test_the_gateways_run_the_slim_image_for_a_catalog_of_upstreams() -> None:
+    gateway = compose()["services"]["gateway"]
+    assert gateway["build"] == {"context": "..", "dockerfile": "Containerfile", "target": "slim"}
+    assert {e.kind.value for e in catalog().catalog.endpoints} == {"openai"}
