@@ -40,6 +40,7 @@ from tools.image_build import (
     Built,
     ImageTestError,
     build,
+    commit,
     ensure_base_image,
     pip_cache_seed,
     require_tools,
@@ -193,10 +194,14 @@ class Box:
                 *self.config.env, *self.config.healthcheck[1:]]  # fmt: skip
         return self.inside(argv, 30).returncode
 
+    def in_image(self, *argv: str) -> subprocess.CompletedProcess[str]:
+        """A command of the image, as its user, in its environment."""
+        chroot = ["chroot", "--userspec=10001:10001", str(self.mountpoint), "/usr/bin/env",
+                  "-i", *self.config.env]  # fmt: skip
+        return self.inside([*chroot, *argv], 60)
+
     def python_in_image(self, code: str) -> int:
-        argv = ["chroot", "--userspec=10001:10001", str(self.mountpoint), "/usr/bin/env",
-                "-i", *self.config.env, "python3", "-c", code]  # fmt: skip
-        return self.inside(argv, 60).returncode
+        return self.in_image("python3", "-c", code).returncode
 
     def terminate(self, grace: float = 40) -> int | None:
         """SIGTERM to the gateway (PID 1 of the box); its exit code, None if it hung."""
@@ -244,6 +249,8 @@ def check_default(box: Box) -> None:
     expect(str(stream["type"]).startswith("text/event-stream") and frames[-1] == "data: [DONE]",
            f"a streamed chat completion: {len(frames)} frames ending with [DONE]")  # fmt: skip
     expect((box.data / "llmeu.db").is_file(), "the SQLite ledger is in the /data volume")
+    version = box.in_image("llmeu", "--version").stdout
+    expect(f"(commit {commit()}" in version, f"llmeu --version names the commit: {version.strip()}")
     expect(box.python_in_image("open('/data/probe', 'w')") == 0, "/data is writable")
     wrote = box.python_in_image("open('/opt/llmeu/probe', 'w')")
     expect(wrote != 0, "the root filesystem is read-only to the gateway")
