@@ -46,6 +46,7 @@ from llmeu.protocol.routing_block import RoutingBlock
 _TEXT = ("output_text", "response.output_text", "text")
 _REFUSAL = ("refusal", "response.refusal", "refusal")
 _REASONING = ("reasoning_text", "response.reasoning_text", "text")
+_TEXT_SUFFIX = b',"logprobs":[]}\n\n'
 
 
 class _Item:
@@ -75,7 +76,8 @@ class ResponsesEvents:
         self._output: list[dict[str, Any]] = []
         self._item: _Item | None = None
         self._part: tuple[str, str, str] | None = None
-        self._delta_head = ("", "")
+        self._delta_head = (b"", b"")
+        self._text_chunks: list[str] = []  # the open part's pieces (its item's `chunks`)
 
     def start(self) -> bytes:
         return self._event("response.created", response=self._shell) + self._event(
@@ -83,6 +85,17 @@ class ResponsesEvents:
         )
 
     def delta(self, delta: Delta) -> bytes:
+        content = delta.content
+        if (
+            content
+            and self._part is _TEXT
+            and not (delta.reasoning_content or delta.refusal or delta.tool_calls)
+        ):  # the common case, inlined: more text of the open text part
+            self._text_chunks.append(content)
+            sequence = self._sequence
+            self._sequence = sequence + 1
+            start, rest = self._delta_head
+            return b"%s%d%s%s%s" % (start, sequence, rest, encoder.encode(content), _TEXT_SUFFIX)
         out = b""
         if delta.reasoning_content:
             out += self._piece("reasoning", _REASONING, delta.reasoning_content)
@@ -157,11 +170,12 @@ class ResponsesEvents:
             out += self._close_part(item)
             out += self._open_part(item, part)
         item.chunks.append(text)
+        self._text_chunks = item.chunks
         return out + self._numbered() + encoder.encode(text) + self._suffix
 
     @property
     def _suffix(self) -> bytes:
-        return b',"logprobs":[]}\n\n' if self._part is _TEXT else b"}\n\n"
+        return _TEXT_SUFFIX if self._part is _TEXT else b"}\n\n"
 
     def _open(self, kind: str, prefix: str) -> _Item:
         index = len(self._output)
@@ -237,18 +251,19 @@ class ResponsesEvents:
 
     def _item_head(
         self, event: str, item: _Item, content_index: int | None = None
-    ) -> tuple[str, str]:
+    ) -> tuple[bytes, bytes]:
         """A delta event of `item` up to its sequence number, and from there up to the delta."""
         head = f',"item_id":"{item.id}","output_index":{item.index}'
         if content_index is not None:
             head += f',"content_index":{content_index}'
-        return f'event: {event}\ndata: {{"type":"{event}"', f'{head},"delta":'
+        start = f'event: {event}\ndata: {{"type":"{event}","sequence_number":'
+        return start.encode(), f'{head},"delta":'.encode()
 
     def _numbered(self) -> bytes:
         start, rest = self._delta_head
         sequence = self._sequence
         self._sequence = sequence + 1
-        return f'{start},"sequence_number":{sequence}{rest}'.encode()
+        return start + str(sequence).encode() + rest
 
     def _event(self, kind: str, **fields: Any) -> bytes:
         sequence = self._sequence
