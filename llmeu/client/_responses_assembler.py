@@ -184,6 +184,23 @@ class ResponsesStreamAssembler:
             return [ToolCallDelta(index, None, None, delta)]
         return []
 
+    def _read_output(self, items: list[Any]) -> None:
+        """The `output` of a whole response, as its stream would have carried it."""
+        for item in items:
+            kind = item.get("type") if isinstance(item, dict) else None
+            if kind == "message":
+                for part in item.get("content") or ():
+                    if part.get("type") == "output_text":
+                        self._content.append(str(part.get("text", "")))
+                    elif part.get("type") == "refusal":
+                        self._refusal.append(str(part.get("refusal", "")))
+            elif kind == "reasoning":
+                for part in (item.get("content") or []) + (item.get("summary") or []):
+                    self._reasoning.append(str(part.get("text", "")))
+            elif kind == "function_call":
+                self._calls.append({"id": item.get("call_id"), "name": [item.get("name", "")],
+                                    "arguments": [item.get("arguments", "")]})  # fmt: skip
+
     def _fail(self, payload: object) -> None:
         self._error = ErrorInfo.from_payload(payload)
         self._state = "error"
@@ -213,21 +230,7 @@ def parse_response(body: bytes) -> ChatResult:
     if not isinstance(response, dict) or response.get("object") != "response":
         raise msgspec.ValidationError("not a response object")
     assembler = ResponsesStreamAssembler()
-    for item in response.get("output") or ():
-        if not isinstance(item, dict):
-            continue
-        if item.get("type") == "message":
-            for part in item.get("content") or ():
-                if part.get("type") == "output_text":
-                    assembler._content.append(str(part.get("text", "")))
-                elif part.get("type") == "refusal":
-                    assembler._refusal.append(str(part.get("refusal", "")))
-        elif item.get("type") == "reasoning":
-            for part in (item.get("content") or []) + (item.get("summary") or []):
-                assembler._reasoning.append(str(part.get("text", "")))
-        elif item.get("type") == "function_call":
-            assembler._calls.append({"id": item.get("call_id"), "name": [item.get("name", "")],
-                                     "arguments": [item.get("arguments", "")]})  # fmt: skip
+    assembler._read_output(response.get("output") or [])
     status = response.get("status")
     kind = f"response.{status}" if status in ("completed", "incomplete", "failed") else ""
     assembler._response(response, kind or "response.completed")
