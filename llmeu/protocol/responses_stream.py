@@ -224,7 +224,7 @@ class ResponsesEvents:
             item.arguments = "".join(item.chunks)
             out += self._event(
                 "response.function_call_arguments.done", item_id=item.id,
-                output_index=item.index, arguments=item.arguments,
+                output_index=item.index, name=item.name, arguments=item.arguments,
             )  # fmt: skip
         done = self._item_object(item, status)
         self._output.append(done)

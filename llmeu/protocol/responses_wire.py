@@ -459,8 +459,8 @@ class ResponseObject(Struct, kw_only=True):
     tools: list[FunctionToolOut]
     top_p: float | None
     truncation: str
-    usage: ResponseUsage | None = None
-    user: str | None
+    usage: ResponseUsage | UnsetType = UNSET  # absent, never null, until known
+    user: str | UnsetType = UNSET  # OpenAI's schema has no null here
     safety_identifier: str | None
     metadata: dict[str, str]
     llmeu: RoutingBlock | UnsetType = UNSET
@@ -508,7 +508,7 @@ def response_shell(
         ],
         top_p=_or_none(req.top_p),
         truncation=_or_none(req.truncation) or "disabled",
-        user=_or_none(req.user),
+        user=req.user if isinstance(req.user, str) else UNSET,
         safety_identifier=_or_none(req.safety_identifier),
         metadata=req.metadata if isinstance(req.metadata, dict) else {},
     )
@@ -582,9 +582,12 @@ def final_status(finish_reason: str | None) -> tuple[str, IncompleteDetails | No
     return "completed", None
 
 
-def response_usage(input_tokens: int | None, output_tokens: int | None) -> ResponseUsage | None:
+def response_usage(
+    input_tokens: int | None, output_tokens: int | None
+) -> ResponseUsage | UnsetType:
+    """The usage, or UNSET (left out, as OpenAI's schema wants) when a count is unknown."""
     if input_tokens is None or output_tokens is None:
-        return None
+        return UNSET
     return ResponseUsage(input_tokens, output_tokens, input_tokens + output_tokens)
 
 

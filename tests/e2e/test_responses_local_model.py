@@ -11,6 +11,7 @@ import pytest
 from openai.types.responses import Response, ResponseStreamEvent
 from pydantic import TypeAdapter
 
+from tests.support.openai_schema import check_response, check_stream_event
 from tests.support.processes import Gateway, start_gateway
 
 pytestmark = [
@@ -37,6 +38,7 @@ def test_the_local_model_streams_real_tokens_as_response_events(local_gateway: G
     )  # fmt: skip
     for event in events:
         EVENTS.validate_python(event.model_dump())
+        check_stream_event(event.model_dump(mode="json", exclude_unset=True))
     deltas = [e.delta for e in events if e.type == "response.output_text.delta"]
     assert len(deltas) >= 3, "a real model streams several deltas"
     last = events[-1]
@@ -58,6 +60,7 @@ def test_the_local_model_answers_a_whole_response(local_gateway: Gateway) -> Non
         max_output_tokens=4, temperature=0,
     )  # fmt: skip
     Response.model_validate(response.model_dump())
+    check_response(response.model_dump(mode="json", exclude_unset=True))
     assert response.output_text.strip()
     assert response.usage is not None and 0 < response.usage.output_tokens <= 4
     if response.usage.output_tokens == 4:

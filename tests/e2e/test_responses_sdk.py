@@ -13,6 +13,7 @@ import pytest
 from openai.types.responses import Response, ResponseStreamEvent
 from pydantic import TypeAdapter
 
+from tests.support.openai_schema import check_response, check_stream_event
 from tests.support.processes import FakeUpstream, Gateway, config_yaml, fake_endpoint
 
 EVENTS: TypeAdapter[Any] = TypeAdapter(ResponseStreamEvent)
@@ -49,6 +50,7 @@ def test_create_returns_a_response_with_usage_and_routing(
         safety_identifier="alice",
     )
     Response.model_validate(response.model_dump())
+    check_response(response.model_dump(mode="json", exclude_unset=True))
     assert response.id.startswith("resp_")
     assert response.status == "completed"
     assert response.output_text == "tok tok tok"
@@ -68,6 +70,7 @@ def test_create_streamed_yields_every_event_in_order(client: openai.OpenAI) -> N
     events = list(stream)
     for event in events:
         EVENTS.validate_python(event.model_dump())
+        check_stream_event(event.model_dump(mode="json", exclude_unset=True))
     assert [e.sequence_number for e in events] == list(range(len(events)))
     types = [e.type for e in events]
     assert types[:4] == [

@@ -14,6 +14,7 @@ import pytest
 from openai.types.responses import ResponseStreamEvent
 from pydantic import TypeAdapter
 
+from tests.support.openai_schema import check_response, check_stream_event
 from tests.support.processes import FakeUpstream, Gateway, config_yaml, fake_endpoint
 from tests.support.waiting import wait_for
 
@@ -75,6 +76,9 @@ def events_of(raw: bytes) -> list[dict[str, Any]]:
         payload = json.loads(data_line.removeprefix("data: "))
         assert payload["type"] == name
         EVENTS.validate_python(payload)
+        check_stream_event(payload)
+        if "response" in payload:
+            check_response(payload["response"])
         events.append(payload)
     assert [e["sequence_number"] for e in events] == list(range(len(events)))
     return events

@@ -1,5 +1,6 @@
 """The Responses stream encoder, fed deltas directly: OpenAI's event order, one delta event per
-upstream delta, `sequence_number` from 0 by one, and every event valid for the `openai` SDK."""
+upstream delta, `sequence_number` from 0 by one, and every event valid for the `openai` SDK's
+types and for OpenAI's published OpenAPI schema."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from llmeu.errors import UpstreamError
 from llmeu.protocol.responses_stream import ResponsesEvents
 from llmeu.protocol.responses_wire import ResponsesRequest, response_shell
 from llmeu.protocol.routing_block import CostEstimate, RoutingBlock
+from tests.support.openai_schema import check_response, check_stream_event
 
 EVENTS: TypeAdapter[Any] = TypeAdapter(ResponseStreamEvent)
 ROUTING = RoutingBlock(
@@ -58,6 +60,9 @@ def run(deltas: list[Delta], finish: str = "stop", fail: bool = False) -> list[d
         payload = json.loads(data_line[len("data: ") :])
         assert payload["type"] == event_line[len("event: ") :]
         EVENTS.validate_python(payload)
+        check_stream_event(payload)
+        if "response" in payload:
+            check_response(payload["response"])
         parsed.append(payload)
     assert [p["sequence_number"] for p in parsed] == list(range(len(parsed)))
     return parsed
