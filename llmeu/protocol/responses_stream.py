@@ -28,7 +28,7 @@ import msgspec
 from llmeu.calls.output import Delta, ToolCallFunctionDelta, Usage
 from llmeu.errors import ApiError
 from llmeu.protocol.json_codec import encoder
-from llmeu.protocol.responses_wire import (
+from llmeu.protocol.responses_object import (
     ResponseObject,
     final_status,
     function_call_item,

@@ -20,8 +20,9 @@ from llmeu.client import (
     ToolCallDelta as ClientToolCallDelta,
 )
 from llmeu.errors import UpstreamError
+from llmeu.protocol.responses_object import response_shell
 from llmeu.protocol.responses_stream import ResponsesEvents
-from llmeu.protocol.responses_wire import ResponsesRequest, response_shell
+from llmeu.protocol.responses_wire import ResponsesRequest
 from llmeu.protocol.routing_block import CostEstimate, RoutingBlock
 from llmeu.protocol.sse import ServerSentEvent, SSEDecoder
 

@@ -13,8 +13,9 @@ from pydantic import TypeAdapter
 
 from llmeu.calls.output import Delta, ToolCallDelta, ToolCallFunctionDelta, Usage
 from llmeu.errors import UpstreamError
+from llmeu.protocol.responses_object import response_shell
 from llmeu.protocol.responses_stream import ResponsesEvents
-from llmeu.protocol.responses_wire import ResponsesRequest, response_shell
+from llmeu.protocol.responses_wire import ResponsesRequest
 from llmeu.protocol.routing_block import CostEstimate, RoutingBlock
 from tests.support.openai_schema import check_response, check_stream_event
 

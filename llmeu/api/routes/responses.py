@@ -37,17 +37,19 @@ from llmeu.errors import InvalidRequest, NotFound
 from llmeu.ledger.retention import subject_digest
 from llmeu.ledger.stored_responses import StoredResponse, StoredResponses
 from llmeu.protocol.json_codec import MAX_NESTING, encoder, nesting_depth
-from llmeu.protocol.responses_stream import ResponsesEvents
-from llmeu.protocol.responses_wire import (
+from llmeu.protocol.responses_object import (
     ResponseObject,
-    ResponsesRequest,
     final_status,
-    input_item_list,
-    input_messages,
     output_items,
     response_id,
     response_shell,
     response_usage,
+)
+from llmeu.protocol.responses_stream import ResponsesEvents
+from llmeu.protocol.responses_wire import (
+    ResponsesRequest,
+    input_item_list,
+    input_messages,
     to_chat,
 )
 from llmeu.providers.base import ChatStream, Provider
