@@ -247,7 +247,7 @@ async def handle_delete_response(
 ) -> None:
     found, key_id = await _stored_response(calls, stored, request, ident)
     await stored.delete(found.response_id, key_id, time.time())
-    body = {"id": found.response_id, "object": "response.deleted", "deleted": True}
+    body = {"id": found.response_id, "object": "response", "deleted": True}
     await request.respond(200, encoder.encode(body))
 
 
