@@ -64,12 +64,19 @@ class Plan:
             names.insert(names.index("llmeu") + 1, "llmeu-pg")
         return names
 
-    def loads(self) -> list[Load]:
-        return [
+    def loads(self, target: str = "") -> list[Load]:
+        """The loads of one target; llmeu's add the same streams through the Responses API."""
+        loads = [
             Load(c, stream, self.chunks, self.duration_s)
             for stream in (False, True)
             for c in self.concurrency
         ]
+        if target.startswith("llmeu"):
+            loads += [
+                Load(c, True, self.chunks, self.duration_s, api="responses")
+                for c in self.concurrency
+            ]
+        return loads
 
 
 def _run_text(argv: Sequence[str]) -> str:
@@ -131,7 +138,7 @@ async def _measure_target(
         target = await gateways.start_target(name, place, database_url)
         await verify(target)
         cells = []
-        for load in plan.loads():
+        for load in plan.loads(name):
             remaining = deadline - time.monotonic()
             if remaining < load.duration_s + 2:
                 print(f"  {name}: time budget spent, skipping {load.label}", flush=True)

@@ -32,6 +32,7 @@ import procs
 from httpclient import Connection, ConnectionClosed, Exchange, build_request
 
 CHAT_PATH = "/chat/completions"
+RESPONSES_PATH = "/responses"
 
 
 @dataclass(frozen=True)
@@ -63,11 +64,13 @@ class Load:
     chunks: int = 64
     duration_s: float = 3.0
     max_cell_s: float = 60.0
+    api: str = "chat"  # or "responses": the same answer through POST /v1/responses
 
     @property
     def label(self) -> str:
         kind = f"stream {self.chunks}" if self.stream else "non-stream"
-        return f"c={self.concurrency} {kind}"
+        api = " responses" if self.api == "responses" else ""
+        return f"c={self.concurrency}{api} {kind}"
 
 
 @dataclass(frozen=True)
@@ -109,6 +112,13 @@ def chat_body(model: str, stream: bool, directive: str, prompt: str = "Say hello
     if stream:
         body["stream_options"] = {"include_usage": True}
     return msgspec.json.encode(body)
+
+
+def responses_body(model: str, stream: bool, directive: str, prompt: str = "Say hello.") -> bytes:
+    """The Responses-API request asking for the same answer as `chat_body`."""
+    return msgspec.json.encode(
+        {"model": model, "input": f"{prompt} bench: {directive}", "stream": stream}
+    )
 
 
 @dataclass
@@ -183,8 +193,11 @@ def _cpu(pid: int | None) -> float:
 async def run_cell(target: Target, load: Load) -> CellResult:
     """Warm up, then measure one cell; connections are closed at the end."""
     host, port = target.host_port
-    body = chat_body(target.model, load.stream, f"chunks={load.chunks}")
-    request = build_request(host, port, target.path_prefix + CHAT_PATH, body, target.api_key)
+    responses = load.api == "responses"
+    make_body = responses_body if responses else chat_body
+    body = make_body(target.model, load.stream, f"chunks={load.chunks}")
+    path = target.path_prefix + (RESPONSES_PATH if responses else CHAT_PATH)
+    request = build_request(host, port, path, body, target.api_key)
     workers = [_Worker(target, request, load.stream) for _ in range(load.concurrency)]
     try:
         warmup = _Samples([], [])
@@ -212,7 +225,7 @@ async def run_cell(target: Target, load: Load) -> CellResult:
     calls = len(samples.latencies)
     ms = 1000.0
     return CellResult(
-        target=target.name,
+        target=f"{target.name}/responses" if responses else target.name,
         concurrency=load.concurrency,
         stream=load.stream,
         calls=calls,
