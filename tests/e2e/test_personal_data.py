@@ -10,7 +10,7 @@ prompt, streamed in pieces small enough to split every placeholder.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
@@ -108,8 +108,18 @@ def fresh_logs(upstreams: dict[str, FakeUpstream]) -> None:
         upstream.reset()
 
 
-def client(gateway: Gateway, key: str) -> openai.OpenAI:
-    return openai.OpenAI(base_url=gateway.base_url, api_key=key, max_retries=0)
+@pytest.fixture
+def client(gateway: Gateway) -> Iterator[Callable[[Gateway, str], openai.OpenAI]]:
+    """SDK clients for the test's keys, closed when the test ends (no socket left open)."""
+    made: list[openai.OpenAI] = []
+
+    def make(gateway: Gateway, key: str) -> openai.OpenAI:
+        made.append(openai.OpenAI(base_url=gateway.base_url, api_key=key, max_retries=0))
+        return made[-1]
+
+    yield make
+    for sdk in made:
+        sdk.close()
 
 
 def seen_bodies(upstreams: dict[str, FakeUpstream]) -> list[str]:
@@ -127,7 +137,10 @@ def trace(gateway: Gateway, trace_id: str) -> dict[str, Any]:
 
 
 def test_masking_round_trip_whole_answer(
-    gateway: Gateway, keys: dict[str, str], upstreams: dict[str, FakeUpstream]
+    gateway: Gateway,
+    keys: dict[str, str],
+    upstreams: dict[str, FakeUpstream],
+    client: Callable[[Gateway, str], openai.OpenAI],
 ) -> None:
     completion = client(gateway, keys["pd-mask"]).chat.completions.create(
         model="shared", messages=[{"role": "user", "content": PROMPT + "[[reply=echo]]"}]
@@ -147,7 +160,11 @@ def test_masking_round_trip_whole_answer(
 
 @pytest.mark.parametrize("piece", [1, 3, 7])
 def test_masking_round_trip_streamed_in_pieces(
-    gateway: Gateway, keys: dict[str, str], upstreams: dict[str, FakeUpstream], piece: int
+    gateway: Gateway,
+    keys: dict[str, str],
+    upstreams: dict[str, FakeUpstream],
+    piece: int,
+    client: Callable[[Gateway, str], openai.OpenAI],
 ) -> None:
     stream = client(gateway, keys["pd-mask"]).chat.completions.create(
         model="shared",
@@ -162,7 +179,10 @@ def test_masking_round_trip_streamed_in_pieces(
 
 
 def test_embeddings_are_masked_before_the_upstream(
-    gateway: Gateway, keys: dict[str, str], upstreams: dict[str, FakeUpstream]
+    gateway: Gateway,
+    keys: dict[str, str],
+    upstreams: dict[str, FakeUpstream],
+    client: Callable[[Gateway, str], openai.OpenAI],
 ) -> None:
     response = client(gateway, keys["pd-mask"]).embeddings.create(
         model="shared", input=[f"customer {EMAIL}", "nothing personal"]
@@ -180,7 +200,10 @@ def test_embeddings_are_masked_before_the_upstream(
 
 
 def test_block_names_detector_and_path_and_reaches_no_upstream(
-    gateway: Gateway, keys: dict[str, str], upstreams: dict[str, FakeUpstream]
+    gateway: Gateway,
+    keys: dict[str, str],
+    upstreams: dict[str, FakeUpstream],
+    client: Callable[[Gateway, str], openai.OpenAI],
 ) -> None:
     messages = [
         {"role": "user", "content": f"mail {EMAIL}"},
@@ -202,7 +225,10 @@ def test_block_names_detector_and_path_and_reaches_no_upstream(
 
 
 def test_an_unscanned_part_is_blocked_where_the_policy_says(
-    gateway: Gateway, keys: dict[str, str], upstreams: dict[str, FakeUpstream]
+    gateway: Gateway,
+    keys: dict[str, str],
+    upstreams: dict[str, FakeUpstream],
+    client: Callable[[Gateway, str], openai.OpenAI],
 ) -> None:
     image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
     with pytest.raises(openai.PermissionDeniedError) as caught:
@@ -217,7 +243,10 @@ def test_an_unscanned_part_is_blocked_where_the_policy_says(
 
 
 def test_restrict_narrows_the_route_to_the_other_class(
-    gateway: Gateway, keys: dict[str, str], upstreams: dict[str, FakeUpstream]
+    gateway: Gateway,
+    keys: dict[str, str],
+    upstreams: dict[str, FakeUpstream],
+    client: Callable[[Gateway, str], openai.OpenAI],
 ) -> None:
     openly = client(gateway, keys["pd-restrict"]).chat.completions.create(
         model="shared", messages=[{"role": "user", "content": "hello"}]
@@ -233,7 +262,10 @@ def test_restrict_narrows_the_route_to_the_other_class(
 
 
 def test_restrict_to_nowhere_is_the_usual_refusal_with_reasons(
-    gateway: Gateway, keys: dict[str, str], upstreams: dict[str, FakeUpstream]
+    gateway: Gateway,
+    keys: dict[str, str],
+    upstreams: dict[str, FakeUpstream],
+    client: Callable[[Gateway, str], openai.OpenAI],
 ) -> None:
     with pytest.raises(openai.PermissionDeniedError) as caught:
         client(gateway, keys["pd-nowhere"]).chat.completions.create(
@@ -245,7 +277,9 @@ def test_restrict_to_nowhere_is_the_usual_refusal_with_reasons(
 
 
 def test_a_policy_put_through_the_platform_api_governs_at_once(
-    gateway: Gateway, upstreams: dict[str, FakeUpstream]
+    gateway: Gateway,
+    upstreams: dict[str, FakeUpstream],
+    client: Callable[[Gateway, str], openai.OpenAI],
 ) -> None:
     admin = {"authorization": f"Bearer {gateway.admin_key}"}
     section = {"detectors": {"email": "block"}, "unscanned": "allow"}

@@ -93,7 +93,22 @@ def key_for(gateway: Gateway, policy_id: str) -> str:
 def test_restrict_runs_on_the_bundled_model_and_block_runs_nowhere(
     gateway: Gateway, upstream: FakeUpstream
 ) -> None:
-    local = openai.OpenAI(base_url=gateway.base_url, api_key=key_for(gateway, "pd-local"))
+    with openai.OpenAI(base_url=gateway.base_url, api_key=key_for(gateway, "pd-local")) as local:
+        restrict_keeps_the_call_local(local, upstream)
+    with (
+        openai.OpenAI(
+            base_url=gateway.base_url, api_key=key_for(gateway, "pd-stop"), max_retries=0
+        ) as stop,
+        pytest.raises(openai.PermissionDeniedError) as caught,
+    ):
+        stop.chat.completions.create(model="pd", messages=[{"role": "user", "content": BSN}])
+    assert isinstance(caught.value.body, dict)
+    assert caught.value.body["code"] == "personal_data_detected"
+    assert caught.value.body["param"] == "messages[0].content"
+    assert upstream.stats() == []
+
+
+def restrict_keeps_the_call_local(local: openai.OpenAI, upstream: FakeUpstream) -> None:
     upstream.reset()
     plain = local.chat.completions.create(
         model="pd", messages=[{"role": "user", "content": "Say hi."}]
@@ -106,14 +121,4 @@ def test_restrict_runs_on_the_bundled_model_and_block_runs_nowhere(
     routing = kept.model_extra["llmeu"]  # type: ignore[index]
     assert (routing["endpoint_id"], routing["sovereignty_class"]) == ("local-pd", "on_premise")
     assert kept.usage is not None and kept.usage.completion_tokens > 0, "the model ran"
-    assert upstream.stats() == []
-
-    stop = openai.OpenAI(
-        base_url=gateway.base_url, api_key=key_for(gateway, "pd-stop"), max_retries=0
-    )
-    with pytest.raises(openai.PermissionDeniedError) as caught:
-        stop.chat.completions.create(model="pd", messages=[{"role": "user", "content": BSN}])
-    assert isinstance(caught.value.body, dict)
-    assert caught.value.body["code"] == "personal_data_detected"
-    assert caught.value.body["param"] == "messages[0].content"
     assert upstream.stats() == []
