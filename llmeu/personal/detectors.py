@@ -157,6 +157,9 @@ def _is_ip(candidate: str) -> bool:
 
 
 def _is_ipv6(candidate: str) -> bool:
+    """Eight groups, or fewer with `::`; a time of day (`12:30:45`) is neither."""
+    if "::" not in candidate and candidate.count(":") != 7:
+        return False
     return sum(c.isalnum() for c in candidate) >= 3 and _is_ip(candidate)
 
 

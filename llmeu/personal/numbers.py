@@ -129,22 +129,23 @@ def identifiers(
 
 def _in_run(run: str, detectors: frozenset[Detector]) -> Iterator[tuple[Detector, int, int]]:
     """Windows of whole groups, longest first; a hit consumes its groups."""
-    groups = [(m.start(), m.end()) for m in _DIGITS.finditer(run)]
+    spans = [(m.start(), m.end()) for m in _DIGITS.finditer(run)]
+    parts = [run[a:b] for a, b in spans]
+    marks = [run[b] for _, b in spans[:-1]]  # the one mark after each group but the last
     sums = [0]
-    for a, b in groups:
-        sums.append(sums[-1] + b - a)
+    for part in parts:
+        sums.append(sums[-1] + len(part))
     i = 0
-    while i < len(groups):
-        for j in range(min(len(groups), i + _MAX_GROUPS), i, -1):
+    while i < len(parts):
+        for j in range(min(len(parts), i + _MAX_GROUPS), i, -1):
             if sums[j] - sums[i] not in BY_LENGTH:
                 continue
-            marks = frozenset(run[groups[k][1]] for k in range(i, j - 1))
-            if " " in marks and len(marks) > 1:  # `2024-01-15 12` are two numbers
+            used = frozenset(marks[i : j - 1])
+            if " " in used and len(used) > 1:  # `2024-01-15 12` are two numbers
                 continue
-            digits = "".join(run[a:b] for a, b in groups[i:j])
-            found = _identify(digits, marks, detectors)
+            found = _identify("".join(parts[i:j]), used, detectors)
             if found is not None:
-                yield found, groups[i][0], groups[j - 1][1]
+                yield found, spans[i][0], spans[j - 1][1]
                 i = j
                 break
         else:
