@@ -10,7 +10,7 @@ import pytest
 from llmeu.calls.request import ChatRequest
 from llmeu.errors import PermissionDenied, ServiceUnavailable
 from llmeu.personal import scan
-from llmeu.personal.chat import chat_parts, rewritten
+from llmeu.personal.chat_text import chat_parts, rewritten
 from llmeu.personal.rules import Action, Detector, OnError, PersonalDataRules, RestrictTo, Unscanned
 from llmeu.personal.scan import screen
 from tests.personal.identifiers import valid_identifiers

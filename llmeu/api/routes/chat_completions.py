@@ -18,7 +18,7 @@ from llmeu.calls.hangup import Hangup
 from llmeu.calls.output import AssistantOutput, Completion
 from llmeu.calls.request import ChatRequest, ResponseFormat, end_user, text_of
 from llmeu.errors import InvalidRequest
-from llmeu.personal.chat import chat_parts, restored_tool_calls, rewritten
+from llmeu.personal.chat_text import chat_parts, restored_tool_calls, rewritten
 from llmeu.protocol.chat_stream import ChatFrames
 from llmeu.protocol.chat_wire import ChatCompletion, Choice, chat_request_decoder
 from llmeu.protocol.json_codec import MAX_NESTING, encoder, nesting_depth
