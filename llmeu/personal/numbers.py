@@ -110,6 +110,7 @@ for _length in range(13, 20):
         (Detector.PAYMENT_CARD, _payment_card, frozenset(" -")),
     )
 DETECTORS = frozenset(d for row in BY_LENGTH.values() for d, _, _ in row)
+_SHORTEST = min(BY_LENGTH)
 
 
 def identifiers(
@@ -128,7 +129,8 @@ def identifiers(
 
 
 def _in_run(run: str, detectors: frozenset[Detector]) -> Iterator[tuple[Detector, int, int]]:
-    """Windows of whole groups, longest first; a hit consumes its groups."""
+    """Windows of whole groups, longest first; a hit consumes its groups. A window never
+    joins groups by spaces and by other marks both (`2024-01-15 12` are two numbers)."""
     spans = [(m.start(), m.end()) for m in _DIGITS.finditer(run)]
     parts = [run[a:b] for a, b in spans]
     marks = [run[b] for _, b in spans[:-1]]  # the one mark after each group but the last
@@ -137,19 +139,37 @@ def _in_run(run: str, detectors: frozenset[Detector]) -> Iterator[tuple[Detector
         sums.append(sums[-1] + len(part))
     i = 0
     while i < len(parts):
-        for j in range(min(len(parts), i + _MAX_GROUPS), i, -1):
-            if sums[j] - sums[i] not in BY_LENGTH:
-                continue
-            used = frozenset(marks[i : j - 1])
-            if " " in used and len(used) > 1:  # `2024-01-15 12` are two numbers
-                continue
-            found = _identify("".join(parts[i:j]), used, detectors)
-            if found is not None:
-                yield found, spans[i][0], spans[j - 1][1]
-                i = j
-                break
-        else:
+        hit = _longest(parts, marks, sums, i, detectors)
+        if hit is None:
             i += 1
+            continue
+        found, j = hit
+        yield found, spans[i][0], spans[j - 1][1]
+        i = j
+
+
+def _longest(
+    parts: list[str], marks: list[str], sums: list[int], i: int, detectors: frozenset[Detector]
+) -> tuple[Detector, int] | None:
+    """The longest window of groups from `i` that is an identifier, and where it ends."""
+    for j in range(_reach(marks, i, min(len(parts), i + _MAX_GROUPS)), i, -1):
+        length = sums[j] - sums[i]
+        if length < _SHORTEST:
+            return None
+        if length in BY_LENGTH:
+            found = _identify("".join(parts[i:j]), frozenset(marks[i : j - 1]), detectors)
+            if found is not None:
+                return found, j
+    return None
+
+
+def _reach(marks: list[str], i: int, limit: int) -> int:
+    """The end of the longest window from group `i` whose marks are all spaces or none."""
+    j = i + 1
+    spaced = marks[i] == " " if i < len(marks) else False
+    while j < limit and (marks[j - 1] == " ") == spaced:
+        j += 1
+    return j
 
 
 def _identify(
