@@ -175,6 +175,10 @@ def test_masking_round_trip_streamed_in_pieces(
     assert "".join(pieces) == PROMPT
     for text in pieces:  # a placeholder never reaches the client, whole or in part
         assert "[" not in text and "_1" not in text
+    # One frame per upstream delta (the role frame first, the finish frame last), even
+    # while a placeholder is held back: none coalesced, none split.
+    (served,) = [r for u in upstreams.values() for r in u.stats()]
+    assert len(pieces) == 1 + served["chunks_sent"] + 1, pieces
     assert not any(value in body for body in seen_bodies(upstreams) for value in VALUES)
 
 
