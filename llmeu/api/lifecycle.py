@@ -6,6 +6,7 @@ everything else happens here, once:
     async with calls.open(request, "chat.completions") as call:   # the key, the trace
         chat = parse_chat(await call.body())
         call.requested(chat.model, stream=..., texts=..., prompt=..., prompt_tokens=...)
+        screening = call.screen(lambda: chat_parts(chat))           # personal data
         await call.admit()                                          # the key's limits
         call.route(chat.model, needs, chat.llmeu)                   # policy and route plan
         if chat.stream:
@@ -25,6 +26,15 @@ error frame once a stream has begun) — except an endpoint's refusal of what
 it cannot do (`UnsupportedByEndpoint`), which is `rejected` too; a hang-up (`ClientDisconnected`) is
 `cancelled` with what was produced; a cancelled task — the server ending the
 request at shutdown — is `interrupted`. Each ends with exactly one trace.
+
+`screen` applies the key's policy's `personal_data` rules to the prompt's
+text, which the surface hands over as `(path, text)` parts: a `block` hit
+refuses the call, a `restrict` hit narrows the route `route` plans, and a
+`mask` hit gives the surface a screening whose `masked(path, text)` it sends
+upstream instead (then `keep_prompt` with the masked prompt). The values come
+back in the answer: `restore` for a whole one, and a stream's deltas are
+restored here, a placeholder split across deltas held back until complete.
+Without a `personal_data` section none of this costs anything.
 """
 
 from __future__ import annotations
@@ -32,7 +42,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from enum import Enum
 from types import TracebackType
 from typing import TYPE_CHECKING, Protocol, TypeVar
@@ -53,11 +63,15 @@ from llmeu.errors import (
     UpstreamError,
 )
 from llmeu.observability.timing import ResponseTiming
+from llmeu.personal.masking import Masking
+from llmeu.personal.rules import RestrictTo
+from llmeu.personal.scan import Screening, TextParts, screen
+from llmeu.personal.streams import StreamRestorer
 from llmeu.protocol.routing_block import RoutingBlock
 from llmeu.providers.base import ChatStream, Provider
 from llmeu.routing.catalog import Capability, Endpoint
 from llmeu.routing.fallback import run_with_fallback
-from llmeu.routing.policy import LimitsFail
+from llmeu.routing.policy import LimitsFail, restricted
 from llmeu.routing.router import RoutePlan
 
 if TYPE_CHECKING:
@@ -128,6 +142,9 @@ class Call:
         self._upstream_seconds = 0.0  # spent inside attempts, for the overhead headers
         self._key_id = ""
         self._key_policy = ""
+        self._restrict: RestrictTo | None = None
+        self._masking: Masking | None = None
+        self._restorer: StreamRestorer | None = None
         self.trace_id = ""
         self.trace: TraceRecorder
         self._accounting: Accounting
@@ -188,6 +205,33 @@ class Call:
             self._prompt_tokens = prompt_tokens
             self._prompt_tokens_known = True
 
+    def screen(self, read: Callable[[], tuple[TextParts, Sequence[str]]]) -> Screening | None:
+        """The prompt's text — `read()`: its `(path, text)` parts and the paths of parts that
+        are not text — against the key's policy's `personal_data` rules (None, and `read`
+        never called, without any); what was found goes on the trace, a refusal is raised
+        once it is there."""
+        policy = self._calls.policies.get(self._key_policy)
+        if policy is None or policy.personal_data is None:
+            return None
+        rules = policy.personal_data
+        parts, unscanned = read()
+        screening = screen(parts, unscanned, rules, policy.policy_id)
+        self.trace.personal_data(screening.record())
+        if screening.refusal is not None:
+            raise screening.refusal
+        if screening.restrict:
+            self._restrict = rules.restrict
+        self._masking = screening.masking
+        return screening
+
+    def keep_prompt(self, prompt: object) -> None:
+        """What the trace keeps of the prompt instead (the masked prompt, never the values)."""
+        self._prompt = prompt
+
+    def restore(self, text: str) -> str:
+        """A whole answer's text with the values a masking took out put back."""
+        return self._masking.restore(text) if self._masking is not None else text
+
     async def admit(self) -> None:
         """The key's limits; a narrowing cannot change what its policy says of a limits
         store that does not answer (`limits_fail`)."""
@@ -203,6 +247,8 @@ class Call:
             narrowing if isinstance(narrowing, RoutingRequest) else None,
             self.request.header(b"x-llmeu-policy"),
         )
+        if self._restrict is not None:
+            policy = restricted(policy, self._restrict)
         self.trace.governed_by(policy)
         # The configuration the call started with serves it to the end, reloads or not.
         self._upstreams = calls.upstreams
@@ -246,6 +292,8 @@ class Call:
         upstream = self._upstream
         assert upstream is not None
         encoder = self._encoder = frames(endpoint)
+        if self._masking is not None:
+            self._restorer = StreamRestorer(self._masking)
         await self.trace.durable(began)
         self._hangup.check()
         await self.request.start(200, self._response_headers(SSE_HEADERS))
@@ -255,6 +303,8 @@ class Call:
         while delta is not None:
             delta = await self._forward(upstream, delta, pending, encoder)
             pending = b""
+        if self._restorer is not None and (held := self._restorer.flush()) is not None:
+            pending += encoder.delta(held)
         if pending:
             await self.request.write(pending)
         self._watch.stop()
@@ -369,8 +419,9 @@ class Call:
         output = self._output
         try:
             while current is not None:
-                output.add(current)
-                body += encoder.delta(current)
+                output.add(current)  # the trace keeps placeholders, never the values
+                restorer = self._restorer
+                body += encoder.delta(current if restorer is None else restorer.push(current))
                 current = upstream.buffered_delta()
         finally:
             await self.request.write(body)

@@ -95,6 +95,8 @@ class TraceRecord:
     content_expires_at: float | None = None
     subject_sha256: str | None = None
     metadata_expires_at: float | None = None
+    personal_data: dict[str, Any] | None = None
+    """What the personal-data scan found (detectors, paths, counts; never a value)."""
 
     @property
     def ttft_ms(self) -> float | None:

@@ -28,7 +28,7 @@ _TRACE_COLUMNS = (
     "sovereignty_class", "retention", "input_tokens", "output_tokens", "tokens_estimated",
     "cost_eur", "finish_reason", "http_status", "error_type", "error_code", "error_message",
     "attempts", "excluded", "prompt", "completion", "content_expires_at", "subject_sha256",
-    "metadata_expires_at",
+    "metadata_expires_at", "personal_data",
 )  # fmt: skip
 _INSERT_TRACE = (
     f"INSERT INTO traces ({', '.join(_TRACE_COLUMNS)}) "
@@ -72,6 +72,7 @@ def trace_row(record: TraceRecord) -> tuple[Any, ...]:
         json.dumps([a.as_dict() for a in record.attempts]), json.dumps(record.excluded),
         record.prompt, record.completion, record.content_expires_at, record.subject_sha256,
         record.metadata_expires_at,
+        None if record.personal_data is None else json.dumps(record.personal_data),
     ))  # fmt: skip
 
 

@@ -73,6 +73,9 @@ def trace_view(row: Row, *, summary: bool = False) -> dict[str, Any]:
     if not summary:
         view["attempts"] = json.loads(row["attempts"])
         view["excluded"] = json.loads(row["excluded"])
+        view["personal_data"] = (
+            json.loads(row["personal_data"]) if row["personal_data"] is not None else None
+        )
         view["content"] = {
             "stored": row["prompt"] is not None or row["completion"] is not None,
             "prompt": json.loads(row["prompt"]) if row["prompt"] else None,
