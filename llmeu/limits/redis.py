@@ -6,11 +6,12 @@ more than the limit together. Time is Redis's own clock, shared by all.
 
     llmeu:limits:{key_id}:req   sorted set: one member per admitted call (rpm)
     llmeu:limits:{key_id}:tok   sorted set: `ticket:tokens` per admitted call (tpm)
-    llmeu:limits:spend          hash: key id → EUR spent
+    llmeu:limits:spend          hash: key id → EUR spent and reserved
 
 A key's spend is copied from the ledger the first time a budget check finds
 no entry for it (first use, or after Redis lost its data), then grows with
-every settled call.
+every admitted call's estimated cost, corrected by its real cost when it
+settles.
 
 A breaker on Redis itself: every command gives up after `timeout` (0.25 s by
 default, against well under a millisecond when Redis is healthy) and is never
@@ -63,6 +64,7 @@ local window = tonumber(ARGV[7])
 local rpm = tonumber(ARGV[1])
 local tpm = tonumber(ARGV[2])
 local tokens = tonumber(ARGV[3])
+local used = 0
 if ARGV[5] ~= '' then
   local spent = redis.call('HGET', KEYS[3], ARGV[6])
   if not spent then return {'unseeded', '0'} end
@@ -78,7 +80,6 @@ end
 if tpm > 0 then
   redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - window)
   local entries = redis.call('ZRANGE', KEYS[2], 0, -1, 'WITHSCORES')
-  local used = 0
   for i = 1, #entries, 2 do
     used = used + tonumber(string.match(entries[i], ':(%d+)$'))
   end
@@ -98,11 +99,16 @@ if rpm > 0 then
   redis.call('ZADD', KEYS[1], now, ARGV[4])
   redis.call('PEXPIRE', KEYS[1], window)
 end
+local held = tokens
 if tpm > 0 then
-  redis.call('ZADD', KEYS[2], now, ARGV[4] .. ':' .. ARGV[3])
+  held = tokens + math.max(0, math.min(tonumber(ARGV[9]), tpm - used - tokens))
+  redis.call('ZADD', KEYS[2], now, ARGV[4] .. ':' .. held)
   redis.call('PEXPIRE', KEYS[2], window)
 end
-return {'ok', '0'}
+if ARGV[5] ~= '' and tonumber(ARGV[8]) > 0 then
+  redis.call('HINCRBYFLOAT', KEYS[3], ARGV[6], ARGV[8])
+end
+return {'ok', tostring(held)}
 """
 
 _SETTLE = """
@@ -113,7 +119,7 @@ if ARGV[1] ~= '' then
     redis.call('ZADD', KEYS[1], score, ARGV[2])
   end
 end
-if tonumber(ARGV[3]) > 0 and redis.call('HEXISTS', KEYS[2], ARGV[4]) == 1 then
+if tonumber(ARGV[3]) ~= 0 and redis.call('HEXISTS', KEYS[2], ARGV[4]) == 1 then
   redis.call('HINCRBYFLOAT', KEYS[2], ARGV[4], ARGV[3])
 end
 return 1
@@ -157,7 +163,13 @@ class RedisLimiter(Limiter):
             self._degrade(error)
 
     async def admit(
-        self, quota: Quota, tokens: int, *, limits_fail: LimitsFail = LimitsFail.OPEN
+        self,
+        quota: Quota,
+        tokens: int,
+        *,
+        output_tokens: int = 0,
+        reserve_eur: float = 0.0,
+        limits_fail: LimitsFail = LimitsFail.OPEN,
     ) -> Admission:
         admission = Admission(quota, "", tokens)
         if quota.unlimited:
@@ -174,6 +186,8 @@ class RedisLimiter(Limiter):
             "" if quota.budget_eur is None else repr(quota.budget_eur),
             quota.key_id,
             int(WINDOW_SECONDS * 1000),
+            repr(reserve_eur),
+            output_tokens,
         ]
         try:
             verdict, value = await self._admit(keys, args)
@@ -191,6 +205,9 @@ class RedisLimiter(Limiter):
             raise tokens_exceeded(quota, tokens, float(value) / 1000)
         if quota.rpm is not None or quota.tpm is not None:
             admission.ticket = ticket
+            admission.reserved_tokens = int(value)
+        if quota.budget_eur is not None:
+            admission.reserved_eur = reserve_eur
         return admission
 
     def _unchecked(self, admission: Admission, limits_fail: LimitsFail) -> Admission:
@@ -215,7 +232,10 @@ class RedisLimiter(Limiter):
         reserved = ""
         if admission.ticket and quota.tpm is not None:
             reserved = f"{admission.ticket}:{admission.reserved_tokens}"
-        charge = cost_eur if cost_eur and quota.budget_eur is not None else 0.0
+        charge = 0.0
+        if quota.budget_eur is not None:
+            charge = (cost_eur or 0.0) - admission.reserved_eur
+            admission.reserved_eur = 0.0
         if not reserved and not charge:
             return
         if self.state.degraded:

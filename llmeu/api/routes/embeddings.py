@@ -45,6 +45,7 @@ async def handle_embeddings(calls: Calls, request: Request) -> None:
                 + sum(len(i) for i in inputs if not isinstance(i, str))
             ),
             subject=end_user(req.user),
+            max_output_tokens=0,
         )
         await call.admit()
         call.route(req.model, _EMBEDDINGS, req.llmeu)
