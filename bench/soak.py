@@ -191,7 +191,11 @@ async def drive(
     base_url: str, tokens: list[str], plans: list[Plan], concurrency: int
 ) -> list[Seen]:
     rng = random.Random(7)
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    # Idle connections are dropped before the gateway's keep-alive (5 s) would close them:
+    # reusing one as the server closes it is a reset no call outcome can account for.
+    limits = httpx.Limits(
+        max_connections=concurrency, max_keepalive_connections=concurrency, keepalive_expiry=2
+    )
     queue: asyncio.Queue[int] = asyncio.Queue()
     for index in range(len(plans)):
         queue.put_nowait(index)
