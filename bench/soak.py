@@ -256,18 +256,17 @@ async def hostile_mix(port: int, token: str, stop: asyncio.Event) -> Counter[str
         while not stop.is_set():
             reader, writer = await open_hostile()
             writer.write(b"GET /healthz HTTP/1.1\r\nhost: soak\r\nx-slow: ")
+            done = asyncio.ensure_future(answered(reader, "slowloris"))
             try:
-                while not stop.is_set() and not reader.at_eof():
+                while not stop.is_set() and not done.done():
                     writer.write(b"a")
                     await writer.drain()
-                    done = asyncio.ensure_future(answered(reader, "slowloris"))
-                    finished, _ = await asyncio.wait([done], timeout=1.0)
-                    if finished:
-                        break
-                    done.cancel()
+                    await asyncio.wait([done], timeout=1.0)
             except (ConnectionError, OSError):
                 seen["slowloris:reset"] += 1
-            writer.close()
+            finally:
+                done.cancel()  # once the run is over, what the gateway does is not counted
+                writer.close()
 
     async def half_body() -> None:
         body = b'{"model": "soak-model", "messages": [' + b" " * (512 << 10)
@@ -278,16 +277,18 @@ async def hostile_mix(port: int, token: str, stop: asyncio.Event) -> Counter[str
         ).encode()
         while not stop.is_set():
             reader, writer = await open_hostile()
+            waiting = asyncio.ensure_future(answered(reader, "half_body"))
+            stopped = asyncio.ensure_future(stop.wait())
             try:
                 writer.write(head + body)
                 await writer.drain()
-                waiting = asyncio.ensure_future(answered(reader, "half_body"))
-                await asyncio.wait([waiting, asyncio.ensure_future(stop.wait())],
-                                   return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
-                waiting.cancel()
+                await asyncio.wait([waiting, stopped], return_when=asyncio.FIRST_COMPLETED)
             except (ConnectionError, OSError):
                 seen["half_body:reset"] += 1
-            writer.close()
+            finally:
+                waiting.cancel()
+                stopped.cancel()
+                writer.close()
 
     async def bad_keys() -> None:
         transport = httpx.AsyncHTTPTransport(local_address=HOSTILE_ADDRESS)
