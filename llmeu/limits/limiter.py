@@ -72,7 +72,8 @@ class Admission:
     ticket: str
     reserved_tokens: int
     entry: list[float] | None = None  # the in-memory limiter's window entry
-    reserved_eur: float = 0.0  # counted in the key's spend until the call settles
+    reserved_eur: float = 0.0  # counted against the budget until the call settles
+    hold: str = ""  # the Redis limiter's record of `reserved_eur`
 
 
 @dataclass(slots=True)

@@ -6,12 +6,15 @@ more than the limit together. Time is Redis's own clock, shared by all.
 
     llmeu:limits:{key_id}:req   sorted set: one member per admitted call (rpm)
     llmeu:limits:{key_id}:tok   sorted set: `ticket:tokens` per admitted call (tpm)
-    llmeu:limits:spend          hash: key id → EUR spent and reserved
+    llmeu:limits:{key_id}:held  sorted set: `ticket:EUR` reserved per call in flight
+    llmeu:limits:spend          hash: key id → EUR spent
 
 A key's spend is copied from the ledger the first time a budget check finds
 no entry for it (first use, or after Redis lost its data), then grows with
-every admitted call's estimated cost, corrected by its real cost when it
-settles.
+every settled call. An admitted call's estimated cost is held apart until it
+settles, and a hold lapses after `HOLD_SECONDS` on its own: a process that
+dies mid-call leaves no reservation behind for longer than that, and the
+spend stays what the ledger says.
 
 A breaker on Redis itself: every command gives up after `timeout` (0.25 s by
 default, against well under a millisecond when Redis is healthy) and is never
@@ -55,6 +58,8 @@ from llmeu.routing.policy import LimitsFail
 log = logging.getLogger("llmeu.limits")
 
 SPEND_KEY = "llmeu:limits:spend"
+HOLD_SECONDS = 3600
+"""How long a call's budget reservation lasts at most if it never settles (its process died)."""
 DEFAULT_PROBE_INTERVAL = 1.0
 
 _ADMIT = """
@@ -68,7 +73,12 @@ local used = 0
 if ARGV[5] ~= '' then
   local spent = redis.call('HGET', KEYS[3], ARGV[6])
   if not spent then return {'unseeded', '0'} end
-  if tonumber(spent) >= tonumber(ARGV[5]) then return {'budget', spent} end
+  redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now - tonumber(ARGV[10]))
+  local total = tonumber(spent)
+  for _, hold in ipairs(redis.call('ZRANGE', KEYS[4], 0, -1)) do
+    total = total + tonumber(string.match(hold, ':([^:]+)$'))
+  end
+  if total >= tonumber(ARGV[5]) then return {'budget', tostring(total)} end
 end
 if rpm > 0 then
   redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
@@ -106,7 +116,8 @@ if tpm > 0 then
   redis.call('PEXPIRE', KEYS[2], window)
 end
 if ARGV[5] ~= '' and tonumber(ARGV[8]) > 0 then
-  redis.call('HINCRBYFLOAT', KEYS[3], ARGV[6], ARGV[8])
+  redis.call('ZADD', KEYS[4], now, ARGV[4] .. ':' .. ARGV[8])
+  redis.call('PEXPIRE', KEYS[4], tonumber(ARGV[10]))
 end
 return {'ok', tostring(held)}
 """
@@ -119,7 +130,10 @@ if ARGV[1] ~= '' then
     redis.call('ZADD', KEYS[1], score, ARGV[2])
   end
 end
-if tonumber(ARGV[3]) ~= 0 and redis.call('HEXISTS', KEYS[2], ARGV[4]) == 1 then
+if ARGV[5] ~= '' then
+  redis.call('ZREM', KEYS[3], ARGV[5])
+end
+if tonumber(ARGV[3]) > 0 and redis.call('HEXISTS', KEYS[2], ARGV[4]) == 1 then
   redis.call('HINCRBYFLOAT', KEYS[2], ARGV[4], ARGV[3])
 end
 return 1
@@ -177,7 +191,8 @@ class RedisLimiter(Limiter):
         if self.state.degraded:
             return self._unchecked(admission, limits_fail)
         ticket = secrets.token_hex(8)
-        keys = [f"llmeu:limits:{quota.key_id}:req", f"llmeu:limits:{quota.key_id}:tok", SPEND_KEY]
+        prefix = f"llmeu:limits:{quota.key_id}"
+        keys = [f"{prefix}:req", f"{prefix}:tok", SPEND_KEY, f"{prefix}:held"]
         args: list[str | int] = [
             quota.rpm or 0,
             quota.tpm or 0,
@@ -188,6 +203,7 @@ class RedisLimiter(Limiter):
             int(WINDOW_SECONDS * 1000),
             repr(reserve_eur),
             output_tokens,
+            HOLD_SECONDS * 1000,
         ]
         try:
             verdict, value = await self._admit(keys, args)
@@ -206,8 +222,9 @@ class RedisLimiter(Limiter):
         if quota.rpm is not None or quota.tpm is not None:
             admission.ticket = ticket
             admission.reserved_tokens = int(value)
-        if quota.budget_eur is not None:
+        if quota.budget_eur is not None and reserve_eur > 0:
             admission.reserved_eur = reserve_eur
+            admission.hold = f"{ticket}:{reserve_eur!r}"
         return admission
 
     def _unchecked(self, admission: Admission, limits_fail: LimitsFail) -> Admission:
@@ -232,20 +249,22 @@ class RedisLimiter(Limiter):
         reserved = ""
         if admission.ticket and quota.tpm is not None:
             reserved = f"{admission.ticket}:{admission.reserved_tokens}"
-        charge = 0.0
-        if quota.budget_eur is not None:
-            charge = (cost_eur or 0.0) - admission.reserved_eur
-            admission.reserved_eur = 0.0
-        if not reserved and not charge:
+        charge = cost_eur if cost_eur and quota.budget_eur is not None else 0.0
+        hold, admission.hold = admission.hold, ""
+        if not reserved and not charge and not hold:
             return
         if self.state.degraded:
-            # A reservation lapses with its window; a charge is recovered from the ledger.
-            if charge:
+            # A reservation lapses with its window or its hold's time; a charge is recovered
+            # from the ledger.
+            if charge or hold:
                 self._unsettled.add(quota.key_id)
             return
-        keys = [f"llmeu:limits:{quota.key_id}:tok", SPEND_KEY]
-        args = [reserved, f"{admission.ticket}:{tokens}", repr(charge), quota.key_id]
-        task = asyncio.get_running_loop().create_task(self._run_settle(keys, args, bool(charge)))
+        prefix = f"llmeu:limits:{quota.key_id}"
+        keys = [f"{prefix}:tok", SPEND_KEY, f"{prefix}:held"]
+        args = [reserved, f"{admission.ticket}:{tokens}", repr(charge), quota.key_id, hold]
+        task = asyncio.get_running_loop().create_task(
+            self._run_settle(keys, args, bool(charge or hold))
+        )
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
 
@@ -299,11 +318,12 @@ class RedisLimiter(Limiter):
         )
 
     async def _forget_unsettled_spend(self) -> None:
-        """Drop the spend Redis holds for keys whose charges it missed: the next
-        budget check copies it afresh from the ledger, which missed nothing."""
+        """Drop the spend and holds Redis keeps for keys whose settlements it missed: the
+        next budget check copies the spend afresh from the ledger, which missed nothing."""
         while self._unsettled:
             keys = set(self._unsettled)
             await self.redis.hdel(SPEND_KEY, *keys)
+            await self.redis.delete(*(f"llmeu:limits:{k}:held" for k in keys))
             self._unsettled -= keys
 
     async def aclose(self) -> None:

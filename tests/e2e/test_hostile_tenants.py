@@ -24,10 +24,15 @@ def config(fake_upstream: FakeUpstream) -> str:
     return config_yaml(fake_endpoint("fakeprov-fr-a", fake_upstream))
 
 
+@pytest.mark.parametrize(
+    "limits",
+    [[], pytest.param(["--redis-url", "redis://127.0.0.1:6379/0"], marks=pytest.mark.redis)],
+    ids=["in-memory", "redis"],
+)
 def test_concurrent_calls_cannot_spend_a_budget_many_times_over(
-    gateway_factory: GatewayFactory, config: str
+    gateway_factory: GatewayFactory, config: str, limits: list[str]
 ) -> None:
-    gateway = gateway_factory(config=config)
+    gateway = gateway_factory(config=config, args=limits)
     budget = 0.00003
     key = create_key(gateway, budget_eur=budget)
     with ThreadPoolExecutor(40) as pool:
