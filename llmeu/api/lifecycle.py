@@ -47,7 +47,7 @@ from enum import Enum
 from types import TracebackType
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
-from llmeu.api.accounting import Accounting, Counts, streamed_counts
+from llmeu.api.accounting import Accounting, CallCeiling, Counts, streamed_counts
 from llmeu.api.asgi import JSON_HEADERS, SSE_HEADERS, DisconnectWatch, Headers, Request
 from llmeu.api.error_responses import ErrorShape, as_api_error, send_error
 from llmeu.api.trace import TraceRecorder
@@ -67,6 +67,7 @@ from llmeu.personal.masking import Masking
 from llmeu.personal.rules import RestrictTo
 from llmeu.personal.scan import Screening, TextParts, screen
 from llmeu.personal.streams import StreamRestorer
+from llmeu.protocol.error_shape import error_body
 from llmeu.protocol.routing_block import RoutingBlock
 from llmeu.providers.base import ChatStream, Provider
 from llmeu.routing.catalog import Capability, Endpoint
@@ -133,10 +134,13 @@ class Call:
         self._prompt: object = None
         self._prompt_tokens: Callable[[], int] = _no_estimate
         self._prompt_tokens_known = False
+        self._model = ""
+        self._max_output_tokens: int | None = None
         self._hangup = Hangup()
         self._watch = DisconnectWatch(request.receive, self._hangup)
         self._upstream: ChatStream | None = None
         self._encoder: StreamEncoder | None = None
+        self._stream_ended = False
         self._output = StreamOutput()
         self._opened = 0.0
         self._upstream_seconds = 0.0  # spent inside attempts, for the overhead headers
@@ -155,7 +159,7 @@ class Call:
         authorization = (
             self._credentials(request) if self._credentials else request.header(b"authorization")
         )
-        key = await calls.keys.authenticate(authorization)
+        key = await calls.keys.authenticate(authorization, request.client)
         if not calls.accepting:
             raise ServiceUnavailable("the gateway is shutting down", code="shutting_down")
         if calls.ledger.full:
@@ -194,12 +198,17 @@ class Call:
         prompt: object,
         prompt_tokens: Callable[[], int] | None = None,
         subject: str | None = None,
+        max_output_tokens: int | None = None,
     ) -> None:
         """What the client asked for: `texts` (the prompt's text) are kept out of error
         messages, `prompt` is what the trace keeps where the policy stores content,
-        `prompt_tokens` the gateway's estimate, for limits and when no usage is reported, and
-        `subject` the end user the call is made for (its content is erased with theirs)."""
+        `prompt_tokens` the gateway's estimate, for limits and when no usage is reported,
+        `subject` the end user the call is made for (its content is erased with theirs), and
+        `max_output_tokens` the most the call may produce (0 for embeddings; None: the
+        endpoint's cap), which the key's limits reserve."""
         self.trace.requested(model, stream=stream, texts=texts, subject=subject)
+        self._model = model
+        self._max_output_tokens = max_output_tokens
         self._prompt = prompt
         if prompt_tokens is not None:
             self._prompt_tokens = prompt_tokens
@@ -237,7 +246,9 @@ class Call:
         store that does not answer (`limits_fail`)."""
         policy = self._calls.policies.get(self._key_policy)
         limits_fail = policy.limits_fail if policy is not None else LimitsFail.OPEN
-        await self._accounting.admit(self._prompt_tokens, limits_fail)
+        serving = self._calls.upstreams.catalog.serving(self._model)
+        ceiling = CallCeiling.of(serving, self._max_output_tokens)
+        await self._accounting.admit(self._prompt_tokens, ceiling, limits_fail)
 
     def route(self, model: str, needs: frozenset[Capability], narrowing: object) -> RoutePlan:
         """The effective policy (the key's, narrowed by the request) and the route plan."""
@@ -315,9 +326,9 @@ class Call:
         if completing is not None:
             await completing(reason, usage)
         await self._finish(CallStatus.COMPLETED)
-        await self.request.write(
-            encoder.finish(reason, usage, self.trace.routing_block()), more=False
-        )
+        end = encoder.finish(reason, usage, self.trace.routing_block())
+        self._stream_ended = True
+        await self.request.write(end, more=False)
 
     @property
     def key_id(self) -> str:
@@ -354,8 +365,15 @@ class Call:
         try:
             if exc is None:
                 return False
-            if not self.trace.open:  # answered already: a late hang-up changes nothing
-                return isinstance(exc, ClientDisconnected)
+            if not self.trace.open:  # recorded already: a late hang-up changes nothing
+                if isinstance(exc, ClientDisconnected):
+                    return True
+                if isinstance(exc, Exception) and self._stream_open:
+                    # The trace is final, the stream's end was never sent: end it in error.
+                    log.error("call %s failed ending its stream", self.trace_id, exc_info=exc)
+                    await self._end_stream(as_api_error(exc))
+                    return True
+                return False
             if isinstance(exc, ClientDisconnected):
                 await self._hung_up()
             elif isinstance(exc, asyncio.CancelledError):  # the server ended the request
@@ -478,9 +496,28 @@ class Call:
                 self.request, error, shape=self._shape, trace_id=self.trace_id, routing=routing
             )
             return
-        await self._finish(status, error, http_status=200)
-        if self._encoder is not None:
-            await self.request.write(self._encoder.error(error, trace.routing_block()), more=False)
+        try:
+            await self._finish(status, error, http_status=200)
+        finally:
+            await self._end_stream(error)
+
+    @property
+    def _stream_open(self) -> bool:
+        return self._encoder is not None and not self._stream_ended
+
+    async def _end_stream(self, error: ApiError) -> None:
+        """The error that ends a stream once it has begun (DESIGN §2: no normal end after
+        it). Whatever fails in building it, the client still gets an error frame."""
+        encoder = self._encoder
+        if encoder is None or self._stream_ended:
+            return
+        self._stream_ended = True
+        try:
+            frame = encoder.error(error, self.trace.routing_block())
+        except Exception:  # the routing block itself is what failed: the frame goes without it
+            log.exception("call %s: the error frame goes without its routing block", self.trace_id)
+            frame = b"data: " + error_body(error, {"trace_id": self.trace_id}) + b"\n\n"
+        await self.request.write(frame, more=False)
 
     def _count_partial(self, status: CallStatus) -> None:
         """What a call that ended early used. A stream: what it produced so far — with the

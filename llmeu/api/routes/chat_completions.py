@@ -39,6 +39,7 @@ async def handle_chat(calls: Calls, request: Request) -> None:
             prompt=chat.messages,
             prompt_tokens=lambda: estimate_prompt_tokens(chat),
             subject=end_user(chat.user, chat.metadata),
+            max_output_tokens=output_cap(chat),
         )
         screening = call.screen(lambda: chat_parts(chat))
         if screening is not None and screening.masking is not None:
@@ -50,6 +51,14 @@ async def handle_chat(calls: Calls, request: Request) -> None:
             await stream_chat(call, chat)
         else:
             await complete_chat(call, chat)
+
+
+def output_cap(chat: ChatRequest) -> int | None:
+    """The request's own limit on the answer's length, if it sets one."""
+    for cap in (chat.max_completion_tokens, chat.max_tokens):
+        if isinstance(cap, int):
+            return cap
+    return None
 
 
 def parse_chat(body: bytes) -> ChatRequest:

@@ -46,6 +46,7 @@ async def handle_embeddings(calls: Calls, request: Request) -> None:
                 + sum(len(i) for i in inputs if not isinstance(i, str))
             ),
             subject=end_user(req.user),
+            max_output_tokens=0,
         )
         screening = call.screen(lambda: _parts(inputs))
         if screening is not None and screening.masking is not None:
