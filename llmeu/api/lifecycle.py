@@ -128,6 +128,7 @@ class Call:
         self._upstream_seconds = 0.0  # spent inside attempts, for the overhead headers
         self._key_id = ""
         self._key_policy = ""
+        self._wants_receipt = False
         self.trace_id = ""
         self.trace: TraceRecorder
         self._accounting: Accounting
@@ -166,7 +167,9 @@ class Call:
         return self
 
     async def body(self) -> bytes:
-        return await self.request.body(self._calls.max_body_bytes)
+        body = await self.request.body(self._calls.max_body_bytes)
+        self.trace.received_body(body)
+        return body
 
     def requested(
         self,
@@ -198,10 +201,10 @@ class Call:
     def route(self, model: str, needs: frozenset[Capability], narrowing: object) -> RoutePlan:
         """The effective policy (the key's, narrowed by the request) and the route plan."""
         calls = self._calls
+        request_field = narrowing if isinstance(narrowing, RoutingRequest) else None
+        self._wants_receipt = request_field is not None and request_field.receipt is True
         policy = calls.policies.effective(
-            self._key_policy,
-            narrowing if isinstance(narrowing, RoutingRequest) else None,
-            self.request.header(b"x-llmeu-policy"),
+            self._key_policy, request_field, self.request.header(b"x-llmeu-policy")
         )
         self.trace.governed_by(policy)
         # The configuration the call started with serves it to the end, reloads or not.
@@ -257,9 +260,10 @@ class Call:
         self.trace.finish_reason(reason)
         await self._finish(CallStatus.COMPLETED)
         usage = self._usage()
-        await self.request.write(
-            encoder.finish(reason, usage, self.trace.routing_block()), more=False
-        )
+        routing = self.trace.routing_block()
+        if self._wants_receipt:
+            routing.receipt = self._calls.receipts.of_record(self.trace.record)
+        await self.request.write(encoder.finish(reason, usage, routing), more=False)
 
     def counted(self, counts: Counts) -> None:
         self.trace.usage(counts.input_tokens, counts.output_tokens, estimated=counts.estimated)
@@ -279,7 +283,11 @@ class Call:
     async def respond(self, body: bytes) -> None:
         """A completed call's whole answer, sent once its trace is durable."""
         await self._finish(CallStatus.COMPLETED)
-        await self.request.respond(200, body, self._response_headers(JSON_HEADERS))
+        headers = self._response_headers(JSON_HEADERS)
+        if self._wants_receipt:
+            receipt = self._calls.receipts.of_record(self.trace.record)
+            headers.append((b"x-llmeu-receipt", receipt.encode()))
+        await self.request.respond(200, body, headers)
 
     async def __aexit__(
         self,

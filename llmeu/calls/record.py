@@ -95,6 +95,9 @@ class TraceRecord:
     content_expires_at: float | None = None
     subject_sha256: str | None = None
     metadata_expires_at: float | None = None
+    policy_sha256: str | None = None
+    request_sha256: str | None = None
+    content_sha256: str | None = None
 
     @property
     def ttft_ms(self) -> float | None:
