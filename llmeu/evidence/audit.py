@@ -63,12 +63,11 @@ from llmeu.evidence.chain import (
     GENESIS_LINK,
     ChainLink,
     Checkpoint,
-    chain_metadata,
+    chain_body,
     link_after,
     read_checkpoint,
 )
 from llmeu.evidence.diagnosis import ChainWalk, Damage, Finding, diagnose
-from llmeu.evidence.jcs import canonical_json
 from llmeu.evidence.signing_keys import public_keys_from_jwks
 
 __all__ = ["ChainReport", "Damage", "Finding", "verify_chain"]
@@ -148,7 +147,7 @@ def _first_pass(
             walk.start = previous = _start_link(
                 seq, str(trace_id), checkpoints, findings, walk.missing
             )
-        body = canonical_json(chain_metadata(row))
+        body = chain_body(row)
         follows = previous is None or link_after(previous, body) == link
         if not follows and row.get("metadata_purged_at") is not None:
             # A purged row's metadata is gone, so its link cannot be recomputed: it is taken

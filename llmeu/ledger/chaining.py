@@ -23,8 +23,10 @@ its place and its link, and the verifier takes a purged row's link as given.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from llmeu.evidence.chain import CHAINED_COLUMNS, ChainLink, sign_checkpoint
 from llmeu.evidence.signing_keys import SigningKey
@@ -40,30 +42,51 @@ _HEAD = "SELECT seq, link, trace_id FROM chain_head WHERE head_id = 1"
 VERIFY_COLUMNS = (*CHAINED_COLUMNS, "chain_seq", "chain_link", "metadata_purged_at")
 
 
-_UNCHAINED = (
-    f"SELECT {_CHAINED_SELECT} FROM traces WHERE chain_seq IS NULL "
+_UNCHAINED_WHERE = (
+    "FROM traces WHERE chain_seq IS NULL "
     "AND (status NOT IN ('in_progress', 'interrupted') "
     "OR (status = 'interrupted' AND finished_at <= ?)) "
     f"ORDER BY received_at, trace_id LIMIT {_SWEEP_LIMIT}"
 )
+_UNCHAINED_IDS = f"SELECT trace_id {_UNCHAINED_WHERE}"
+_UNCHAINED = f"SELECT {_CHAINED_SELECT} {_UNCHAINED_WHERE}"
 
 
-def chain_final_rows(dialect: Dialect, settled_before: float) -> Followup:
+def chain_final_rows(
+    dialect: Dialect, settled_before: float, written: Mapping[str, Row] | None = None
+) -> Followup:
     """The end of a transaction that may have made rows final: link them to the head.
+
+    `written` holds the final rows this transaction wrote, as written (by trace id): the
+    ids of the unchained final rows are read first, and when they are all among these —
+    the usual case — their links are computed from them, sparing a read of every
+    column. A row written again once final (a retried batch) is chained already, so
+    never among those ids. Any other unchained row (a call found `interrupted`, a row
+    written before the chain existed) sends the whole batch through a full read.
 
     An `interrupted` row joins the chain once it was marked before `settled_before`:
     until then the call's own process, judged stopped while only slow, may still
     record how the call ended (`Store.write_traces` replaces the row).
     """
-    reads = ((_HEAD + dialect.lock_row, ()), (_UNCHAINED, (settled_before,)))
-    return Followup(reads=reads, build=_link_rows)
+    known = written or {}
+    full_read = ((_UNCHAINED, (settled_before,)),)
+
+    def link(read: list[list[Row]]) -> list[Statement] | Followup:
+        heads, ids = read
+        if not ids:
+            return []
+        head = _head(heads)
+        if all(row["trace_id"] in known for row in ids):
+            return _link_rows(head, [known[row["trace_id"]] for row in ids])
+        return Followup(full_read, lambda rows: _link_rows(head, rows[0]))
+
+    reads = ((_HEAD + dialect.lock_row, ()), (_UNCHAINED_IDS, (settled_before,)))
+    return Followup(reads=reads, build=link)
 
 
-def _link_rows(read: list[list[Row]]) -> list[Statement]:
-    heads, rows = read
+def _link_rows(head: ChainLink, rows: Sequence[Mapping[str, Any]]) -> list[Statement]:
     if not rows:
         return []
-    head = _head(heads)
     links = []
     for row in rows:
         head = head.next(row)

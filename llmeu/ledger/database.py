@@ -28,11 +28,12 @@ Listener = Callable[[str], None]
 class Followup:
     """Work a transaction does after its statements, before it commits: `reads` run in
     order, and `build` turns what they returned into the statements that end the
-    transaction. It is how a write links rows to the hash chain's head: the head is read
-    (and, where `Dialect.lock_row` says so, locked) inside the transaction that moves it."""
+    transaction — or into a further `Followup` when it needs to read more. It is how a
+    write links rows to the hash chain's head: the head is read (and, where
+    `Dialect.lock_row` says so, locked) inside the transaction that moves it."""
 
     reads: Sequence[tuple[str, Params]]
-    build: Callable[[list[list[Row]]], Sequence[Statement]]
+    build: Callable[[list[list[Row]]], Sequence[Statement] | Followup]
 
 
 @dataclass(frozen=True, slots=True)

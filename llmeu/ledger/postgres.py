@@ -81,12 +81,14 @@ class PostgresDatabase(Database):
         try:
             async with self._pool.acquire() as conn, conn.transaction():
                 await self._run(conn, statements, counts)
-                if followup is not None:
+                work: Sequence[Statement] | Followup | None = followup
+                while isinstance(work, Followup):
                     read = [
                         [dict(row) for row in await conn.fetch(self._sql(sql), *params)]
-                        for sql, params in followup.reads
+                        for sql, params in work.reads
                     ]
-                    await self._run(conn, followup.build(read), counts)
+                    work = work.build(read)
+                await self._run(conn, work or (), counts)
         except _postgres_errors() as error:
             raise _postgres_error(error) from error
         return counts

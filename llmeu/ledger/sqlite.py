@@ -156,13 +156,15 @@ def _run_transaction(
     try:
         for sql, rows in statements:
             counts.append(conn.executemany(sql, rows).rowcount)
-        if followup is not None:
+        work: Sequence[Statement] | Followup | None = followup
+        while isinstance(work, Followup):
             read = [
                 [dict(row) for row in conn.execute(sql, tuple(params))]
-                for sql, params in followup.reads
+                for sql, params in work.reads
             ]
-            for sql, rows in followup.build(read):
-                counts.append(conn.executemany(sql, rows).rowcount)
+            work = work.build(read)
+        for sql, rows in work or ():
+            counts.append(conn.executemany(sql, rows).rowcount)
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:  # some errors (I/O, full disk) have rolled it back already

@@ -109,8 +109,9 @@ class Store:
             "OR (traces.status = 'interrupted' AND traces.chain_seq IS NULL)",
         )
 
-    def _chain(self, now: float) -> Followup:
-        return chain_final_rows(self.db.dialect, now - self.interrupted_settle_seconds)
+    def _chain(self, now: float, written: dict[str, Row] | None = None) -> Followup:
+        settled_before = now - self.interrupted_settle_seconds
+        return chain_final_rows(self.db.dialect, settled_before, written)
 
     @property
     def shared(self) -> bool:
@@ -180,7 +181,10 @@ class Store:
         if finishes:
             statements.append((self._finish_trace, finishes))
         if finishes:
-            await self.db.transaction(statements, self._chain(time.time()))
+            written: dict[str, Row] = {}
+            for row in finishes:  # the first of a trace written twice is the one stored
+                written.setdefault(row[0], dict(zip(_TRACE_COLUMNS, row, strict=True)))
+            await self.db.transaction(statements, self._chain(time.time(), written))
         elif statements:
             await self.db.transaction(statements)
 
