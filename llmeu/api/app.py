@@ -12,7 +12,7 @@ from llmeu.api.asgi import Receive, Request, Scope, Send
 from llmeu.api.cors import CorsMiddleware
 from llmeu.api.error_responses import OPENAI_ERRORS, ErrorShape, as_api_error, send_error
 from llmeu.api.gateway import Gateway
-from llmeu.api.routes import compliance, console, evidence, platform, service
+from llmeu.api.routes import compliance, console, platform, receipt_keys, service
 from llmeu.api.routes.chat_completions import handle_chat
 from llmeu.api.routes.embeddings import handle_embeddings
 from llmeu.api.routes.models import handle_models
@@ -74,9 +74,9 @@ def route_table(gw: Gateway) -> list[Route]:
         Route(
             "GET",
             "/v1/platform/traces/{trace_id}/receipt",
-            partial(evidence.get_receipt, gw.evidence),
+            partial(receipt_keys.get_receipt, gw.evidence),
         ),
-        Route("GET", "/.well-known/llmeu/jwks.json", partial(evidence.get_jwks, gw.evidence)),
+        Route("GET", "/.well-known/llmeu/jwks.json", partial(receipt_keys.get_jwks, gw.evidence)),
         Route("GET", "/healthz", partial(service.handle_healthz, gw.health)),
         Route("GET", "/readyz", partial(service.handle_readyz, gw.readiness)),
         Route("GET", "/metrics", partial(service.handle_metrics, gw.telemetry)),

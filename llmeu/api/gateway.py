@@ -20,9 +20,9 @@ from typing import Any
 from llmeu.api.auth import KeyRing
 from llmeu.api.inference import Calls
 from llmeu.api.policies import PolicyBook
-from llmeu.api.receipts import Receipts
-from llmeu.api.routes.evidence import Evidence
+from llmeu.api.receipt_issuer import Receipts
 from llmeu.api.routes.platform import Platform
+from llmeu.api.routes.receipt_keys import Evidence
 from llmeu.api.signing import load_signing_keys
 from llmeu.api.upstreams import Upstreams
 from llmeu.api.welcome import AdminKey, Welcome, announce, chat_model, reachable_root

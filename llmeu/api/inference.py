@@ -17,7 +17,7 @@ from llmeu.api.auth import KeyRing
 from llmeu.api.error_responses import OPENAI_ERRORS, ErrorShape
 from llmeu.api.lifecycle import Call
 from llmeu.api.policies import PolicyBook
-from llmeu.api.receipts import Receipts
+from llmeu.api.receipt_issuer import Receipts
 from llmeu.api.upstreams import Upstreams
 from llmeu.ledger.writer import Ledger
 from llmeu.limits import Limiter

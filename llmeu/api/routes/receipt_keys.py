@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from llmeu.api.asgi import Request
-from llmeu.api.receipts import Receipts
+from llmeu.api.receipt_issuer import Receipts
 from llmeu.api.routes.platform import Platform, get_trace_view
 from llmeu.protocol.json_codec import encoder
 
