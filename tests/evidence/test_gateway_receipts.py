@@ -219,3 +219,27 @@ def test_a_signing_key_from_the_environment_is_used_and_never_written(
         env={**os.environ, "LLMEU_SIGNING_KEY": key.private_pem().decode()},
     )  # fmt: skip
     assert refused.returncode == 1 and "$LLMEU_SIGNING_KEY" in refused.stderr
+
+
+def console_check(gateway: Gateway, trace: dict[str, Any]) -> dict[str, Any]:
+    done = subprocess.run(
+        ["node", str(JOSE / "console_check.mjs"), gateway.url, gateway.admin_key,
+         json.dumps(trace)],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+def test_the_consoles_receipt_check_tells_valid_from_another_calls(gateway: Gateway) -> None:
+    with admin(gateway) as client:
+        response, _ = chat(client, {"model": "fake-model",
+                                    "messages": [{"role": "user", "content": "hi"}]})  # fmt: skip
+        trace = client.get(f"/v1/platform/traces/{response.json()['llmeu']['trace_id']}").json()
+    jwks = httpx.get(f"{gateway.url}/.well-known/llmeu/jwks.json").json()
+    checked = console_check(gateway, {"id": trace["id"], "status": trace["status"]})
+    assert checked == {"state": "valid", "reason": f"signed by key {jwks['keys'][0]['kid']}",
+                       "kid": jwks["keys"][0]["kid"]}  # fmt: skip
+    other = console_check(gateway, {"id": trace["id"], "status": "failed"})
+    assert other["state"] == "invalid" and other["reason"] == "the receipt speaks of another call"
