@@ -6,6 +6,8 @@ BIN := $(VENV)/bin
 # from the lock: what the SBOM and the licence check describe.
 RUNTIME := build/runtime-venv
 SBOM := artifacts/sbom/llmeu.cdx.json
+# The Node clients whose snippets in docs/clients.md the tests run.
+NODE_CLIENTS := tests/clients/node
 
 .PHONY: serve install test check lint typecheck fmt bench lock runtime sbom licences audit supply-chain
 
@@ -36,7 +38,14 @@ $(VENV)/.installed-%: requirements/%.txt $(INSTALL_INPUTS) | $(BIN)/python
 serve: $(VENV)/.installed-local
 	$(BIN)/llmeu serve
 
-install: $(VENV)/.installed-test
+install: $(VENV)/.installed-test $(NODE_CLIENTS)/node_modules/.installed
+
+# The Node clients from their lock (`npm ci` checks every integrity hash); without npm,
+# a note says their snippets will not run.
+$(NODE_CLIENTS)/node_modules/.installed: $(NODE_CLIENTS)/package-lock.json
+	@if command -v npm >/dev/null; then \
+		cd $(NODE_CLIENTS) && npm ci --no-audit --no-fund && touch node_modules/.installed; \
+	else echo "npm not found: the Node snippets of docs/clients.md will not run" >&2; fi
 
 # Lint, types, import layers, then the whole test suite.
 test: install check
