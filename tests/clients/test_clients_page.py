@@ -114,7 +114,7 @@ def platform(gateway: Gateway, path: str) -> Any:
 
 def trace_statuses(gateway: Gateway) -> dict[str, str]:
     page = platform(gateway, "traces?limit=200")
-    return {trace["trace_id"]: trace["status"] for trace in page["data"]}
+    return {trace["id"]: trace["status"] for trace in page["data"]}
 
 
 def snippet_command(language: str, code: str, workdir: Path) -> list[str]:
