@@ -6,6 +6,9 @@ BIN := $(VENV)/bin
 # from the lock: what the SBOM and the licence check describe.
 RUNTIME := build/runtime-venv
 SBOM := artifacts/sbom/llmeu.cdx.json
+# The Node clients whose snippets in docs/clients.md the tests run.
+NODE_CLIENTS := tests/clients/node
+LLAMAINDEX := build/llamaindex-venv
 
 .PHONY: serve install test check lint typecheck fmt bench lock runtime sbom licences audit supply-chain \
 	image-test deploy-check
@@ -37,11 +40,28 @@ $(VENV)/.installed-%: requirements/%.txt $(INSTALL_INPUTS) | $(BIN)/python
 serve: $(VENV)/.installed-local
 	$(BIN)/llmeu serve
 
-install: $(VENV)/.installed-test tests/evidence/jose/node_modules/.package-lock.json
+install: $(VENV)/.installed-test tests/evidence/jose/node_modules/.package-lock.json \
+	$(NODE_CLIENTS)/node_modules/.installed $(LLAMAINDEX)/.installed
 
 # An independent JOSE implementation (Node's `jose`) checks receipts in tests/evidence.
 tests/evidence/jose/node_modules/.package-lock.json: tests/evidence/jose/package-lock.json
 	cd tests/evidence/jose && npm ci --no-audit --no-fund
+
+# The Node clients from their lock (`npm ci` checks every integrity hash); without npm,
+# a note says their snippets will not run.
+$(NODE_CLIENTS)/node_modules/.installed: $(NODE_CLIENTS)/package-lock.json
+	@if command -v npm >/dev/null; then \
+		cd $(NODE_CLIENTS) && npm ci --no-audit --no-fund && touch node_modules/.installed; \
+	else echo "npm not found: the Node snippets of docs/clients.md will not run" >&2; fi
+
+# LlamaIndex's OpenAI integration requires openai<3 while the test extra has openai 3:
+# its snippet in docs/clients.md runs from an environment of its own, hash-locked
+# (tests/clients/llamaindex-requirements.txt, made with `uv pip compile --generate-hashes`).
+$(LLAMAINDEX)/.installed: tests/clients/llamaindex-requirements.txt
+	rm -rf $(LLAMAINDEX)
+	$(PY) -m venv $(LLAMAINDEX)
+	$(LLAMAINDEX)/bin/python -m pip install --require-hashes --no-deps -r $<
+	@touch $@
 
 # Lint, types, import layers, then the whole test suite.
 test: install check
