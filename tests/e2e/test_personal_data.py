@@ -315,3 +315,39 @@ def test_a_policy_put_through_the_platform_api_governs_at_once(
     assert isinstance(caught.value.body, dict)
     assert caught.value.body["code"] == "personal_data_detected"
     assert all(not u.stats() for u in upstreams.values())
+
+
+def test_responses_surface_masks_and_restores_whole_and_streamed(
+    gateway: Gateway,
+    keys: dict[str, str],
+    upstreams: dict[str, FakeUpstream],
+    client: Callable[[Gateway, str], openai.OpenAI],
+) -> None:
+    sdk = client(gateway, keys["pd-mask"])
+    whole = sdk.responses.create(model="shared", input=PROMPT + "[[reply=echo]]", store=False)
+    assert whole.output_text == PROMPT
+    stream = sdk.responses.create(
+        model="shared", input=PROMPT + "[[reply=echo;piece=3]]", store=False, stream=True
+    )
+    deltas = [e.delta for e in stream if e.type == "response.output_text.delta"]
+    assert "".join(deltas) == PROMPT
+    assert not any("[" in d or "_1" in d for d in deltas)
+    bodies = seen_bodies(upstreams)
+    assert len(bodies) == 2 and all("[IBAN_1]" in body for body in bodies)
+    assert not any(value in body for body in bodies for value in VALUES)
+    recorded = trace(gateway, whole.model_extra["llmeu"]["trace_id"])  # type: ignore[index]
+    found = {(f["detector"], f["count"]) for f in recorded["personal_data"]["findings"]}
+    assert found == {("iban", 2), ("email", 1), ("nl_bsn", 1), ("pl_pesel", 1)}
+
+
+def test_responses_surface_blocks_like_chat(
+    gateway: Gateway,
+    keys: dict[str, str],
+    upstreams: dict[str, FakeUpstream],
+    client: Callable[[Gateway, str], openai.OpenAI],
+) -> None:
+    with pytest.raises(openai.PermissionDeniedError) as refused:
+        client(gateway, keys["pd-block"]).responses.create(model="shared", input=PROMPT)
+    assert refused.value.code == "personal_data_detected"
+    assert IBAN not in str(refused.value.body)
+    assert seen_bodies(upstreams) == []

@@ -30,12 +30,14 @@ from llmeu.api.asgi import Request
 from llmeu.api.bodies import decode_body
 from llmeu.api.inference import Calls
 from llmeu.api.lifecycle import Call
+from llmeu.api.routes.chat_completions import output_cap
 from llmeu.calls.hangup import Hangup
 from llmeu.calls.output import Completion, Usage
 from llmeu.calls.request import ChatRequest, Message, text_of
 from llmeu.errors import InvalidRequest, NotFound
 from llmeu.ledger.retention import subject_digest
 from llmeu.ledger.stored_responses import StoredResponse, StoredResponses
+from llmeu.personal.chat_text import chat_parts, restored_tool_calls, rewritten
 from llmeu.protocol.json_codec import MAX_NESTING, encoder, nesting_depth
 from llmeu.protocol.responses_object import (
     ResponseObject,
@@ -73,7 +75,14 @@ async def handle_responses(calls: Calls, stored: StoredResponses, request: Reque
             prompt=chat.messages,
             prompt_tokens=lambda: estimate_prompt_tokens(chat),
             subject=req.end_user,
+            max_output_tokens=output_cap(chat),
         )
+        # The policy's personal-data rules see the whole conversation the upstream gets,
+        # stored turns included; a masked prompt is what the trace keeps.
+        screening = call.screen(lambda: chat_parts(chat))
+        if screening is not None and screening.masking is not None:
+            chat = rewritten(chat, screening.masked)
+            call.keep_prompt(chat.messages)
         await call.admit()
         call.route(chat.model, _CHAT_TOOLS if chat.tools else _CHAT, chat.llmeu)
         keep = _Keeper(stored, call, req, history)
@@ -202,6 +211,12 @@ async def _complete(call: Call, req: ResponsesRequest, chat: ChatRequest, keep: 
 
     endpoint, completion = await call.complete(ask)
     message = completion.message
+    message = msgspec.structs.replace(
+        message,
+        content=call.restore(message.content) if message.content else message.content,
+        refusal=call.restore(message.refusal) if message.refusal else message.refusal,
+        tool_calls=restored_tool_calls(message.tool_calls, call.restore),
+    )
     call.counted(completed_counts(completion.usage, message, lambda: estimate_prompt_tokens(chat)))
     call.keep_content(message.content or "")
     call.finish_reason(completion.finish_reason)
