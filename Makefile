@@ -36,7 +36,11 @@ $(VENV)/.installed-%: requirements/%.txt $(INSTALL_INPUTS) | $(BIN)/python
 serve: $(VENV)/.installed-local
 	$(BIN)/llmeu serve
 
-install: $(VENV)/.installed-test
+install: $(VENV)/.installed-test tests/node/node_modules/.package-lock.json
+
+# The TypeScript SDK the end-to-end tests drive with Node, exactly as locked.
+tests/node/node_modules/.package-lock.json: tests/node/package-lock.json
+	cd tests/node && npm ci --no-audit --no-fund
 
 # Lint, types, import layers, then the whole test suite.
 test: install check

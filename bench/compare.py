@@ -71,6 +71,13 @@ class Plan:
             for c in self.concurrency
         ]
 
+    def messages_loads(self) -> list[Load]:
+        """The streamed chat load again, through `/v1/messages` (llmeu only)."""
+        return [
+            Load(c, True, self.chunks, self.duration_s, surface="messages")
+            for c in self.concurrency
+        ]
+
 
 def _run_text(argv: Sequence[str]) -> str:
     try:
@@ -131,12 +138,16 @@ async def _measure_target(
         target = await gateways.start_target(name, place, database_url)
         await verify(target)
         cells = []
-        for load in plan.loads():
+        messages = plan.messages_loads() if name == "llmeu" else []
+        for load in [*plan.loads(), *messages]:
             remaining = deadline - time.monotonic()
             if remaining < load.duration_s + 2:
                 print(f"  {name}: time budget spent, skipping {load.label}", flush=True)
                 continue
-            cell = await run_cell(target, dataclasses.replace(load, max_cell_s=min(60, remaining)))
+            serving = target
+            if load.surface != "chat":
+                serving = dataclasses.replace(target, name=f"{name}-{load.surface}")
+            cell = await run_cell(serving, dataclasses.replace(load, max_cell_s=min(60, remaining)))
             _progress(cell)
             cells.append(cell)
         return cells
@@ -162,6 +173,20 @@ async def compare(plan: Plan, workdir: Path) -> tuple[list[CellResult], dict[str
                 failures[name] = f"{type(exc).__name__}: {exc}".strip()
                 print(f"  {name} failed: {failures[name]}", flush=True)
     return cells, failures
+
+
+def messages_ratios(cells: Sequence[CellResult]) -> dict[int, float]:
+    """CPU per streamed Messages call / CPU per streamed chat call, per concurrency (target
+    at most 1.3: the Messages encoder may cost little more than the chat one)."""
+    chat = {c.concurrency: c for c in cells if c.target == "llmeu" and c.stream}
+    ratios = {}
+    for cell in cells:
+        base = chat.get(cell.concurrency)
+        if cell.target != "llmeu-messages" or base is None:
+            continue
+        if cell.gateway_cpu_ms_per_call and base.gateway_cpu_ms_per_call:
+            ratios[cell.concurrency] = cell.gateway_cpu_ms_per_call / base.gateway_cpu_ms_per_call
+    return ratios
 
 
 def write_results(
@@ -219,9 +244,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except aio.Interrupted:
         print("interrupted; every process this run started was stopped", file=sys.stderr)
         return 130
+    ratios = messages_ratios(cells)
+    if ratios:
+        meta["messages_cpu_ratio_to_chat"] = {str(c): round(r, 3) for c, r in ratios.items()}
     path = write_results(meta, cells, failures)
     print()
     print(report.markdown(meta, cells, failures))
+    for concurrency, ratio in ratios.items():
+        print(f"llmeu CPU per streamed call, messages / chat, c={concurrency}: {ratio:.2f}x")
     print(f"written to {path} (and .json); logs and configs in {workdir}")
     return 1 if failures else 0
 

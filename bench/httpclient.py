@@ -2,9 +2,10 @@
 
 It does the least work a correct client can do per response, so that the load
 generator is not what limits a benchmark: it never decodes JSON; for streams it
-only looks for the first non-empty `"content"` (time to first content) and for
-`data: [DONE]` (a complete stream), with a byte-level search that also catches
-a pattern split across two reads.
+only looks for the first non-empty `"content"` (or a Messages `"text"`: time to
+first content) and for `data: [DONE]` (or a Messages `event: message_stop`: a
+complete stream), with a byte-level search that also catches a pattern split
+across two reads.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from typing import cast
 
 import httptools
 
-_FIRST_CONTENT = re.compile(rb'"content":\s*"(?:[^"\\]|\\.)')
-_DONE = b"data: [DONE]"
+_FIRST_CONTENT = re.compile(rb'"(?:content|text)":\s*"(?:[^"\\]|\\.)')
+_DONE = re.compile(rb"data: \[DONE\]|event: message_stop")
 _TAIL = 64
 
 
@@ -50,7 +51,7 @@ class Exchange:
         window = self._tail + data
         if not self.first_content.done() and _FIRST_CONTENT.search(window):
             self.first_content.set_result(now)
-        if not self.saw_done and _DONE in window:
+        if not self.saw_done and _DONE.search(window):
             self.saw_done = True
         self._tail = window[-_TAIL:]
 

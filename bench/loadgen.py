@@ -32,6 +32,7 @@ import procs
 from httpclient import Connection, ConnectionClosed, Exchange, build_request
 
 CHAT_PATH = "/chat/completions"
+MESSAGES_PATH = "/messages"
 
 
 @dataclass(frozen=True)
@@ -63,11 +64,13 @@ class Load:
     chunks: int = 64
     duration_s: float = 3.0
     max_cell_s: float = 60.0
+    surface: str = "chat"  # or "messages": the same call through Anthropic's Messages API
 
     @property
     def label(self) -> str:
         kind = f"stream {self.chunks}" if self.stream else "non-stream"
-        return f"c={self.concurrency} {kind}"
+        surface = "" if self.surface == "chat" else f" {self.surface}"
+        return f"c={self.concurrency} {kind}{surface}"
 
 
 @dataclass(frozen=True)
@@ -108,6 +111,17 @@ def chat_body(model: str, stream: bool, directive: str, prompt: str = "Say hello
     }
     if stream:
         body["stream_options"] = {"include_usage": True}
+    return msgspec.json.encode(body)
+
+
+def messages_body(model: str, stream: bool, directive: str, prompt: str = "Say hello.") -> bytes:
+    """The same call as `chat_body`, as an Anthropic Messages request."""
+    body: dict[str, object] = {
+        "model": model,
+        "max_tokens": 1024,
+        "messages": [{"role": "user", "content": f"{prompt} bench: {directive}"}],
+        "stream": stream,
+    }
     return msgspec.json.encode(body)
 
 
@@ -183,8 +197,13 @@ def _cpu(pid: int | None) -> float:
 async def run_cell(target: Target, load: Load) -> CellResult:
     """Warm up, then measure one cell; connections are closed at the end."""
     host, port = target.host_port
-    body = chat_body(target.model, load.stream, f"chunks={load.chunks}")
-    request = build_request(host, port, target.path_prefix + CHAT_PATH, body, target.api_key)
+    if load.surface == "messages":
+        body = messages_body(target.model, load.stream, f"chunks={load.chunks}")
+        path = MESSAGES_PATH
+    else:
+        body = chat_body(target.model, load.stream, f"chunks={load.chunks}")
+        path = CHAT_PATH
+    request = build_request(host, port, target.path_prefix + path, body, target.api_key)
     workers = [_Worker(target, request, load.stream) for _ in range(load.concurrency)]
     try:
         warmup = _Samples([], [])

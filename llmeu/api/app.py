@@ -15,6 +15,7 @@ from llmeu.api.gateway import Gateway
 from llmeu.api.routes import compliance, console, platform, service
 from llmeu.api.routes.chat_completions import handle_chat
 from llmeu.api.routes.embeddings import handle_embeddings
+from llmeu.api.routes.messages import ANTHROPIC_ERRORS, handle_count_tokens, handle_messages
 from llmeu.api.routes.models import handle_models
 from llmeu.api.routes.openapi import handle_openapi
 from llmeu.config import Settings
@@ -68,6 +69,13 @@ def route_table(gw: Gateway) -> list[Route]:
     return [
         Route("POST", "/v1/chat/completions", partial(handle_chat, calls)),
         Route("POST", "/v1/embeddings", partial(handle_embeddings, calls)),
+        Route("POST", "/v1/messages", partial(handle_messages, calls), ANTHROPIC_ERRORS),
+        Route(
+            "POST",
+            "/v1/messages/count_tokens",
+            partial(handle_count_tokens, calls),
+            ANTHROPIC_ERRORS,
+        ),
         Route("GET", "/v1/models", partial(handle_models, calls, gw.started_at)),
         Route("GET", "/v1/models/{model}", partial(handle_models, calls, gw.started_at)),
         *platform_routes,

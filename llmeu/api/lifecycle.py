@@ -256,7 +256,7 @@ class Call:
         reason = upstream.finish_reason or "stop"
         self.trace.finish_reason(reason)
         await self._finish(CallStatus.COMPLETED)
-        usage = self._usage()
+        usage = self._usage(upstream.usage)
         await self.request.write(
             encoder.finish(reason, usage, self.trace.routing_block()), more=False
         )
@@ -374,12 +374,17 @@ class Call:
         self.counted(streamed_counts(usage, self._output, self._prompt_tokens))
         self.trace.keep_content(self._prompt, self._output.stored())
 
-    def _usage(self) -> Usage:
+    def _usage(self, reported: Usage | None = None) -> Usage:
+        """The call's counts; the cache's share of the prompt where the upstream reported it."""
         record = self.trace.record
         assert record.input_tokens is not None and record.output_tokens is not None
-        return Usage(
+        usage = Usage(
             record.input_tokens, record.output_tokens, record.input_tokens + record.output_tokens
         )
+        if reported is not None:
+            usage.cache_creation_input_tokens = reported.cache_creation_input_tokens
+            usage.cache_read_input_tokens = reported.cache_read_input_tokens
+        return usage
 
     async def _finish(
         self, status: CallStatus, error: ApiError | None = None, http_status: int | None = None

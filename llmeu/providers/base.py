@@ -70,6 +70,11 @@ class Provider(ABC):
     async def complete_chat(self, request: ChatRequest, hangup: Hangup) -> Completion:
         """A whole completion in one response."""
 
+    async def count_tokens(self, request: ChatRequest, hangup: Hangup) -> int | None:
+        """The prompt's input tokens as this endpoint's model counts them; None when the
+        endpoint cannot count (the caller then estimates)."""
+        return None
+
     async def embed(
         self, inputs: EmbeddingInputs, dimensions: int | None, hangup: Hangup
     ) -> Embeddings:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from llmeu.providers.anthropic import AnthropicProvider
 from llmeu.providers.base import Provider
 from llmeu.providers.local_chat import LocalChatProvider
 from llmeu.providers.local_embeddings import LocalEmbeddingsProvider
@@ -40,6 +41,10 @@ def _openai(endpoint: Endpoint, context: ProviderContext) -> Provider:
     return OpenAIProvider(endpoint, context.http, context.secret(endpoint.api_key_env))
 
 
+def _anthropic(endpoint: Endpoint, context: ProviderContext) -> Provider:
+    return AnthropicProvider(endpoint, context.http, context.secret(endpoint.api_key_env))
+
+
 def _local(endpoint: Endpoint, context: ProviderContext) -> Provider:
     if Capability.EMBEDDINGS in endpoint.capabilities:
         return LocalEmbeddingsProvider(endpoint, threads=context.local_threads)
@@ -49,6 +54,7 @@ def _local(endpoint: Endpoint, context: ProviderContext) -> Provider:
 PROVIDER_KINDS: Mapping[EndpointKind, Factory] = {
     EndpointKind.OPENAI: _openai,
     EndpointKind.LOCAL: _local,
+    EndpointKind.ANTHROPIC: _anthropic,
 }
 
 

@@ -50,6 +50,7 @@ SEAL_LEVELS = range(0, 5)
 class EndpointKind(StrEnum):
     OPENAI = "openai"
     LOCAL = "local"
+    ANTHROPIC = "anthropic"  # Anthropic's Messages API, natively
 
 
 LOCAL_CHAT_MODEL = "SmolLM2-135M-Instruct"

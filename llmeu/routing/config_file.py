@@ -114,9 +114,9 @@ def _endpoint(node: _Node) -> Endpoint:
     kind = _enum(fields.get("kind"), "kind", EndpointKind, EndpointKind.OPENAI)
     model = _name(fields["model"], "model")
     base_url = _text(fields, "base_url", "")
-    if kind is EndpointKind.OPENAI and not base_url.startswith(("http://", "https://")):
+    if kind is not EndpointKind.LOCAL and not base_url.startswith(("http://", "https://")):
         raise ConfigError(
-            "an `openai` endpoint needs a base_url starting with http:// or https://",
+            f"an `{kind.value}` endpoint needs a base_url starting with http:// or https://",
             field="base_url",
             line=_line(fields.get("base_url", node)),
         )
