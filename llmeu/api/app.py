@@ -98,6 +98,8 @@ class App:
         self._handle_http = CorsMiddleware(self._http, origins) if origins else self._http
         self.routes = route_table(gateway)
         self._exact = {(r.method, r.path): r for r in self.routes if not r.templated}
+        # A path's own error shape, also for a method it does not have (405).
+        self._shapes = {r.path: r.shape for r in self.routes if not r.templated}
         self._templated = [r for r in self.routes if r.templated]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -108,7 +110,7 @@ class App:
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive, send)
-        shape: ErrorShape = OPENAI_ERRORS
+        shape: ErrorShape = self._shapes.get(request.path, OPENAI_ERRORS)
         try:
             route, values = self._find(request.method, request.path, request.scope.get("raw_path"))
             shape = route.shape

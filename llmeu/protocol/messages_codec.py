@@ -144,7 +144,7 @@ BlockIn = (
 
 
 class MessageIn(_In):
-    role: Literal["user", "assistant"]
+    role: Literal["user", "assistant", "system"]  # `system` mid-conversation, as Claude Code
     content: str | list[BlockIn]
 
 
@@ -208,6 +208,7 @@ class MessagesRequest(Struct, forbid_unknown_fields=True, omit_defaults=True):
     speed: str | UnsetType | None = UNSET
     cache_control: dict[str, Any] | UnsetType | None = UNSET
     diagnostics: dict[str, Any] | UnsetType | None = UNSET
+    context_management: dict[str, Any] | UnsetType | None = UNSET  # the upstream's to manage
     workspace_id: str | UnsetType | None = UNSET
     user_profile_id: str | UnsetType | None = UNSET
     llmeu: RoutingRequest | UnsetType | None = UNSET
@@ -281,6 +282,11 @@ def _chat_messages(message: MessageIn, path: str) -> list[Message]:
     content = message.content
     if message.role == "assistant":
         return [_assistant_message(content, path)]
+    if message.role == "system":
+        if isinstance(content, list) and not all(isinstance(b, TextBlockIn) for b in content):
+            raise InvalidRequest("a system turn holds text only", param=f"{path}.content")
+        text = content if isinstance(content, str) else "".join(b.text for b in content)  # type: ignore[union-attr]
+        return [SystemMessage(content=text)]
     if isinstance(content, str):
         return [UserMessage(content=content)]
     results: list[Message] = []

@@ -22,7 +22,7 @@ from msgspec import UNSET
 
 from llmeu.calls.hangup import Hangup
 from llmeu.calls.output import AssistantOutput, Completion, Delta, Usage
-from llmeu.calls.request import ChatRequest, Message, role_of, text_of
+from llmeu.calls.request import ChatRequest, Message, Thinking, role_of, text_of
 from llmeu.errors import ConfigError, UnsupportedByEndpoint, UpstreamError
 from llmeu.providers.base import ChatStream, Provider
 from llmeu.routing.catalog import LOCAL_CHAT_MODEL, Endpoint
@@ -109,6 +109,12 @@ class LocalChatProvider(Provider):
         return Completion(message, stream.finish_reason, stream.usage)
 
     async def _prepare(self, request: ChatRequest) -> _Job:
+        if isinstance(request.thinking, Thinking) and request.thinking.type == "enabled":
+            raise UnsupportedByEndpoint(
+                f"endpoint {self.endpoint.endpoint_id} ({self.endpoint.model}) does not support "
+                "`thinking` (extended reasoning)",
+                param="thinking",
+            )
         if request.tools or (
             request.response_format not in (UNSET, None)
             and getattr(request.response_format, "type", "text") != "text"

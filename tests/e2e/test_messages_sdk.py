@@ -236,3 +236,23 @@ def test_over_the_rate_limit_is_a_rate_limit_error(gateway: Gateway) -> None:
         client.messages.create(model="fake-model", max_tokens=10, messages=user("x"))
     assert caught.value.body["error"]["type"] == "rate_limit_error"  # type: ignore[index]
     assert caught.value.response.headers["retry-after"]
+
+
+def test_a_claude_code_shaped_request_is_served_by_a_chat_upstream(
+    client: anthropic.Anthropic,
+) -> None:
+    """What Claude Code sends: beta headers, `?beta=true`, adaptive thinking (served by not
+    thinking where the upstream cannot), context management, an effort, a system turn."""
+    message = client.messages.create(
+        model="fake-model", max_tokens=4000, thinking={"type": "adaptive"},
+        system=[{"type": "text", "text": "be brief", "cache_control": {"type": "ephemeral"}}],
+        messages=[*user("hi"), {"role": "assistant", "content": "hello"},
+                  {"role": "system", "content": "reminder"},  # type: ignore[list-item]
+                  *user("again [[chunks=2]]")],
+        extra_body={"context_management": {"edits": [{"type": "clear_thinking_20251015"}]},
+                    "output_config": {"effort": "high"}},
+        extra_headers={"anthropic-beta": "claude-code-20250219,effort-2025-11-24"},
+        extra_query={"beta": "true"},
+    )  # fmt: skip
+    assert message.content[0].text == "tok0 tok1 "  # type: ignore[union-attr]
+    assert message.stop_reason == "end_turn"

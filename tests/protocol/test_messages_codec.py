@@ -117,7 +117,9 @@ def test_images_and_documents_become_content_parts() -> None:
         ({"temperature": 1.5}, "temperature"),
         ({"frobnicate": 1}, "frobnicate"),
         ({"messages": []}, "messages"),
-        ({"messages": [{"role": "system", "content": "x"}]}, "messages[0].role"),
+        ({"messages": [{"role": "tool", "content": "x"}]}, "messages[0].role"),
+        ({"messages": [{"role": "system", "content": [{"type": "image", "source": {
+            "type": "url", "url": "https://x.eu/a.png"}}]}]}, "messages[0].content"),
         ({"tools": [{"type": "web_search_20250305", "name": "web_search"}]}, "tools[0].type"),
         ({"tools": [{"name": "f"}]}, "tools[0].input_schema"),
         ({"messages": [{"role": "user", "content": [{"type": "document", "source": {
@@ -126,7 +128,7 @@ def test_images_and_documents_become_content_parts() -> None:
             "name": "f", "input": {}}]}]}, "messages[0].content[0].type"),
         ({"thinking": {"type": "sometimes"}}, "thinking.type"),
     ],
-    ids=["max-tokens-zero", "temperature-range", "unknown-field", "no-messages", "system-role",
+    ids=["max-tokens-zero", "temperature-range", "unknown-field", "no-messages", "tool-role", "system-turn-image",
          "server-tool", "no-input-schema", "document-url", "tool-use-from-user", "thinking-type"],
 )  # fmt: skip
 def test_invalid_requests_name_what_is_wrong(body: dict[str, Any], param: str) -> None:
@@ -280,3 +282,15 @@ def test_a_whole_anthropic_message_reads_as_a_completion() -> None:
     assert completion.message.content == "hi"
     assert completion.message.tool_calls[0].function.arguments == '{"a": 1}'  # type: ignore[index]
     assert completion.usage == Usage(5, 4, 9, cache_read_input_tokens=2)
+
+
+def test_a_system_turn_mid_conversation_and_adaptive_thinking_are_kept() -> None:
+    chat = parse(base(thinking={"type": "adaptive"}, messages=[
+        {"role": "user", "content": "hi"},
+        {"role": "system", "content": [{"type": "text", "text": "reminder"}]},
+        {"role": "user", "content": "again"},
+    ]))  # fmt: skip
+    assert [type(m).__name__ for m in chat.messages] == ["UserMessage", "SystemMessage",
+                                                         "UserMessage"]  # fmt: skip
+    assert chat.messages[1].content == "reminder"
+    assert chat.thinking.type == "adaptive"
