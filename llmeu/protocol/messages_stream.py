@@ -39,6 +39,9 @@ from llmeu.protocol.routing_block import RoutingBlock
 _TEXT_DELTA = b'event: content_block_delta\ndata: {"type":"content_block_delta","index":'
 
 
+_TEXT_HEAD = b'{"type":"text_delta","text":'
+
+
 def event(name: str, payload: bytes) -> bytes:
     """One event: its name and its already-encoded JSON data."""
     return b"event: " + name.encode() + b"\ndata: " + payload + b"\n\n"
@@ -47,7 +50,7 @@ def event(name: str, payload: bytes) -> bytes:
 class MessagesFrames:
     """The events of one streamed message, one content-block delta per upstream delta."""
 
-    __slots__ = ("_block", "_index", "_input_tokens", "_message_id", "_model", "_tool")
+    __slots__ = ("_block", "_index", "_input_tokens", "_message_id", "_model", "_prefix", "_tool")
 
     def __init__(self, message_id: str, model: str, input_tokens: int):
         self._message_id = message_id
@@ -56,6 +59,7 @@ class MessagesFrames:
         self._index = -1  # the open block's index; -1 before the first
         self._block = ""  # its type, "" when none is open
         self._tool = -1  # the upstream's index of the tool call in the open tool_use block
+        self._prefix = b""  # a content_block_delta event of the open block, up to its delta
 
     def start(self) -> bytes:
         message: dict[str, Any] = {
@@ -66,6 +70,14 @@ class MessagesFrames:
         return event("message_start", encoder.encode({"type": "message_start", "message": message}))
 
     def delta(self, delta: Delta) -> bytes:
+        text = delta.content
+        if (
+            text
+            and self._block == "text"
+            and not (delta.reasoning_content or delta.refusal or delta.tool_calls)
+            and delta.reasoning_signature is UNSET
+        ):  # the common case, a text delta in the open text block: one event, nothing else
+            return self._prefix + _TEXT_HEAD + encoder.encode(text) + b"}}\n\n"
         out = b""
         if delta.reasoning_content:
             out += self._ensure("thinking", {"type": "thinking", "thinking": "", "signature": ""})
@@ -76,7 +88,7 @@ class MessagesFrames:
         text = (delta.content or "") + (delta.refusal or "")
         if text:
             out += self._ensure("text", {"type": "text", "text": ""})
-            out += self._delta(b'{"type":"text_delta","text":', text)
+            out += self._delta(_TEXT_HEAD, text)
         for call in delta.tool_calls or ():
             out += self._tool_delta(call)
         return out
@@ -123,6 +135,7 @@ class MessagesFrames:
         out = self._close()
         self._index += 1
         self._block = kind
+        self._prefix = _TEXT_DELTA + str(self._index).encode() + b',"delta":'
         start = {"type": "content_block_start", "index": self._index, "content_block": block}
         return out + event("content_block_start", encoder.encode(start))
 
@@ -134,10 +147,7 @@ class MessagesFrames:
         return event("content_block_stop", stop)
 
     def _delta(self, head: bytes, value: str) -> bytes:
-        return (
-            _TEXT_DELTA + str(self._index).encode() + b',"delta":' + head
-            + encoder.encode(value) + b"}}\n\n"
-        )  # fmt: skip
+        return self._prefix + head + encoder.encode(value) + b"}}\n\n"
 
 
 class _Block(Struct, omit_defaults=True):
