@@ -264,6 +264,15 @@ class Call:
     def counted(self, counts: Counts) -> None:
         self.trace.usage(counts.input_tokens, counts.output_tokens, estimated=counts.estimated)
 
+    def reported(self, usage: Usage | None) -> None:
+        """The prompt cache's share of the input, where the upstream's usage says it."""
+        if usage is not None:
+            read, created = usage.cache_read_input_tokens, usage.cache_creation_input_tokens
+            self.trace.cache_tokens(
+                read if isinstance(read, int) else None,
+                created if isinstance(created, int) else None,
+            )
+
     def keep_content(self, completion: object) -> None:
         self.trace.keep_content(self._prompt, completion)
 
@@ -372,6 +381,7 @@ class Call:
     def _count_stream(self, usage: Usage | None) -> None:
         """What a stream produced: counts (the upstream's, else estimates) and content."""
         self.counted(streamed_counts(usage, self._output, self._prompt_tokens))
+        self.reported(usage)
         self.trace.keep_content(self._prompt, self._output.stored())
 
     def _usage(self, reported: Usage | None = None) -> Usage:

@@ -95,6 +95,9 @@ class TraceRecord:
     content_expires_at: float | None = None
     subject_sha256: str | None = None
     metadata_expires_at: float | None = None
+    cache_read_tokens: int | None = None  # the prompt cache's share of input_tokens
+    cache_creation_tokens: int | None = None
+    ignored_features: str | None = None  # e.g. `anthropic-beta` values, comma-separated
 
     @property
     def ttft_ms(self) -> float | None:

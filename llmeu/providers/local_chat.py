@@ -108,6 +108,16 @@ class LocalChatProvider(Provider):
         message = AssistantOutput(role="assistant", content="".join(parts))
         return Completion(message, stream.finish_reason, stream.usage)
 
+    async def count_tokens(self, request: ChatRequest, hangup: Hangup) -> int | None:
+        """The prompt's tokens as the model sees it: its chat template, its tokenizer."""
+        return len(self._prompt_tokens(request))
+
+    def _prompt_tokens(self, request: ChatRequest) -> list[int]:
+        messages = [_plain_message(m) for m in request.messages]
+        prompt = self._formatter(messages=messages).prompt
+        tokens: list[int] = self._llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+        return tokens
+
     async def _prepare(self, request: ChatRequest) -> _Job:
         if isinstance(request.thinking, Thinking) and request.thinking.type == "enabled":
             raise UnsupportedByEndpoint(
@@ -125,9 +135,7 @@ class LocalChatProvider(Provider):
                 f"`{param}`",
                 param=param,
             )
-        messages = [_plain_message(m) for m in request.messages]
-        prompt = self._formatter(messages=messages).prompt
-        tokens = self._llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+        tokens = self._prompt_tokens(request)
         room = self._context_tokens - len(tokens)
         if room <= 0:
             raise UnsupportedByEndpoint(

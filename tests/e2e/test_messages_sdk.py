@@ -159,6 +159,10 @@ def test_native_anthropic_keeps_thinking_signatures_and_cache_tokens(
     assert seen["headers"]["x-api-key"] == FAKE_ANTHROPIC_KEY
     assert seen["headers"]["anthropic-version"] == "2023-06-01"
     assert seen["body"]["thinking"] == {"type": "enabled", "budget_tokens": 1024}
+    trace = settled_trace(gateway, delta.model_extra["llmeu"]["trace_id"])  # type: ignore[index]
+    assert trace["usage"]["input_tokens"] == 11 + 5 + 3  # every input token, cached or not
+    assert trace["usage"]["cache_read_tokens"] == 5
+    assert trace["usage"]["cache_creation_tokens"] == 3
 
 
 def test_native_anthropic_tool_use_non_streamed(client: anthropic.Anthropic) -> None:

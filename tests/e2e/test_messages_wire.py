@@ -177,6 +177,8 @@ def test_x_api_key_authenticates_and_a_missing_key_is_a_401(gateway: Gateway) ->
                     headers={"x-api-key": gateway.admin_key, "anthropic-version": "2023-06-01",
                              "anthropic-beta": "some-future-feature-2099"})  # fmt: skip
     assert ok.status_code == 200 and ok.json()["content"][0]["text"] == "tok0 "
+    trace = settled_trace(gateway, ok.json()["llmeu"]["trace_id"])
+    assert trace["ignored_features"] == "anthropic-beta: some-future-feature-2099"
     missing = httpx.post(f"{gateway.base_url}/messages", json=payload)
     assert missing.status_code == 401
     assert missing.json()["error"]["type"] == "authentication_error"

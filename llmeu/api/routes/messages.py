@@ -12,7 +12,7 @@ back as the same blocks streamed or not.
 The key comes in `x-api-key` (Anthropic's SDKs) or `Authorization: Bearer`;
 errors have Anthropic's shape and statuses (`AnthropicErrors`).
 `anthropic-version` is accepted whatever it says (none is allowed), and the
-`anthropic-beta` features are ignored: the trace's log line lists them.
+`anthropic-beta` features are ignored: the trace lists them (`ignored_features`).
 """
 
 from __future__ import annotations
@@ -119,9 +119,10 @@ def estimate_prompt(wire: MessagesRequest) -> int:
 
 
 def _note_betas(call: Call, request: Request) -> None:
+    """Beta features are Anthropic's own: none is applied here; the trace lists them."""
     betas = request.header(b"anthropic-beta")
     if betas:
-        log.info("call %s: anthropic-beta ignored: %s", call.trace_id, betas[:200])
+        call.trace.ignored(f"anthropic-beta: {betas}")
 
 
 async def _stream(call: Call, chat: ChatRequest, prompt_tokens: int) -> None:
@@ -162,6 +163,7 @@ async def _complete(call: Call, chat: ChatRequest, prompt_tokens: int) -> None:
 
     endpoint, got = await call.complete(ask)
     call.counted(streamed_counts(got.usage, got.output, lambda: prompt_tokens))
+    call.reported(got.usage)
     call.keep_content(got.output.stored())
     call.finish_reason(got.finish_reason)
     usage = with_cache(call.usage(), got.usage)
