@@ -216,6 +216,12 @@ class MessagesEventDecoder:
     def usage(self) -> Usage | None:
         return usage_of(self._usage)
 
+    @property
+    def input_tokens(self) -> int | None:
+        """The uncached input tokens, once `message_start` reported them."""
+        value = self._usage.input_tokens
+        return value if isinstance(value, int) else None
+
     def decode(self, data: str | bytes) -> Delta | None:
         """The delta one event carries, or None (a start without content, a stop, a ping)."""
         try:

@@ -141,6 +141,7 @@ class _AnthropicStream(ChatStream):
                     self._response.abort()
                     raise
                 if delta is not None:
+                    self.input_tokens = messages.input_tokens
                     return delta
                 if messages.done:
                     return None

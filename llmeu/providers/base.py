@@ -30,6 +30,9 @@ class ChatStream(ABC):
 
     finish_reason: str | None = None
     usage: Usage | None = None
+    input_tokens: int | None = None
+    """The prompt's uncached input tokens as the upstream counted them, where known before
+    the end (the local model, Anthropic's `message_start`): a surface can say it early."""
 
     @abstractmethod
     async def next_delta(self) -> Delta | None:

@@ -233,6 +233,7 @@ class _LocalChatStream(ChatStream):
         self._provider = provider
         self._job = job
         self._prompt_tokens = prompt_tokens
+        self.input_tokens = prompt_tokens
         self._queue: asyncio.Queue[object] = asyncio.Queue()
         self._cancelled = threading.Event()
         self._future: asyncio.Future[None] | None = None

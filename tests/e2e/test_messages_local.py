@@ -42,8 +42,11 @@ def test_the_local_model_streams_and_counts_exactly(
     client: anthropic.Anthropic, local_gateway: Gateway
 ) -> None:
     with client.messages.stream(model="smollm2", max_tokens=12, messages=QUESTION) as stream:
-        pieces = list(stream.text_stream)
+        events = list(stream)
         final = stream.get_final_message()
+    pieces = [e.delta.text for e in events if e.type == "content_block_delta"]  # type: ignore[union-attr]
+    start = next(e for e in events if e.type == "message_start")
+    assert start.message.usage.input_tokens == final.usage.input_tokens  # type: ignore[union-attr]
     assert len(pieces) >= 2 and "".join(pieces) == final.content[0].text  # type: ignore[union-attr]
     assert 0 < final.usage.output_tokens <= 12
     counted = client.messages.count_tokens(model="smollm2", messages=QUESTION)

@@ -150,6 +150,8 @@ def test_native_anthropic_keeps_thinking_signatures_and_cache_tokens(
     assert [b.type for b in final.content] == ["thinking", "text"]
     assert final.content[0].thinking == "Let me think. Paris it is."  # type: ignore[union-attr]
     assert final.content[0].signature  # type: ignore[union-attr]
+    start = next(e for e in events if e.type == "message_start")
+    assert start.message.usage.input_tokens == 11  # the upstream's own count, said early
     delta = next(e for e in events if e.type == "message_delta")
     assert delta.usage.cache_read_input_tokens == 5
     assert delta.usage.cache_creation_input_tokens == 3

@@ -126,11 +126,19 @@ def _note_betas(call: Call, request: Request) -> None:
 
 
 async def _stream(call: Call, chat: ChatRequest, prompt_tokens: int) -> None:
+    opened: list[ChatStream] = []
+
     async def open_stream(provider: Provider, hangup: Hangup) -> ChatStream:
-        return await provider.stream_chat(chat, hangup)
+        stream = await provider.stream_chat(chat, hangup)
+        opened.append(stream)
+        return stream
 
     def frames(endpoint: Endpoint) -> MessagesFrames:
-        return MessagesFrames(message_id(call.trace_id), endpoint.model, prompt_tokens)
+        """`message_start` says the upstream's own input count where it is known by the first
+        delta, else the gateway's estimate (`message_delta` has the final counts)."""
+        known = opened[-1].input_tokens if opened else None
+        input_tokens = known if known is not None else prompt_tokens
+        return MessagesFrames(message_id(call.trace_id), endpoint.model, input_tokens)
 
     await call.stream(open_stream, frames)
 
