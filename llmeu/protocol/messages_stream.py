@@ -27,13 +27,8 @@ from msgspec import UNSET, Struct, UnsetType
 from llmeu.calls.output import Delta, ToolCallDelta, ToolCallFunctionDelta, Usage
 from llmeu.errors import ApiError, UpstreamError, UpstreamUnavailable
 from llmeu.protocol.json_codec import encoder
-from llmeu.protocol.messages_codec import (
-    FINISH_REASONS,
-    error_object,
-    stop_reason,
-    tool_use_id,
-    usage_object,
-)
+from llmeu.protocol.messages_codec import FINISH_REASONS
+from llmeu.protocol.messages_reply import error_object, stop_reason, tool_use_id, usage_object
 from llmeu.protocol.routing_block import RoutingBlock
 
 _TEXT_DELTA = b'event: content_block_delta\ndata: {"type":"content_block_delta","index":'
