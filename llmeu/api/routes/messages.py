@@ -204,7 +204,8 @@ async def handle_count_tokens(calls: Calls, request: Request) -> None:
         try:
             counted = await upstreams.provider(endpoint).count_tokens(chat, Hangup())
         except UpstreamError as error:
-            log.info("count_tokens on %s failed: %s", endpoint.endpoint_id, error.message)
+            # Its message may quote the prompt: the log says only who failed and how.
+            log.info("count_tokens on %s failed (%s)", endpoint.endpoint_id, error.code)
             continue
         if counted is not None:
             body = {"input_tokens": counted, "llmeu": {"endpoint_id": endpoint.endpoint_id}}
