@@ -7,7 +7,8 @@ BIN := $(VENV)/bin
 RUNTIME := build/runtime-venv
 SBOM := artifacts/sbom/llmeu.cdx.json
 
-.PHONY: serve install test check lint typecheck fmt bench lock runtime sbom licences audit supply-chain
+.PHONY: serve install test check lint typecheck fmt bench lock runtime sbom licences audit supply-chain \
+	image-test deploy-check
 
 # Every install checks each downloaded file against the SHA-256 in requirements/*.txt
 # (exported from uv.lock), so a file changed on the index fails the install instead of
@@ -84,3 +85,26 @@ audit: install
 	$(BIN)/python -m tools.audit $(AUDIT_FLAGS)
 
 supply-chain: sbom licences audit
+
+# Build both images of the Containerfile on a debootstrapped Debian base and run them
+# (tools/image_test.py): root, podman and debootstrap; slow, so not part of `make test`.
+image-test: install
+	@command -v podman >/dev/null && command -v debootstrap >/dev/null \
+		|| { apt-get update -qq && apt-get install -y -qq podman debootstrap; }
+	$(BIN)/python -m tools.image_test
+
+# checkov over deploy/, from its own hash-locked environment (its dependencies conflict
+# with the project's), then the manifests through the Kubernetes client's typed models.
+CHECKOV := build/checkov-venv
+$(CHECKOV)/.installed: deploy/checkov-requirements.txt
+	rm -rf $(CHECKOV)
+	$(PY) -m venv $(CHECKOV)
+	$(CHECKOV)/bin/python -m pip install --require-hashes --no-deps -r deploy/checkov-requirements.txt
+	@touch $@
+
+deploy-check: install $(CHECKOV)/.installed
+	$(CHECKOV)/bin/checkov --quiet --compact --skip-download --framework kubernetes --directory deploy/kubernetes
+	@# checkov knows a Dockerfile by its name
+	mkdir -p build/checkov && cp Containerfile build/checkov/Dockerfile
+	$(CHECKOV)/bin/checkov --quiet --compact --skip-download --framework dockerfile --file build/checkov/Dockerfile
+	$(BIN)/pytest -q tests/deploy

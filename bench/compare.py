@@ -64,19 +64,21 @@ class Plan:
             names.insert(names.index("llmeu") + 1, "llmeu-pg")
         return names
 
-    def loads(self) -> list[Load]:
-        return [
+    def loads(self, target: str = "") -> list[Load]:
+        """The loads of one target; llmeu's add the same streams through the Responses and
+        the Messages APIs."""
+        loads = [
             Load(c, stream, self.chunks, self.duration_s)
             for stream in (False, True)
             for c in self.concurrency
         ]
-
-    def messages_loads(self) -> list[Load]:
-        """The streamed chat load again, through `/v1/messages` (llmeu only)."""
-        return [
-            Load(c, True, self.chunks, self.duration_s, surface="messages")
-            for c in self.concurrency
-        ]
+        if target.startswith("llmeu"):
+            loads += [
+                Load(c, True, self.chunks, self.duration_s, api=api)
+                for api in ("responses", "messages")
+                for c in self.concurrency
+            ]
+        return loads
 
 
 def _run_text(argv: Sequence[str]) -> str:
@@ -138,16 +140,12 @@ async def _measure_target(
         target = await gateways.start_target(name, place, database_url)
         await verify(target)
         cells = []
-        messages = plan.messages_loads() if name == "llmeu" else []
-        for load in [*plan.loads(), *messages]:
+        for load in plan.loads(name):
             remaining = deadline - time.monotonic()
             if remaining < load.duration_s + 2:
                 print(f"  {name}: time budget spent, skipping {load.label}", flush=True)
                 continue
-            serving = target
-            if load.surface != "chat":
-                serving = dataclasses.replace(target, name=f"{name}-{load.surface}")
-            cell = await run_cell(serving, dataclasses.replace(load, max_cell_s=min(60, remaining)))
+            cell = await run_cell(target, dataclasses.replace(load, max_cell_s=min(60, remaining)))
             _progress(cell)
             cells.append(cell)
         return cells
@@ -176,13 +174,13 @@ async def compare(plan: Plan, workdir: Path) -> tuple[list[CellResult], dict[str
 
 
 def messages_ratios(cells: Sequence[CellResult]) -> dict[int, float]:
-    """CPU per streamed Messages call / CPU per streamed chat call, per concurrency (target
-    at most 1.3: the Messages encoder may cost little more than the chat one)."""
+    """CPU per streamed Messages call / CPU per streamed chat call of llmeu, per concurrency
+    (the same 64 deltas from the same upstream; target at most 1.3)."""
     chat = {c.concurrency: c for c in cells if c.target == "llmeu" and c.stream}
     ratios = {}
     for cell in cells:
         base = chat.get(cell.concurrency)
-        if cell.target != "llmeu-messages" or base is None:
+        if cell.target != "llmeu/messages" or base is None:
             continue
         if cell.gateway_cpu_ms_per_call and base.gateway_cpu_ms_per_call:
             ratios[cell.concurrency] = cell.gateway_cpu_ms_per_call / base.gateway_cpu_ms_per_call
@@ -244,13 +242,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except aio.Interrupted:
         print("interrupted; every process this run started was stopped", file=sys.stderr)
         return 130
-    ratios = messages_ratios(cells)
-    if ratios:
-        meta["messages_cpu_ratio_to_chat"] = {str(c): round(r, 3) for c, r in ratios.items()}
     path = write_results(meta, cells, failures)
     print()
     print(report.markdown(meta, cells, failures))
-    for concurrency, ratio in ratios.items():
+    for concurrency, ratio in messages_ratios(cells).items():
         print(f"llmeu CPU per streamed call, messages / chat, c={concurrency}: {ratio:.2f}x")
     print(f"written to {path} (and .json); logs and configs in {workdir}")
     return 1 if failures else 0

@@ -32,6 +32,7 @@ import procs
 from httpclient import Connection, ConnectionClosed, Exchange, build_request
 
 CHAT_PATH = "/chat/completions"
+RESPONSES_PATH = "/responses"
 MESSAGES_PATH = "/messages"
 
 
@@ -64,13 +65,13 @@ class Load:
     chunks: int = 64
     duration_s: float = 3.0
     max_cell_s: float = 60.0
-    surface: str = "chat"  # or "messages": the same call through Anthropic's Messages API
+    api: str = "chat"  # or "responses" / "messages": the same answer through that API
 
     @property
     def label(self) -> str:
         kind = f"stream {self.chunks}" if self.stream else "non-stream"
-        surface = "" if self.surface == "chat" else f" {self.surface}"
-        return f"c={self.concurrency} {kind}{surface}"
+        api = "" if self.api == "chat" else f" {self.api}"
+        return f"c={self.concurrency}{api} {kind}"
 
 
 @dataclass(frozen=True)
@@ -115,14 +116,18 @@ def chat_body(model: str, stream: bool, directive: str, prompt: str = "Say hello
 
 
 def messages_body(model: str, stream: bool, directive: str, prompt: str = "Say hello.") -> bytes:
-    """The same call as `chat_body`, as an Anthropic Messages request."""
-    body: dict[str, object] = {
-        "model": model,
-        "max_tokens": 1024,
-        "messages": [{"role": "user", "content": f"{prompt} bench: {directive}"}],
-        "stream": stream,
-    }
-    return msgspec.json.encode(body)
+    """The Anthropic Messages request asking for the same answer as `chat_body`."""
+    return msgspec.json.encode(
+        {"model": model, "max_tokens": 1024, "stream": stream,
+         "messages": [{"role": "user", "content": f"{prompt} bench: {directive}"}]}
+    )  # fmt: skip
+
+
+def responses_body(model: str, stream: bool, directive: str, prompt: str = "Say hello.") -> bytes:
+    """The Responses-API request asking for the same answer as `chat_body`."""
+    return msgspec.json.encode(
+        {"model": model, "input": f"{prompt} bench: {directive}", "stream": stream}
+    )
 
 
 @dataclass
@@ -197,13 +202,13 @@ def _cpu(pid: int | None) -> float:
 async def run_cell(target: Target, load: Load) -> CellResult:
     """Warm up, then measure one cell; connections are closed at the end."""
     host, port = target.host_port
-    if load.surface == "messages":
-        body = messages_body(target.model, load.stream, f"chunks={load.chunks}")
-        path = MESSAGES_PATH
-    else:
-        body = chat_body(target.model, load.stream, f"chunks={load.chunks}")
-        path = CHAT_PATH
-    request = build_request(host, port, target.path_prefix + path, body, target.api_key)
+    make_body, api_path = {
+        "responses": (responses_body, RESPONSES_PATH),
+        "messages": (messages_body, MESSAGES_PATH),
+    }.get(load.api, (chat_body, CHAT_PATH))
+    body = make_body(target.model, load.stream, f"chunks={load.chunks}")
+    path = target.path_prefix + api_path
+    request = build_request(host, port, path, body, target.api_key)
     workers = [_Worker(target, request, load.stream) for _ in range(load.concurrency)]
     try:
         warmup = _Samples([], [])
@@ -231,7 +236,7 @@ async def run_cell(target: Target, load: Load) -> CellResult:
     calls = len(samples.latencies)
     ms = 1000.0
     return CellResult(
-        target=target.name,
+        target=target.name if load.api == "chat" else f"{target.name}/{load.api}",
         concurrency=load.concurrency,
         stream=load.stream,
         calls=calls,

@@ -136,6 +136,23 @@ def cpu_table(summary: dict[str, dict[str, float]]) -> str:
     return _table(header, rows)
 
 
+def responses_ratios(cells: Sequence[CellResult]) -> list[list[str]]:
+    """Per llmeu target and concurrency: CPU per streamed call through the Responses API and
+    through chat completions (the same deltas from the same upstream), and their ratio."""
+    by_key = {(c.target, c.concurrency, c.stream): c for c in cells}
+    rows = []
+    for cell in sorted(cells, key=lambda c: (c.target, c.concurrency)):
+        if not cell.target.endswith("/responses") or not cell.stream:
+            continue
+        chat = by_key.get((cell.target.removesuffix("/responses"), cell.concurrency, True))
+        chat_cpu = chat.gateway_cpu_ms_per_call if chat else None
+        rows.append([
+            cell.target.removesuffix("/responses"), str(cell.concurrency), _num(chat_cpu, 3),
+            _num(cell.gateway_cpu_ms_per_call, 3), _ratio(cell.gateway_cpu_ms_per_call, chat_cpu),
+        ])  # fmt: skip
+    return rows
+
+
 def markdown(meta: dict[str, Any], cells: Sequence[CellResult], failures: dict[str, str]) -> str:
     parts = [
         f"# llmeu benchmark — {meta['date']}",
@@ -150,6 +167,16 @@ def markdown(meta: dict[str, Any], cells: Sequence[CellResult], failures: dict[s
         "",
         cpu_table(cpu_summary(cells)),
     ]
+    ratios = responses_ratios(cells)
+    if ratios:
+        header = [
+            "target",
+            "c",
+            "CPU ms/chat stream",
+            "CPU ms/Responses stream",
+            "Responses / chat",
+        ]
+        parts += ["", "The same streams through the Responses API:", "", _table(header, ratios)]
     if failures:
         parts += ["", "Targets that could not be measured:", ""]
         parts += [f"- **{name}**: {reason}" for name, reason in failures.items()]

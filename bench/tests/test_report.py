@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -38,3 +39,17 @@ def test_table_has_ratios_against_direct_and_litellm() -> None:
 def test_cpu_summary_takes_the_median_per_kind() -> None:
     cells = [_cell("llmeu", 1, 0.1), _cell("llmeu", 1, 0.3), _cell("llmeu", 1, 0.2)]
     assert report.cpu_summary(cells) == {"llmeu": {"non-stream": 0.2}}
+
+
+def test_responses_streams_are_compared_with_chat_streams_of_the_same_target() -> None:
+    def stream(target: str, cpu: float) -> CellResult:
+        return dataclasses.replace(_cell(target, 100, cpu), stream=True)
+
+    cells = [stream("llmeu", 1.0), stream("llmeu/responses", 1.2), _cell("llmeu", 1, 0.5)]
+    assert report.responses_ratios(cells) == [["llmeu", "16", "1.000", "1.200", "1.2x"]]
+    assert "Responses / chat" in report.markdown(
+        {"date": "d", "machine": "m", "pinning": "p", "duration_s": 1, "chunks": 64,
+         "nginx": "n", "litellm": "l", "llmeu_commit": "c"},
+        cells,
+        {},
+    )  # fmt: skip

@@ -18,8 +18,15 @@ from llmeu.api.routes.embeddings import handle_embeddings
 from llmeu.api.routes.messages import ANTHROPIC_ERRORS, handle_count_tokens, handle_messages
 from llmeu.api.routes.models import handle_models
 from llmeu.api.routes.openapi import handle_openapi
+from llmeu.api.routes.responses import (
+    handle_delete_response,
+    handle_get_response,
+    handle_input_items,
+    handle_responses,
+)
 from llmeu.config import Settings
 from llmeu.errors import ClientDisconnected, MethodNotAllowed, NotFound
+from llmeu.ledger.stored_responses import StoredResponses
 
 log = logging.getLogger("llmeu.api")
 
@@ -62,12 +69,23 @@ class Route:
 
 def route_table(gw: Gateway) -> list[Route]:
     calls = gw.calls
+    stored = StoredResponses(gw.store.db)
     platform_routes = [
         Route(method, path, partial(handler, gw.platform))
         for method, path, handler in (*platform.PLATFORM_ROUTES, *compliance.COMPLIANCE_ROUTES)
     ]
     return [
         Route("POST", "/v1/chat/completions", partial(handle_chat, calls)),
+        Route("POST", "/v1/responses", partial(handle_responses, calls, stored)),
+        Route("GET", "/v1/responses/{response_id}", partial(handle_get_response, calls, stored)),
+        Route(
+            "DELETE", "/v1/responses/{response_id}", partial(handle_delete_response, calls, stored)
+        ),
+        Route(
+            "GET",
+            "/v1/responses/{response_id}/input_items",
+            partial(handle_input_items, calls, stored),
+        ),
         Route("POST", "/v1/embeddings", partial(handle_embeddings, calls)),
         Route("POST", "/v1/messages", partial(handle_messages, calls), ANTHROPIC_ERRORS),
         Route(

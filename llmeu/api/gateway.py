@@ -197,7 +197,7 @@ class Gateway:
         available = self.upstreams.providers
         chat = [e for e in self.config.catalog.endpoints if e.endpoint_id in available]
         root = reachable_root(self.settings.host, self.settings.port)
-        announce(Welcome(root, state, token, chat_model(chat)))
+        announce(Welcome(root, state, token, chat_model(chat)), log_format=self.settings.log_format)
 
     def _notice_channel(self) -> NoticeChannel | None:
         """How changes reach the other processes: the database's own notices where it has

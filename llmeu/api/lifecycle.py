@@ -218,10 +218,16 @@ class Call:
         return result
 
     async def stream(
-        self, open_stream: Operation[ChatStream], frames: Callable[[Endpoint], StreamEncoder]
+        self,
+        open_stream: Operation[ChatStream],
+        frames: Callable[[Endpoint], StreamEncoder],
+        completing: Callable[[str, Usage], Awaitable[None]] | None = None,
     ) -> None:
         """Stream the answer: the first endpoint that yields a first delta serves; every delta
-        goes out as it arrives; the end goes out once the trace is durable."""
+        goes out as it arrives; the end goes out once the trace is durable. `completing`
+        (finish reason, usage) runs once the stream ended and before the call is settled:
+        what it keeps is there before the client sees the end, and its failure fails the
+        call."""
         began = self._upstream_phase(_Phase.STREAM)
 
         async def first_delta(provider: Provider, hangup: Hangup) -> Delta | None:
@@ -255,11 +261,18 @@ class Call:
         self._count_stream(upstream.usage)
         reason = upstream.finish_reason or "stop"
         self.trace.finish_reason(reason)
-        await self._finish(CallStatus.COMPLETED)
         usage = self._usage(upstream.usage)
+        if completing is not None:
+            await completing(reason, usage)
+        await self._finish(CallStatus.COMPLETED)
         await self.request.write(
             encoder.finish(reason, usage, self.trace.routing_block()), more=False
         )
+
+    @property
+    def key_id(self) -> str:
+        """The calling key: the tenant of what the call keeps."""
+        return self._key_id
 
     def counted(self, counts: Counts) -> None:
         self.trace.usage(counts.input_tokens, counts.output_tokens, estimated=counts.estimated)

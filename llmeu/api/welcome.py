@@ -10,16 +10,21 @@ The console's address and a curl to paste, with the key to use:
   (`LLMEU_ADMIN_KEY`, or `llmeu keys reset-admin`), and the curl reads
   `$LLMEU_API_KEY`.
 
-Written to standard error, as a block a terminal shows whole.
+Written to standard error, as a block a terminal shows whole; with
+`--log-format json` it is one log record instead (logger `llmeu.serve`, fields
+`url`, `console`, `admin_key` and, on a first start, `generated_admin_key`), so
+that standard error stays one JSON object per line for a log collector.
 """
 
 from __future__ import annotations
 
+import logging
 import shlex
 import sys
 from dataclasses import dataclass
 from enum import Enum
 
+from llmeu.observability.logs import JsonFormatter
 from llmeu.routing.catalog import Capability, Endpoint
 
 
@@ -90,5 +95,21 @@ def render(welcome: Welcome) -> str:
     return "\n".join(lines) + "\n"
 
 
-def announce(welcome: Welcome) -> None:
+def announce(welcome: Welcome, *, log_format: str = "text") -> None:
+    if log_format == "json":
+        fields: dict[str, str | None] = {
+            "url": welcome.root,
+            "console": f"{welcome.root}/console",
+            "admin_key": welcome.admin_key.value,
+            "generated_admin_key": welcome.token,
+            "model": welcome.model,
+        }
+        # Formatted here, not sent through the logger: whatever the log level, the
+        # person who started the gateway must see a generated key once.
+        record = logging.LogRecord(
+            "llmeu.serve", logging.INFO, __file__, 0, "llmeu is ready on %s", (welcome.root,), None
+        )
+        record.llmeu_fields = fields
+        print(JsonFormatter().format(record), file=sys.stderr, flush=True)
+        return
     print(render(welcome), file=sys.stderr, flush=True)

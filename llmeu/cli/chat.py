@@ -79,6 +79,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--policy", help="a stricter policy for these calls (llmeu.policy_id)")
     parser.add_argument("--system", help="a system message to start the conversation with")
     parser.add_argument("--max-tokens", type=int, help="longest answer, in tokens")
+    parser.add_argument(
+        "--api",
+        choices=("chat", "responses"),
+        default="chat",
+        help="the API to speak: chat completions or the Responses API (default %(default)s)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -89,11 +95,15 @@ class ChatSettings:
     model: str
     policy: str | None
     max_tokens: int | None
+    api: str = "chat"
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ChatSettings:
         address = gateway_address(args.base_url, args.api_key, os.environ)
-        return cls(address.api_root, address.api_key, args.model, args.policy, args.max_tokens)
+        return cls(
+            address.api_root, address.api_key, args.model, args.policy, args.max_tokens,
+            getattr(args, "api", "chat"),
+        )  # fmt: skip
 
 
 class Outcome(IntEnum):
@@ -175,9 +185,11 @@ def ask(
     """Stream one answer to the terminal and report how it ended."""
     view = LiveAnswer(out)
     params: dict[str, Any] = {}
+    responses = settings.api == "responses"
     if settings.max_tokens is not None:
-        params["max_tokens"] = settings.max_tokens
-    stream = client.stream_chat(messages, model=settings.model, policy=settings.policy, **params)
+        params["max_output_tokens" if responses else "max_tokens"] = settings.max_tokens
+    open_stream = client.stream_response if responses else client.stream_chat
+    stream = open_stream(messages, model=settings.model, policy=settings.policy, **params)
     try:
         with view, stream:
             result: ChatResult | None = None

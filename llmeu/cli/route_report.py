@@ -31,7 +31,7 @@ from rich.text import Text
 from llmeu.config import Settings
 from llmeu.errors import ApiError, ConfigError
 from llmeu.providers.table import missing_credentials
-from llmeu.routing.catalog import Endpoint
+from llmeu.routing.catalog import Endpoint, EndpointKind
 from llmeu.routing.config_file import GatewayConfig
 from llmeu.routing.load import load_config
 from llmeu.routing.policy import Narrowing, Policy, narrow
@@ -171,7 +171,7 @@ def _table(
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
     if order is not None:
         table.add_column("#", justify="right")
-    for name in ("endpoint", "decision", "class", "region", "law", "retention"):
+    for name in ("endpoint", "decision", "class", "region", "law", "retention", "upstream"):
         table.add_column(name)
     table.add_column("EUR/Mtok in/out", justify="right")
     table.add_column("max tokens", justify="right")  # applied when a request sets none
@@ -186,6 +186,7 @@ def _table(
             Text(f"{endpoint.inference_region} {endpoint.country or '?'}"),
             Text(_assurance(endpoint)),
             Text(endpoint.retention.text),
+            Text(upstream_summary(endpoint)),
             Text(f"{endpoint.prices.input:g} / {endpoint.prices.output:g}"),
             Text(str(endpoint.default_max_tokens or "-")),
         ]
@@ -194,6 +195,27 @@ def _table(
         else:
             table.add_row(Text(rank.get(endpoint.endpoint_id, "")), *cells)
     return table
+
+
+def upstream_summary(endpoint: Endpoint) -> str:
+    """The kind and what a native kind is configured with (never a secret: only names)."""
+    options = endpoint.upstream
+    parts = [endpoint.kind.value]
+    if options.region:
+        parts.append(options.region)
+    if options.project:
+        parts.append(f"project={options.project}")
+    if options.deployment:
+        parts.append(f"deployment={options.deployment}")
+    if options.api_version:
+        parts.append(f"api-version={options.api_version}")
+    if endpoint.kind is EndpointKind.AZURE_OPENAI:
+        parts.append(f"auth={options.auth.value}")
+    if options.credentials_file:
+        parts.append(f"key-file={options.credentials_file}")
+    if options.base_url_env:
+        parts.append(f"url=${options.base_url_env}")
+    return " ".join(parts)
 
 
 def _assurance(endpoint: Endpoint) -> str:

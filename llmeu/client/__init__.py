@@ -11,7 +11,9 @@ A stream that stops without `[DONE]`, or with an error frame, raises an
 `IncompleteStreamError` whose `.result` holds the text received: a broken
 stream is never taken for a complete answer. The pieces are usable on their
 own: `SSEDecoder` (bytes in, events out) and `ChatStreamAssembler` (events in,
-`ChatResult` out) do no I/O.
+`ChatResult` out) do no I/O. `client.stream_response(...)` reads a Responses-API
+stream as strictly (`ResponsesStreamAssembler`): complete only with
+`response.completed` or `response.incomplete`; `response.failed` is an error.
 
 This package imports only `llmeu.protocol` from llmeu.
 """
@@ -35,6 +37,7 @@ from llmeu.client._errors import (
     ServerError,
     StreamError,
 )
+from llmeu.client._responses_assembler import ResponsesStreamAssembler, parse_response
 from llmeu.client._stream import AsyncChatStream, ChatStream, StreamItem
 from llmeu.client._timings import Timings
 from llmeu.client._types import (
@@ -80,6 +83,7 @@ __all__ = [
     "ReasoningDelta",
     "RefusalDelta",
     "RequestTooLargeError",
+    "ResponsesStreamAssembler",
     "RoutingBlock",
     "SSEDecoder",
     "ServerError",
@@ -91,4 +95,5 @@ __all__ = [
     "ToolCallDelta",
     "Usage",
     "parse_completion",
+    "parse_response",
 ]

@@ -82,6 +82,18 @@ class _ClientBase:
             "POST", f"{self.base_url}/chat/completions", headers=headers, content=body
         )
 
+    def _responses_request(
+        self, input: Messages, model: str, policy: str | None, params: Mapping[str, Any]
+    ) -> httpx.Request:
+        items = input if isinstance(input, str) else list(input)
+        body: dict[str, Any] = {"model": model, "input": items, **params, "stream": True}
+        if policy is not None:
+            body["llmeu"] = {**body.get("llmeu", {}), "policy_id": policy}
+        headers = {**self._headers, "content-type": "application/json"}
+        return httpx.Request(
+            "POST", f"{self.base_url}/responses", headers=headers, content=msgspec.json.encode(body)
+        )
+
 
 class Client(_ClientBase):
     """A synchronous client. `base_url` is the API root (`http://host:8080/v1`) or, for
@@ -138,6 +150,14 @@ class Client(_ClientBase):
         assert stream.result is not None
         return stream.result
 
+    def stream_response(
+        self, input: Messages, *, model: str, policy: str | None = None, **params: Any
+    ) -> ChatStream:
+        """Start a streamed Responses-API call (`POST /responses`); `input` is a string or
+        input items, `params` further body fields. Complete only with its terminal event."""
+        request = self._responses_request(input, model, policy, params)
+        return ChatStream(self._http, request, self._clock, api="responses")
+
 
 class AsyncClient(_ClientBase):
     """The asynchronous `Client`, on `httpx.AsyncClient`."""
@@ -190,3 +210,9 @@ class AsyncClient(_ClientBase):
                 pass
         assert stream.result is not None
         return stream.result
+
+    def stream_response(
+        self, input: Messages, *, model: str, policy: str | None = None, **params: Any
+    ) -> AsyncChatStream:
+        request = self._responses_request(input, model, policy, params)
+        return AsyncChatStream(self._http, request, self._clock, api="responses")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import AsyncIterator, Callable, Iterator
-from typing import Self
+from typing import Literal, Self
 
 import httpx
 import msgspec
@@ -29,12 +29,15 @@ from llmeu.client._errors import (
     MalformedStreamError,
     status_error,
 )
+from llmeu.client._responses_assembler import ResponsesStreamAssembler, parse_response
 from llmeu.client._timings import TimingRecorder
 from llmeu.client._types import ChatDelta, ChatResult, ContentDelta, ErrorInfo
 from llmeu.protocol.sse import ServerSentEvent, SSEDecoder
 
 StreamItem = ChatDelta | ChatResult
 Clock = Callable[[], float]
+Api = Literal["chat", "responses"]
+"""The wire a stream speaks: chat completions, or the Responses API's typed events."""
 
 
 def _raise_for_status(response: httpx.Response, body: bytes) -> None:
@@ -63,10 +66,13 @@ class _StreamReader:
     Created just before the request is sent, because that starts the clock.
     """
 
-    def __init__(self, clock: Clock) -> None:
+    def __init__(self, clock: Clock, api: Api) -> None:
         self._recorder = TimingRecorder(clock)
         self._decoder = SSEDecoder()
-        self._assembler = ChatStreamAssembler()
+        self._api = api
+        self._assembler: ChatStreamAssembler | ResponsesStreamAssembler = (
+            ResponsesStreamAssembler() if api == "responses" else ChatStreamAssembler()
+        )
         self.result: ChatResult | None = None
 
     @property
@@ -90,7 +96,8 @@ class _StreamReader:
             exc.result = self._timed(exc.result)
             if cut is None or type(exc) is not IncompleteStreamError:
                 raise
-            message = f"reading the stream failed before [DONE]: {cut!r}"
+            end = "its terminal event" if self._api == "responses" else "[DONE]"
+            message = f"reading the stream failed before {end}: {cut!r}"
             raise IncompleteStreamError(message, exc.result) from cut
         return self.result
 
@@ -98,10 +105,11 @@ class _StreamReader:
         """An error status, or a plain JSON completion in answer to a streaming request."""
         _raise_for_status(response, body)
         try:
-            result = parse_completion(body)
+            result = parse_response(body) if self._api == "responses" else parse_completion(body)
         except msgspec.MsgspecError as exc:
             text = body.decode("utf-8", "replace")
-            message = f"the response is not a chat completion ({exc})"
+            what = "a response object" if self._api == "responses" else "a chat completion"
+            message = f"the response is not {what} ({exc})"
             raise MalformedStreamError(message, ChatResult(), text) from exc
         if result.content or result.tool_calls:
             self._recorder.content()
@@ -132,8 +140,11 @@ class ChatStream:
     `result` the final result once the iteration is over.
     """
 
-    def __init__(self, http: httpx.Client, request: httpx.Request, clock: Clock) -> None:
+    def __init__(
+        self, http: httpx.Client, request: httpx.Request, clock: Clock, api: Api = "chat"
+    ) -> None:
         self._http = http
+        self._api = api
         self._request = request
         self._clock = clock
         self._response: httpx.Response | None = None
@@ -155,7 +166,7 @@ class ChatStream:
             self._response.close()
 
     def __iter__(self) -> Iterator[StreamItem]:
-        reader = self._reader = _StreamReader(self._clock)
+        reader = self._reader = _StreamReader(self._clock, self._api)
         try:
             response = self._response = self._http.send(self._request, stream=True)
         except httpx.RequestError as exc:
@@ -185,8 +196,11 @@ class ChatStream:
 class AsyncChatStream:
     """The asynchronous `ChatStream`: `async for` over it, `async with` to hang up."""
 
-    def __init__(self, http: httpx.AsyncClient, request: httpx.Request, clock: Clock) -> None:
+    def __init__(
+        self, http: httpx.AsyncClient, request: httpx.Request, clock: Clock, api: Api = "chat"
+    ) -> None:
         self._http = http
+        self._api = api
         self._request = request
         self._clock = clock
         self._response: httpx.Response | None = None
@@ -208,7 +222,7 @@ class AsyncChatStream:
             await self._response.aclose()
 
     async def __aiter__(self) -> AsyncIterator[StreamItem]:
-        reader = self._reader = _StreamReader(self._clock)
+        reader = self._reader = _StreamReader(self._clock, self._api)
         try:
             response = self._response = await self._http.send(self._request, stream=True)
         except httpx.RequestError as exc:

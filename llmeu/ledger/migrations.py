@@ -131,6 +131,28 @@ MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
             """,
         ),
     ),
+    (
+        8,
+        "stored responses of the Responses API",
+        (
+            # The tenant is the key that created the response; content expires with the
+            # policy's store_content and is erased with its data subject's.
+            """
+            CREATE TABLE stored_responses (
+                response_id TEXT PRIMARY KEY,
+                key_id TEXT NOT NULL,
+                subject_sha256 TEXT,
+                created_at DOUBLE PRECISION NOT NULL,
+                expires_at DOUBLE PRECISION NOT NULL,
+                response TEXT NOT NULL,
+                input_items TEXT NOT NULL,
+                conversation TEXT NOT NULL
+            )
+            """,
+            "CREATE INDEX stored_responses_expiry ON stored_responses (expires_at)",
+            "CREATE INDEX stored_responses_subject ON stored_responses (subject_sha256)",
+        ),
+    ),
 )
 
 CREATE_MIGRATIONS_TABLE = """

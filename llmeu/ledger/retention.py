@@ -171,7 +171,8 @@ class Retention:
         return [_hold(r) for r in rows]
 
     async def erase_subject(self, subject: str, requested_by: str, now: float) -> Erasure:
-        """Erase the stored content of every trace of `subject`; metadata stays. Recorded."""
+        """Erase the stored content of every trace of `subject` and the responses stored for
+        them (Responses API); metadata stays. Recorded with the number of traces."""
         digest = subject_digest(subject)
         erasure_id = f"era_{secrets.token_hex(8)}"
         erased = await self.db.execute(
@@ -179,6 +180,7 @@ class Retention:
             "WHERE subject_sha256 = ? AND (prompt IS NOT NULL OR completion IS NOT NULL)",
             (digest,),
         )
+        await self.db.execute("DELETE FROM stored_responses WHERE subject_sha256 = ?", (digest,))
         await self.db.execute(
             "INSERT INTO erasures (erasure_id, subject_sha256, requested_at, requested_by, "
             "traces) VALUES (?, ?, ?, ?, ?)",

@@ -240,7 +240,9 @@ class Store:
         return {r["key_id"]: float(r["cost"] or 0) for r in rows}
 
     async def purge_content(self, now: float) -> int:
-        """Drop prompts and completions whose retention ran out; metadata stays."""
+        """Drop prompts and completions whose retention ran out, and the stored responses
+        (Responses API) past theirs; metadata stays. Returns the number of traces."""
+        await self.db.execute("DELETE FROM stored_responses WHERE expires_at <= ?", (now,))
         return await self.db.execute(
             "UPDATE traces SET prompt = NULL, completion = NULL, content_expires_at = NULL "
             "WHERE content_expires_at IS NOT NULL AND content_expires_at <= ?",

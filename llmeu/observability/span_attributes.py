@@ -18,7 +18,8 @@ from llmeu.routing.catalog import Endpoint
 
 Attributes = dict[str, Any]
 
-OPERATIONS = {"chat.completions": "chat", "embeddings": "embeddings"}
+OPERATIONS = {"chat.completions": "chat", "responses": "chat", "embeddings": "embeddings"}
+_RESPONSE_IDS = {"chat.completions": "chatcmpl-", "responses": "resp_"}
 
 
 def operation(record: TraceRecord) -> str:
@@ -74,8 +75,8 @@ def call_attributes(record: TraceRecord, endpoint: Endpoint | None, content: boo
     attributes.update((k, v) for k, v in optional.items() if v is not None)
     if record.finish_reason:
         attributes["gen_ai.response.finish_reasons"] = (record.finish_reason,)
-    if record.route == "chat.completions" and record.endpoint_id is not None:
-        attributes["gen_ai.response.id"] = "chatcmpl-" + record.trace_id[4:]
+    if record.route in _RESPONSE_IDS and record.endpoint_id is not None:
+        attributes["gen_ai.response.id"] = _RESPONSE_IDS[record.route] + record.trace_id[4:]
     if record.input_tokens is not None:
         attributes["llmeu.tokens_estimated"] = record.tokens_estimated
     if record.status in (CallStatus.FAILED, CallStatus.REJECTED):

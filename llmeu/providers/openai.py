@@ -30,7 +30,7 @@ from llmeu.protocol.json_codec import encoder
 from llmeu.protocol.sse import DONE_DATA, ServerSentEvent, SSEDecoder
 from llmeu.providers.base import ChatStream, Provider
 from llmeu.providers.transport import HttpClient, Response, TransportError, TransportTimeout
-from llmeu.providers.upstream_http import HttpUpstream
+from llmeu.providers.upstream_http import Headers, HttpUpstream
 from llmeu.routing.catalog import Endpoint
 
 _INCLUDE_USAGE = StreamOptions(include_usage=True)
@@ -78,14 +78,25 @@ _embeddings_decoder = msgspec.json.Decoder(_UpstreamEmbeddings)
 
 
 class OpenAIProvider(Provider):
+    """Paths and the key's header are class attributes so that a kind speaking the same wire
+    at other URLs (Azure OpenAI) changes only those."""
+
+    chat_path = "/chat/completions"
+    embeddings_path = "/embeddings"
+    key_header = (b"authorization", b"Bearer ")
+
     def __init__(self, endpoint: Endpoint, client: HttpClient, api_key: str | None):
         super().__init__(endpoint)
         self._http = HttpUpstream(endpoint, client)
         headers = [(b"content-type", b"application/json"), (b"user-agent", b"llmeu")]
         if api_key:
-            headers.append((b"authorization", b"Bearer " + api_key.encode()))
+            name, prefix = self.key_header
+            headers.append((name, prefix + api_key.encode()))
         self._headers = headers
         self._stream_headers = [*headers, (b"accept", b"text/event-stream")]
+
+    async def _post(self, path: str, body: bytes, headers: Headers, hangup: Hangup) -> Response:
+        return await self._http.post(path, body, headers, hangup)
 
     async def stream_chat(self, request: ChatRequest, hangup: Hangup) -> ChatStream:
         request = _openai_request(request)
@@ -99,7 +110,7 @@ class OpenAIProvider(Provider):
             )
         )
         started = time.monotonic()
-        response = await self._http.post("/chat/completions", body, self._stream_headers, hangup)
+        response = await self._post(self.chat_path, body, self._stream_headers, hangup)
         return _OpenAIChatStream(self.endpoint, response, started, hangup)
 
     async def complete_chat(self, request: ChatRequest, hangup: Hangup) -> Completion:
@@ -110,7 +121,7 @@ class OpenAIProvider(Provider):
             )
         )
         started = time.monotonic()
-        response = await self._http.post("/chat/completions", body, self._headers, hangup)
+        response = await self._post(self.chat_path, body, self._headers, hangup)
         raw = await self._http.read_all(response, started, hangup)
         try:
             parsed = _completion_decoder.decode(raw)
@@ -129,7 +140,7 @@ class OpenAIProvider(Provider):
             payload["dimensions"] = dimensions
         started = time.monotonic()
         body = encoder.encode(payload)
-        response = await self._http.post("/embeddings", body, self._headers, hangup)
+        response = await self._post(self.embeddings_path, body, self._headers, hangup)
         raw = await self._http.read_all(response, started, hangup)
         try:
             parsed = _embeddings_decoder.decode(raw)

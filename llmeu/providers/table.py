@@ -15,9 +15,14 @@ from llmeu.providers.anthropic import AnthropicProvider
 from llmeu.providers.base import Provider
 from llmeu.providers.local_chat import LocalChatProvider
 from llmeu.providers.local_embeddings import LocalEmbeddingsProvider
+from llmeu.providers.native_credentials import (
+    entra_available,
+    google_key_file,
+    missing_aws_credentials,
+)
 from llmeu.providers.openai import OpenAIProvider
 from llmeu.providers.transport import HttpClient
-from llmeu.routing.catalog import Capability, Catalog, Endpoint, EndpointKind
+from llmeu.routing.catalog import AzureAuth, Capability, Catalog, Endpoint, EndpointKind
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +40,14 @@ class ProviderContext:
 
 
 Factory = Callable[[Endpoint, ProviderContext], Provider]
+Missing = Callable[[Endpoint, Mapping[str, str]], str | None]
+"""Why an endpoint of the kind cannot be called with this environment (offline), or None."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderKind:
+    build: Factory
+    missing: Missing
 
 
 def _openai(endpoint: Endpoint, context: ProviderContext) -> Provider:
@@ -51,21 +64,73 @@ def _local(endpoint: Endpoint, context: ProviderContext) -> Provider:
     return LocalChatProvider(endpoint, threads=context.local_threads)
 
 
-PROVIDER_KINDS: Mapping[EndpointKind, Factory] = {
-    EndpointKind.OPENAI: _openai,
-    EndpointKind.LOCAL: _local,
-    EndpointKind.ANTHROPIC: _anthropic,
+# The native kinds' modules load their cloud SDK (botocore, google-auth), so they are
+# imported when an endpoint of their kind is built, not by every command that reads the table.
+
+
+def _azure_openai(endpoint: Endpoint, context: ProviderContext) -> Provider:
+    from llmeu.providers.azure_openai import AzureOpenAIProvider
+
+    key = context.secret(endpoint.api_key_env)
+    base_url = context.secret(endpoint.upstream.base_url_env) or ""
+    return AzureOpenAIProvider(endpoint, context.http, key, base_url)
+
+
+def _bedrock(endpoint: Endpoint, context: ProviderContext) -> Provider:
+    from llmeu.providers.bedrock import BedrockProvider
+
+    key = context.secret(endpoint.api_key_env)
+    return BedrockProvider(endpoint, context.http, context.environ, key)
+
+
+def _vertex(endpoint: Endpoint, context: ProviderContext) -> Provider:
+    from llmeu.providers.vertex import VertexProvider
+
+    return VertexProvider(endpoint, context.http, context.environ)
+
+
+def _missing_key(endpoint: Endpoint, environ: Mapping[str, str]) -> str | None:
+    if endpoint.api_key_env and not environ.get(endpoint.api_key_env):
+        return f"{endpoint.api_key_env} is not set"
+    return None
+
+
+def _missing_azure(endpoint: Endpoint, environ: Mapping[str, str]) -> str | None:
+    url_env = endpoint.upstream.base_url_env
+    if url_env and not environ.get(url_env, "").startswith(("https://", "http://")):
+        return f"{url_env} is not set to the resource's https:// URL"
+    if endpoint.upstream.auth is AzureAuth.ENTRA:
+        return None if entra_available() else "`auth: entra` needs the azure-identity package"
+    return _missing_key(endpoint, environ)
+
+
+def _missing_aws(endpoint: Endpoint, environ: Mapping[str, str]) -> str | None:
+    if endpoint.api_key_env:  # a Bedrock API key instead of SigV4
+        return _missing_key(endpoint, environ)
+    return missing_aws_credentials(environ)
+
+
+def _missing_google(endpoint: Endpoint, environ: Mapping[str, str]) -> str | None:
+    if google_key_file(endpoint, environ):
+        return None
+    return "no Google credentials: credentials_file and GOOGLE_APPLICATION_CREDENTIALS are not set"
+
+
+PROVIDER_KINDS: Mapping[EndpointKind, ProviderKind] = {
+    EndpointKind.OPENAI: ProviderKind(_openai, _missing_key),
+    EndpointKind.LOCAL: ProviderKind(_local, _missing_key),
+    EndpointKind.AZURE_OPENAI: ProviderKind(_azure_openai, _missing_azure),
+    EndpointKind.BEDROCK: ProviderKind(_bedrock, _missing_aws),
+    EndpointKind.VERTEX: ProviderKind(_vertex, _missing_google),
+    EndpointKind.ANTHROPIC: ProviderKind(_anthropic, _missing_key),
 }
 
 
 def build_provider(endpoint: Endpoint, context: ProviderContext) -> Provider:
-    return PROVIDER_KINDS[endpoint.kind](endpoint, context)
+    return PROVIDER_KINDS[endpoint.kind].build(endpoint, context)
 
 
 def missing_credentials(catalog: Catalog, environ: Mapping[str, str]) -> dict[str, str]:
-    """Endpoints whose API-key variable is unset, with the reason they are skipped."""
-    return {
-        e.endpoint_id: f"{e.api_key_env} is not set"
-        for e in catalog.endpoints
-        if e.api_key_env and not environ.get(e.api_key_env)
-    }
+    """Endpoints whose credentials are not set, with the reason they are skipped."""
+    reasons = {e.endpoint_id: PROVIDER_KINDS[e.kind].missing(e, environ) for e in catalog.endpoints}
+    return {endpoint_id: reason for endpoint_id, reason in reasons.items() if reason}

@@ -35,6 +35,7 @@ ErrorText = Callable[[bytes], str]
 
 class _Detail(Struct):
     message: str = ""
+    code: str | int | None = None
 
 
 class _ErrorBody(Struct):
@@ -118,7 +119,10 @@ class HttpUpstream:
         except TransportError:
             response.abort()
             raw = b""
-        return status_error(response.status, self.error_text(raw))
+        error = status_error(response.status, self.error_text(raw) + _error_hints(response))
+        if _filtered(raw):
+            error.code = CONTENT_FILTER  # Azure's refusal of a prompt its filters flagged
+        return error
 
     async def read_all(self, response: Response, started: float, hangup: Hangup) -> bytes:
         """The whole body, before the call's total timeout (counted from `started`)."""
@@ -151,3 +155,32 @@ class HttpUpstream:
             hangup.unbind(response.abort)
         response.release()
         return b"".join(parts)
+
+
+def _error_hints(response: Response) -> str:
+    """What the headers add to an error: AWS's exception name, and how long the upstream asks
+    us to wait (Azure's `retry-after-ms`, else `retry-after`), which the breaker's log shows."""
+    hints = []
+    kind = response.header(b"x-amzn-errortype")
+    if kind:
+        hints.append(kind.split(b":", 1)[0].decode("ascii", "replace")[:80])
+    wait_ms = response.header(b"retry-after-ms")
+    wait = response.header(b"retry-after")
+    if wait_ms and wait_ms.isdigit():
+        hints.append(f"retry after {int(wait_ms)} ms")
+    elif wait and wait.isdigit():
+        hints.append(f"retry after {int(wait)} s")
+    return f" ({'; '.join(hints)})" if hints else ""
+
+
+CONTENT_FILTER = "content_filter"
+
+
+def _filtered(raw: bytes) -> bool:
+    if b"content_filter" not in raw:
+        return False
+    try:
+        body = _error_body.decode(raw)
+    except (msgspec.DecodeError, RecursionError):
+        return False
+    return isinstance(body.error, _Detail) and body.error.code == CONTENT_FILTER

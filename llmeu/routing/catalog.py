@@ -50,7 +50,38 @@ SEAL_LEVELS = range(0, 5)
 class EndpointKind(StrEnum):
     OPENAI = "openai"
     LOCAL = "local"
+    AZURE_OPENAI = "azure_openai"
+    BEDROCK = "bedrock"
+    VERTEX = "vertex"
     ANTHROPIC = "anthropic"  # Anthropic's Messages API, natively
+
+
+class AzureAuth(StrEnum):
+    API_KEY = "api_key"  # the `api-key` header, from `api_key_env`
+    ENTRA = "entra"  # an Entra ID bearer token, through azure-identity when installed
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamOptions:
+    """What a native upstream kind needs beyond the base URL: where it runs, which
+    deployment, which API version, how it authenticates. Secrets never sit here: only
+    the name of an environment variable (`Endpoint.api_key_env`) or a file's path."""
+
+    region: str = ""
+    """AWS region (`bedrock`) or Google Cloud location (`vertex`)."""
+    project: str = ""
+    """Google Cloud project id (`vertex`; default: the service-account key's project)."""
+    deployment: str = ""
+    """Azure OpenAI deployment name; empty: the v1 API with `model` in the body."""
+    api_version: str = ""
+    """Azure OpenAI `api-version` query parameter."""
+    auth: AzureAuth = AzureAuth.API_KEY
+    credentials_file: str = ""
+    """Path of a Google service-account key file (`vertex`; default:
+    GOOGLE_APPLICATION_CREDENTIALS)."""
+    base_url_env: str = ""
+    """The variable holding the base URL (`azure_openai`: each customer's resource has its
+    own, so a shipped catalog entry names the variable; skipped until it is set)."""
 
 
 LOCAL_CHAT_MODEL = "SmolLM2-135M-Instruct"
@@ -111,6 +142,8 @@ class Endpoint:
     certifications: frozenset[Certification] = frozenset()
     seal: int | None = None
     """The Cloud Sovereignty Framework's assurance level, 0 to 4, where one is known."""
+    upstream: UpstreamOptions = field(default_factory=UpstreamOptions)
+    """The fields of the native kinds (`azure_openai`, `bedrock`, `vertex`)."""
     default_max_tokens: int | None = None
     """The answer's length limit when a request sets neither `max_tokens` nor
     `max_completion_tokens` (`kind: local` only; None: the model's context)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from datetime import date
 from typing import Any, TypeVar
 
 import yaml
@@ -19,6 +20,7 @@ from llmeu.routing.catalog import (
     BUNDLED_MODELS,
     LOCAL_DEFAULT_MAX_TOKENS,
     SEAL_LEVELS,
+    AzureAuth,
     Capability,
     Catalog,
     Certification,
@@ -27,6 +29,7 @@ from llmeu.routing.catalog import (
     Prices,
     SovereigntyClass,
     Timeouts,
+    UpstreamOptions,
 )
 from llmeu.routing.durations import ZERO, Duration
 from llmeu.routing.policy import LimitsFail, Policy, expand_jurisdictions
@@ -102,6 +105,7 @@ _ENDPOINT_FIELDS = {
     "aliases", "inference_region", "country", "sovereignty_class", "retention",
     "price_eur_per_mtok", "priority", "capabilities", "timeouts", "jurisdiction",
     "certifications", "seal", "default_max_tokens",
+    "region", "project", "deployment", "api_version", "auth", "credentials_file", "base_url_env",
 }  # fmt: skip
 _ENDPOINT_REQUIRED = (
     "endpoint_id", "provider", "model", "inference_region", "sovereignty_class", "retention",
@@ -113,8 +117,13 @@ def _endpoint(node: _Node) -> Endpoint:
     fields = _mapping(node, "endpoint", _ENDPOINT_FIELDS, required=_ENDPOINT_REQUIRED)
     kind = _enum(fields.get("kind"), "kind", EndpointKind, EndpointKind.OPENAI)
     model = _name(fields["model"], "model")
-    base_url = _text(fields, "base_url", "")
-    if kind is not EndpointKind.LOCAL and not base_url.startswith(("http://", "https://")):
+    upstream = _upstream_options(fields, kind, node)
+    base_url = _text(fields, "base_url", "") or _default_base_url(kind, upstream)
+    if upstream.base_url_env and "base_url" in fields:
+        raise ConfigError("give base_url or base_url_env, not both", field="base_url_env",
+                          line=_line(fields["base_url_env"]))  # fmt: skip
+    remote = kind is not EndpointKind.LOCAL and not upstream.base_url_env
+    if remote and not base_url.startswith(("http://", "https://")):
         raise ConfigError(
             f"an `{kind.value}` endpoint needs a base_url starting with http:// or https://",
             field="base_url",
@@ -147,8 +156,80 @@ def _endpoint(node: _Node) -> Endpoint:
         else "",
         certifications=_certifications(fields.get("certifications"), "certifications"),
         seal=_seal(fields.get("seal"), "seal"),
+        upstream=upstream,
         default_max_tokens=_default_max_tokens(fields, kind, model),
     )
+
+
+_KIND_FIELDS: dict[str, frozenset[EndpointKind]] = {
+    "region": frozenset({EndpointKind.BEDROCK, EndpointKind.VERTEX}),
+    "project": frozenset({EndpointKind.VERTEX}),
+    "deployment": frozenset({EndpointKind.AZURE_OPENAI}),
+    "api_version": frozenset({EndpointKind.AZURE_OPENAI}),
+    "auth": frozenset({EndpointKind.AZURE_OPENAI}),
+    "credentials_file": frozenset({EndpointKind.VERTEX}),
+    "base_url_env": frozenset({EndpointKind.AZURE_OPENAI}),
+}
+_KIND_REQUIRED = {
+    EndpointKind.BEDROCK: ("region",),
+    EndpointKind.VERTEX: ("region",),
+}
+_REGION = re.compile(r"^[a-z]{2,}(-[a-z]+)+-?[0-9]+$")
+_TOKEN = re.compile(r"^[A-Za-z0-9._:-]+$")
+
+
+def _upstream_options(fields: dict[str, _Node], kind: EndpointKind, node: _Node) -> UpstreamOptions:
+    """The native kinds' fields: each only on the kinds it applies to, values checked here so
+    that a typo fails `llmeu config check`, not the first call."""
+    for name, kinds in _KIND_FIELDS.items():
+        if name in fields and kind not in kinds:
+            allowed = ", ".join(sorted(k.value for k in kinds))
+            raise ConfigError(f"{name} applies to `kind: {allowed}` endpoints only", field=name,
+                              line=_line(fields[name]))  # fmt: skip
+    for name in _KIND_REQUIRED.get(kind, ()):
+        if name not in fields:
+            raise ConfigError(f"a `{kind.value}` endpoint needs `{name}`", field=name,
+                              line=_line(node))  # fmt: skip
+    region = _text(fields, "region", "")
+    if region and not _REGION.match(region):
+        raise ConfigError(f"region must look like eu-central-1 or europe-west4, got {region!r}",
+                          field="region", line=_line(fields["region"]))  # fmt: skip
+    for name in ("project", "deployment", "api_version"):
+        value = _text(fields, name, "", (str, date))  # YAML reads 2024-10-21 as a date
+        if name in fields and not _TOKEN.match(value):
+            raise ConfigError(f"{name} must be a plain name (letters, digits, . _ : -)",
+                              field=name, line=_line(fields[name]))  # fmt: skip
+    deployment = _text(fields, "deployment", "")
+    api_version = _text(fields, "api_version", "", (str, date))
+    if deployment and not api_version:
+        raise ConfigError("an Azure deployment URL needs `api_version` (e.g. 2024-10-21)",
+                          field="api_version", line=_line(fields["deployment"]))  # fmt: skip
+    auth = _enum(fields.get("auth"), "auth", AzureAuth, AzureAuth.API_KEY)
+    azure_key = kind is EndpointKind.AZURE_OPENAI and auth is AzureAuth.API_KEY
+    if azure_key and "api_key_env" not in fields:
+        raise ConfigError("`auth: api_key` needs `api_key_env` (or use `auth: entra`)",
+                          field="api_key_env", line=_line(node))  # fmt: skip
+    credentials_file = _text(fields, "credentials_file", "")
+    if credentials_file.lstrip().startswith(("{", "-----")) or "\n" in credentials_file:
+        raise ConfigError(
+            "credentials_file is the path of a key file, never the key itself",
+            field="credentials_file",
+            line=_line(fields["credentials_file"]),
+        )
+    return UpstreamOptions(
+        region=region, project=_text(fields, "project", ""), deployment=deployment,
+        api_version=api_version, auth=auth, credentials_file=credentials_file,
+        base_url_env=_text(fields, "base_url_env", ""),
+    )  # fmt: skip
+
+
+def _default_base_url(kind: EndpointKind, upstream: UpstreamOptions) -> str:
+    """The public endpoint of a region, so a catalog entry need not spell it out."""
+    if kind is EndpointKind.BEDROCK:
+        return f"https://bedrock-runtime.{upstream.region}.amazonaws.com"
+    if kind is EndpointKind.VERTEX:
+        return f"https://{upstream.region}-aiplatform.googleapis.com"
+    return ""
 
 
 def _certifications(node: _Node | None, what: str) -> frozenset[Certification]:

@@ -62,6 +62,9 @@ def serve(
     # down; then (or before it started) they end the process with status 0.
     for handled in (signal.SIGTERM, signal.SIGINT):
         signal.signal(handled, _stop)
+    # A worker starts with these blocked (`workers.Supervisor._start`): one that arrived
+    # meanwhile is delivered now, to the handler above.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT, signal.SIGHUP})
     try:
         return _serve(settings, sock, instance_id)
     except _Stopped:

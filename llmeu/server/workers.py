@@ -70,6 +70,9 @@ def supervise(settings: Settings) -> int:
     return Supervisor(settings, sock).run()
 
 
+_SIGNALS = {signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
+
+
 class Supervisor:
     def __init__(self, settings: Settings, sock: socket.socket):
         self._settings = settings
@@ -113,10 +116,15 @@ class Supervisor:
 
     def _start(self, slot: int) -> None:
         instance_id = new_instance_id()
+        # Blocked across the fork: until the worker has its own handlers (`runner.serve`
+        # unblocks them), a signal waits instead of running the supervisor's handler in
+        # the worker's copy of it, which would swallow a SIGTERM the worker must obey.
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
         pid = os.fork()
         if pid == 0:  # the worker
             os._exit(self._serve(instance_id))
-        self._workers[pid] = _Worker(slot, instance_id)
+        self._workers[pid] = _Worker(slot, instance_id)  # before a SIGTERM can look for it
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         log.info("worker %d started: %s, pid %d", slot, instance_id, pid)
 
     def _serve(self, instance_id: str) -> int:

@@ -261,7 +261,8 @@ def test_models_carry_sovereignty_metadata(gateway: Gateway, keys: dict[str, str
     delta = next(e for e in meta["endpoints"] if e["endpoint_id"] == "delta-de")
     assert delta == {
         "endpoint_id": "delta-de", "provider": "delta", "model": "fake", "model_version": "1",
-        "inference_region": "test-1", "country": "DE", "sovereignty_class": "eu_resident",
+        "inference_region": "test-1", "country": "DE", "jurisdiction": None, "certifications": [],
+        "seal": None, "sovereignty_class": "eu_resident",
         "retention": "P0D", "provider_retention": "P0D",
         "price_eur_per_mtok": {"input": 1.0, "output": 2.0},
     }  # fmt: skip

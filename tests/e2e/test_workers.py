@@ -31,6 +31,7 @@ from tests.support.waiting import wait_for
 pytestmark = pytest.mark.redis
 
 REDIS = ["--redis-url", "redis://127.0.0.1:6379/0"]
+READY = "Application startup complete"
 STARTED = re.compile(r"worker (\d+) started: (gw_[0-9a-f]+), pid (\d+)")
 
 
@@ -39,6 +40,8 @@ def workers(gateway_factory: Callable[..., Gateway], fake_upstream: FakeUpstream
     config = config_yaml(fake_endpoint("fakeprov-fr-a", fake_upstream))
     gateway = gateway_factory(config=config, args=["--workers", "2", *REDIS, "--log-level", "info"])
     wait_for(lambda: len(started(gateway)) == 2, what="both workers")
+    # Forked is not serving yet: each worker says when its start-up is complete.
+    wait_for(lambda: gateway.output().count(READY) == 2, what="both workers ready")
     return gateway
 
 
@@ -102,13 +105,16 @@ def test_a_killed_worker_is_replaced_and_its_calls_recorded_at_once(workers: Gat
 
 def test_sigterm_drains_both_workers(workers: Gateway) -> None:
     streams = [open_stream(workers, "[[chunks=20;delay=50]]") for _ in range(4)]
-    heads = [read_until(sock, b'"content"', 1) for sock in streams]
-    assert workers.stop(signal.SIGTERM) == 0
-    for sock, head in zip(streams, heads, strict=True):
-        body = dechunk((head + read_to_end(sock)).partition(b"\r\n\r\n")[2])
-        sock.close()
-        _, done = parse_sse(body)
-        assert done  # finished within the grace, not cut
+    try:
+        heads = [read_until(sock, b'"content"', 1) for sock in streams]
+        assert workers.stop(signal.SIGTERM) == 0
+        for sock, head in zip(streams, heads, strict=True):
+            body = dechunk((head + read_to_end(sock)).partition(b"\r\n\r\n")[2])
+            _, done = parse_sse(body)
+            assert done  # finished within the grace, not cut
+    finally:
+        for sock in streams:
+            sock.close()
 
 
 def test_sighup_reloads_every_worker_for_new_calls(

@@ -125,8 +125,11 @@ def edit(old: str, new: str, count: int = 1) -> str:
 # (text, field, line, part of the message)
 INVALID = [
     # unknown fields
-    pytest.param(edit("    priority: 10\n", "    priority: 10\n    region: fr\n"), "region", 16,
-                 "unknown field `region`", id="unknown-endpoint-field"),
+    pytest.param(edit("    priority: 10\n", "    priority: 10\n    zone: fr\n"), "zone", 16,
+                 "unknown field `zone`", id="unknown-endpoint-field"),
+    pytest.param(edit("    priority: 10\n", "    priority: 10\n    region: eu-west-1\n"),
+                 "region", 16, "region applies to `kind: bedrock, vertex` endpoints only",
+                 id="native-field-on-an-openai-endpoint"),
     pytest.param(edit("    fallback: false\n", "    fallback: false\n    retries: 3\n"), "retries", 35,
                  "unknown field `retries`", id="unknown-policy-field"),
     pytest.param(edit("default_policy: fr-only\n", "default_policy: fr-only\nlisten: 8080\n"),

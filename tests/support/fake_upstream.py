@@ -11,6 +11,8 @@ from the upstream model name (set per endpoint in the gateway's config, e.g.
     delay=MS        pause before each delta (default 0)
     text=WORD       the word each delta carries (default `tok`)
     tools=1         stream a tool call instead of text
+    reasoning=N     stream N reasoning deltas (`reasoning_content`) before the answer
+    finish=REASON   the finish reason to end with (default stop, or tool_calls)
     fault=NAME      status_<code> | echo | echo_mid_stream | reset_mid_stream | stall_first |
                     stall_between | malformed_sse | invalid_json | deep_json | huge_chunk | slow_drip |
                     missing_done | error_event | no_usage
@@ -57,6 +59,7 @@ class Seen:
     closed_at: float | None = None
     completed: bool = False
     chunks_sent: int = 0
+    messages: list[Any] = field(default_factory=list)
 
 
 @dataclass
@@ -162,6 +165,7 @@ class Upstream:
             directives=directives,
             received_at=time.time(),
             connection=conn_id,
+            messages=list(body.get("messages") or []),
         )
         self.state.requests.append(seen)
         self.state.connections[conn_id].append(seen)
@@ -205,6 +209,7 @@ class Upstream:
                 {"id": "call_1", "type": "function",
                  "function": {"name": "get_weather", "arguments": ARGUMENTS}}]}  # fmt: skip
             finish = "tool_calls"
+        finish = d.get("finish", finish)
         response: dict[str, Any] = {
             "id": "chatcmpl-fake",
             "object": "chat.completion",
@@ -256,6 +261,8 @@ class Upstream:
             await w.drain()
 
         await emit(chunk(model, {"role": "assistant", "content": ""}))
+        for i in range(int(d.get("reasoning", "0"))):
+            await emit(chunk(model, {"reasoning_content": f"think{i} "}))
         for i in range(n):
             if delay:
                 await asyncio.sleep(delay)
@@ -298,7 +305,8 @@ class Upstream:
                 delta = {"content": text}
             await emit(chunk(model, delta))
             seen.chunks_sent += 1
-        await emit(chunk(model, {}, "tool_calls" if d.get("tools") == "1" else "stop"))
+        finish = d.get("finish", "tool_calls" if d.get("tools") == "1" else "stop")
+        await emit(chunk(model, {}, finish))
         options = body.get("stream_options") or {}
         if options.get("include_usage") and fault != "no_usage":
             usage = {"prompt_tokens": 11, "completion_tokens": n, "total_tokens": 11 + n}

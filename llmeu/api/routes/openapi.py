@@ -23,6 +23,8 @@ from llmeu.protocol.chat_wire import ChatCompletion, ChatCompletionChunk
 from llmeu.protocol.embeddings_wire import EmbeddingsRequest, EmbeddingsResponse
 from llmeu.protocol.error_shape import ErrorDetail
 from llmeu.protocol.messages_codec import MessagesRequest
+from llmeu.protocol.responses_object import ResponseObject
+from llmeu.protocol.responses_wire import ResponsesRequest
 
 
 class ErrorBody(msgspec.Struct):
@@ -115,10 +117,12 @@ def openapi_document() -> bytes:
         EmbeddingsResponse,
         ErrorBody,
         KeyCreate,
+        ResponsesRequest,
+        ResponseObject,
         MessagesRequest,
     ]
     refs, components = msgspec.json.schema_components(types, ref_template=_REF)
-    chat_req, chat, chunk, emb_req, emb, _, key_create, messages_req = refs
+    chat_req, chat, chunk, emb_req, emb, _, key_create, resp_req, resp, messages_req = refs
     # The canonical request is this route's body: published under the route's own name.
     components["ChatCompletionRequest"] = components.pop("ChatRequest")
     chat_req = {"$ref": _REF.format(name="ChatCompletionRequest")}
@@ -130,6 +134,35 @@ def openapi_document() -> bytes:
                 "Chat completion; streams server-sent events with `stream: true`",
                 {**_json(chat), "text/event-stream": {"schema": chunk}},
                 body=chat_req,
+            )
+        },
+        "/v1/responses": {
+            "post": _operation(
+                "Responses API; streams typed server-sent events with `stream: true`",
+                {**_json(resp), "text/event-stream": {"schema": {"type": "string"}}},
+                body=resp_req,
+            )
+        },
+        "/v1/responses/{response_id}": {
+            "get": _operation(
+                "A stored response (the calling key's)",
+                _json(resp),
+                params=[_path_param("response_id")],
+            ),
+            "delete": _operation(
+                "Delete a stored response", _json(_OBJECT), params=[_path_param("response_id")]
+            ),
+        },
+        "/v1/responses/{response_id}/input_items": {
+            "get": _operation(
+                "The input items of a stored response",
+                _json(_OBJECT),
+                params=[
+                    _path_param("response_id"),
+                    _query("limit", {"type": "integer", "minimum": 1, "maximum": 100}),
+                    _query("order", {"type": "string", "enum": ["asc", "desc"]}),
+                    _query("after"),
+                ],
             )
         },
         "/v1/embeddings": {"post": _operation("Embeddings", _json(emb), body=emb_req)},

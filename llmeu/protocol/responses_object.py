@@ -1,0 +1,222 @@
+"""The Responses API's `response` object: what a call returns, streamed or not.
+
+The object echoes what the request set (OpenAI's shape, `llmeu` routing
+block at the top level) and holds the output items: a `reasoning` item, a
+`message` with `output_text` and `refusal` parts, one `function_call` per
+tool call. Ids: `resp_` and the trace id's digits for the response; the
+item's kind (`rs`, `msg`, `fc`), those digits and its index for an item.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from msgspec import UNSET, Struct, UnsetType
+
+from llmeu.calls.request import ToolCall
+from llmeu.protocol.responses_wire import (
+    ReasoningConfig,
+    ResponsesRequest,
+    TextConfig,
+    function_tools,
+)
+from llmeu.protocol.routing_block import RoutingBlock
+
+
+class FunctionToolOut(Struct):
+    type: str
+    name: str
+    description: str | None
+    parameters: dict[str, Any] | None
+    strict: bool | None
+
+
+class TokensDetails(Struct):
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
+
+
+class OutputTokensDetails(Struct):
+    reasoning_tokens: int = 0
+
+
+class ResponseUsage(Struct):
+    input_tokens: int
+    output_tokens: int
+    total_tokens: int
+    input_tokens_details: TokensDetails = msgspec.field(default_factory=TokensDetails)
+    output_tokens_details: OutputTokensDetails = msgspec.field(default_factory=OutputTokensDetails)
+
+
+class ResponseError(Struct):
+    code: str
+    message: str
+
+
+class IncompleteDetails(Struct):
+    reason: str
+
+
+class ResponseObject(Struct, kw_only=True):
+    """OpenAI's `response` object, with the `llmeu` routing block at the top level."""
+
+    id: str
+    object: str = "response"
+    created_at: int
+    status: str
+    error: ResponseError | None = None
+    incomplete_details: IncompleteDetails | None = None
+    instructions: str | None
+    max_output_tokens: int | None
+    model: str
+    output: list[Any]
+    parallel_tool_calls: bool
+    previous_response_id: str | None
+    reasoning: dict[str, Any]
+    store: bool
+    temperature: float | None
+    text: dict[str, Any]
+    tool_choice: Any
+    tools: list[FunctionToolOut]
+    top_p: float | None
+    truncation: str
+    usage: ResponseUsage | UnsetType = UNSET  # absent, never null, until known
+    user: str | UnsetType = UNSET  # OpenAI's schema has no null here
+    safety_identifier: str | None
+    metadata: dict[str, str]
+    llmeu: RoutingBlock | UnsetType = UNSET
+
+
+def response_id(trace_id: str) -> str:
+    """`resp_` and the trace id's own digits: one id links the response and its trace."""
+    return "resp_" + trace_id[4:]
+
+
+def response_shell(
+    req: ResponsesRequest, *, response_id: str, created_at: int, model: str, store: bool
+) -> ResponseObject:
+    """The response object before any output: what the request set, echoed as OpenAI does."""
+    text = req.text if isinstance(req.text, TextConfig) else None
+    text_format = msgspec.to_builtins(text.format) if text and text.format else {"type": "text"}
+    reasoning = req.reasoning if isinstance(req.reasoning, ReasoningConfig) else None
+    return ResponseObject(
+        id=response_id,
+        created_at=created_at,
+        status="in_progress",
+        instructions=req.instructions if isinstance(req.instructions, str) else None,
+        max_output_tokens=_or_none(req.max_output_tokens),
+        model=model,
+        output=[],
+        parallel_tool_calls=req.parallel_tool_calls is not False,
+        previous_response_id=_or_none(req.previous_response_id),
+        reasoning={
+            "effort": _or_none(reasoning.effort) if reasoning else None,
+            "summary": _or_none(reasoning.summary) if reasoning else None,
+        },
+        store=store,
+        temperature=_or_none(req.temperature),
+        text={"format": text_format},
+        tool_choice=_or_none(req.tool_choice) or "auto",
+        tools=[
+            FunctionToolOut(
+                t.type,
+                t.name,
+                _or_none(t.description),
+                _or_none(t.parameters),
+                _or_none(t.strict),
+            )
+            for t in function_tools(req.tools)
+        ],
+        top_p=_or_none(req.top_p),
+        truncation=_or_none(req.truncation) or "disabled",
+        user=req.user if isinstance(req.user, str) else UNSET,
+        safety_identifier=_or_none(req.safety_identifier),
+        metadata=req.metadata if isinstance(req.metadata, dict) else {},
+    )
+
+
+def _or_none(value: Any) -> Any:
+    return None if value is UNSET else value
+
+
+def message_item(item_id: str, parts: list[dict[str, Any]], status: str) -> dict[str, Any]:
+    return {"id": item_id, "type": "message", "status": status, "role": "assistant",
+            "content": parts}  # fmt: skip
+
+
+def text_part(text: str) -> dict[str, Any]:
+    return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+
+
+def refusal_part(refusal: str) -> dict[str, Any]:
+    return {"type": "refusal", "refusal": refusal}
+
+
+def function_call_item(
+    item_id: str, call_id: str, name: str, arguments: str, status: str
+) -> dict[str, Any]:
+    return {"id": item_id, "type": "function_call", "status": status, "call_id": call_id,
+            "name": name, "arguments": arguments}  # fmt: skip
+
+
+def reasoning_item(item_id: str, text: str, status: str) -> dict[str, Any]:
+    content = [{"type": "reasoning_text", "text": text}]
+    return {"id": item_id, "type": "reasoning", "status": status, "summary": [],
+            "content": content}  # fmt: skip
+
+
+def item_id(prefix: str, response_id: str, index: int) -> str:
+    """An output item's id: its kind (`msg`, `fc`, `rs`), the response's digits, its index."""
+    return f"{prefix}_{response_id[5:]}{index:02d}"
+
+
+def output_items(
+    response_id: str,
+    content: str | None,
+    refusal: str | None,
+    tool_calls: list[ToolCall],
+    reasoning: str | None = None,
+) -> list[dict[str, Any]]:
+    """The `output` of a whole answer: reasoning, the message, then one item per tool call."""
+    items: list[dict[str, Any]] = []
+    if reasoning:
+        items.append(reasoning_item(item_id("rs", response_id, 0), reasoning, "completed"))
+    parts = ([text_part(content)] if content else []) + ([refusal_part(refusal)] if refusal else [])
+    if parts:
+        msg_id = item_id("msg", response_id, len(items))
+        items.append(message_item(msg_id, parts, "completed"))
+    for call in tool_calls:
+        fc_id = item_id("fc", response_id, len(items))
+        function = call.function
+        items.append(
+            function_call_item(fc_id, call.id, function.name, function.arguments, "completed")
+        )
+    return items
+
+
+def final_status(finish_reason: str | None) -> tuple[str, IncompleteDetails | None]:
+    """`completed`, or `incomplete` with its reason when the output was cut short."""
+    if finish_reason == "length":
+        return "incomplete", IncompleteDetails(reason="max_output_tokens")
+    if finish_reason == "content_filter":
+        return "incomplete", IncompleteDetails(reason="content_filter")
+    return "completed", None
+
+
+def response_usage(
+    input_tokens: int | None, output_tokens: int | None
+) -> ResponseUsage | UnsetType:
+    """The usage, or UNSET (left out, as OpenAI's schema wants) when a count is unknown."""
+    if input_tokens is None or output_tokens is None:
+        return UNSET
+    return ResponseUsage(input_tokens, output_tokens, input_tokens + output_tokens)
+
+
+def response_error(status: int, message: str) -> ResponseError:
+    """The `error` of a failed response, in the codes OpenAI's schema knows."""
+    if status == 429:
+        return ResponseError(code="rate_limit_exceeded", message=message)
+    if status in (400, 413):
+        return ResponseError(code="invalid_prompt", message=message)
+    return ResponseError(code="server_error", message=message)

@@ -1,0 +1,280 @@
+"""The events of one Responses stream, encoded from the call's deltas, in OpenAI's order.
+
+    response.created, response.in_progress,
+    per output item: response.output_item.added,
+        message:   (response.content_part.added, response.output_text.delta…,
+                    response.output_text.done, response.content_part.done) per part
+                   (a refusal part with response.refusal.delta… / .done),
+        reasoning: the same with a reasoning_text part and response.reasoning_text.*,
+        function_call: response.function_call_arguments.delta… / .done,
+      response.output_item.done,
+    response.completed | response.incomplete (max_output_tokens) | response.failed.
+
+Every event is `event: <type>` and `data: <json>` with a `sequence_number`
+from 0, one more each event; one delta event per part of an upstream delta,
+written when it arrives; nothing follows the terminal event (no `[DONE]` on
+this API). An upstream delta opens a new output item when its kind differs
+from the item being streamed (text after reasoning, a tool call of a new
+index), closing the one before. Delta events are built from a per-item
+prefix around the encoded text, so the hot loop encodes only that text.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from llmeu.calls.output import Delta, ToolCallFunctionDelta, Usage
+from llmeu.errors import ApiError
+from llmeu.protocol.json_codec import encoder
+from llmeu.protocol.responses_object import (
+    ResponseObject,
+    final_status,
+    function_call_item,
+    item_id,
+    message_item,
+    reasoning_item,
+    refusal_part,
+    response_error,
+    response_usage,
+    text_part,
+)
+from llmeu.protocol.routing_block import RoutingBlock
+
+# The part kinds of an item: (the part's type, its delta/done event stem, the done field).
+_TEXT = ("output_text", "response.output_text", "text")
+_REFUSAL = ("refusal", "response.refusal", "refusal")
+_REASONING = ("reasoning_text", "response.reasoning_text", "text")
+_TEXT_SUFFIX = b',"logprobs":[]}\n\n'
+
+
+class _Item:
+    """The output item being streamed: its kind, id, index, and what it carried so far."""
+
+    __slots__ = ("arguments", "call_id", "chunks", "id", "index", "kind", "name", "parts",
+                 "tool_index")  # fmt: skip
+
+    def __init__(self, kind: str, item_id: str, index: int) -> None:
+        self.kind = kind
+        self.id = item_id
+        self.index = index
+        self.parts: list[tuple[tuple[str, str, str], str]] = []  # closed parts
+        self.chunks: list[str] = []  # the open part's (or the arguments') pieces
+        self.tool_index = -1
+        self.call_id = ""
+        self.name = ""
+        self.arguments = ""
+
+
+class ResponsesEvents:
+    """The stream encoder of the Responses surface (`StreamEncoder` of `api/lifecycle.py`)."""
+
+    def __init__(self, shell: ResponseObject) -> None:
+        self._shell = shell
+        self._sequence = 0
+        self._output: list[dict[str, Any]] = []
+        self._item: _Item | None = None
+        self._part: tuple[str, str, str] | None = None
+        self._delta_head = (b"", b"")
+        self._text_chunks: list[str] = []  # the open part's pieces (its item's `chunks`)
+
+    def start(self) -> bytes:
+        return self._event("response.created", response=self._shell) + self._event(
+            "response.in_progress", response=self._shell
+        )
+
+    def delta(self, delta: Delta) -> bytes:
+        content = delta.content
+        if (
+            content
+            and self._part is _TEXT
+            and not (delta.reasoning_content or delta.refusal or delta.tool_calls)
+        ):  # the common case, inlined: more text of the open text part
+            self._text_chunks.append(content)
+            sequence = self._sequence
+            self._sequence = sequence + 1
+            start, rest = self._delta_head
+            return b"%s%d%s%s%s" % (start, sequence, rest, encoder.encode(content), _TEXT_SUFFIX)
+        out = b""
+        if delta.reasoning_content:
+            out += self._piece("reasoning", _REASONING, delta.reasoning_content)
+        if delta.content:
+            out += self._piece("message", _TEXT, delta.content)
+        if delta.refusal:
+            out += self._piece("message", _REFUSAL, delta.refusal)
+        if delta.tool_calls:
+            for call in delta.tool_calls:
+                function = call.function
+                item = self._item
+                if item is None or item.kind != "function_call" or item.tool_index != call.index:
+                    out += self._close_item()
+                    item = self._open_function_call(call.index, call.id, function)
+                    out += self._added(item)
+                elif isinstance(function, ToolCallFunctionDelta) and function.name:
+                    item.name += function.name
+                if isinstance(function, ToolCallFunctionDelta) and function.arguments:
+                    item.chunks.append(function.arguments)
+                    out += self._numbered() + encoder.encode(
+                        function.arguments
+                    ) + b"}\n\n"  # fmt: skip
+        return out
+
+    def finish(self, finish_reason: str, usage: Usage, routing: RoutingBlock) -> bytes:
+        out = self._close_item("completed" if final_status(finish_reason)[1] is None else
+                               "incomplete")  # fmt: skip
+        response = self.response(finish_reason, usage, routing)
+        return out + self._event(f"response.{response.status}", response=response)
+
+    def response(self, finish_reason: str, usage: Usage, routing: RoutingBlock) -> ResponseObject:
+        """The response the terminal event carries, once every item is closed."""
+        status, details = final_status(finish_reason)
+        output = list(self._output)
+        if self._item is not None:
+            output.append(self._item_object(self._item, "incomplete" if details else "completed"))
+        return msgspec.structs.replace(
+            self._shell,
+            status=status,
+            incomplete_details=details,
+            output=output,
+            usage=response_usage(usage.prompt_tokens, usage.completion_tokens),
+            llmeu=routing,
+        )
+
+    def error(self, error: ApiError, routing: RoutingBlock) -> bytes:
+        """`response.failed`: what was produced so far (its open item `incomplete`), the
+        error, the routing block; nothing follows it."""
+        output = list(self._output)
+        if self._item is not None:
+            output.append(self._item_object(self._item, "incomplete"))
+        cost = routing.cost_estimate
+        response = msgspec.structs.replace(
+            self._shell,
+            status="failed",
+            error=response_error(error.status, error.message),
+            output=output,
+            usage=response_usage(cost.input_tokens, cost.output_tokens),
+            llmeu=routing,
+        )
+        return self._event("response.failed", response=response)
+
+    def _piece(self, kind: str, part: tuple[str, str, str], text: str) -> bytes:
+        """A text piece of a message or reasoning item, opening the item and part it needs."""
+        out = b""
+        item = self._item
+        if item is None or item.kind != kind:
+            out += self._close_item()
+            item = self._open(kind, "msg" if kind == "message" else "rs")
+            out += self._added(item)
+        if self._part is not part:
+            out += self._close_part(item)
+            out += self._open_part(item, part)
+        item.chunks.append(text)
+        self._text_chunks = item.chunks
+        return out + self._numbered() + encoder.encode(text) + self._suffix
+
+    @property
+    def _suffix(self) -> bytes:
+        return _TEXT_SUFFIX if self._part is _TEXT else b"}\n\n"
+
+    def _open(self, kind: str, prefix: str) -> _Item:
+        index = len(self._output)
+        item = self._item = _Item(kind, item_id(prefix, self._shell.id, index), index)
+        return item
+
+    def _open_function_call(self, tool_index: int, call_id: object, function: object) -> _Item:
+        item = self._open("function_call", "fc")
+        item.tool_index = tool_index
+        item.call_id = call_id if isinstance(call_id, str) and call_id else "call_" + item.id[3:]
+        if isinstance(function, ToolCallFunctionDelta) and isinstance(function.name, str):
+            item.name = function.name
+        self._delta_head = self._item_head("response.function_call_arguments.delta", item)
+        return item
+
+    def _open_part(self, item: _Item, part: tuple[str, str, str]) -> bytes:
+        self._part = part
+        content_index = len(item.parts)
+        self._delta_head = self._item_head(f"{part[1]}.delta", item, content_index)
+        return self._event(
+            "response.content_part.added", item_id=item.id, output_index=item.index,
+            content_index=content_index, part=_part_object(part, ""),
+        )  # fmt: skip
+
+    def _close_part(self, item: _Item) -> bytes:
+        part = self._part
+        if part is None:
+            return b""
+        self._part = None
+        text = "".join(item.chunks)
+        item.chunks = []
+        content_index = len(item.parts)
+        item.parts.append((part, text))
+        extra: dict[str, Any] = {"logprobs": []} if part is _TEXT else {}
+        common = {"item_id": item.id, "output_index": item.index, "content_index": content_index}
+        return self._event(f"{part[1]}.done", **common, **{part[2]: text}, **extra) + self._event(
+            "response.content_part.done", **common, part=_part_object(part, text)
+        )
+
+    def _close_item(self, status: str = "completed") -> bytes:
+        item = self._item
+        if item is None:
+            return b""
+        out = self._close_part(item)
+        if item.kind == "function_call":
+            item.arguments = "".join(item.chunks)
+            out += self._event(
+                "response.function_call_arguments.done", item_id=item.id,
+                output_index=item.index, name=item.name, arguments=item.arguments,
+            )  # fmt: skip
+        done = self._item_object(item, status)
+        self._output.append(done)
+        self._item = None
+        return out + self._event("response.output_item.done", output_index=item.index, item=done)
+
+    def _added(self, item: _Item) -> bytes:
+        return self._event(
+            "response.output_item.added",
+            output_index=item.index,
+            item=self._item_object(item, "in_progress"),
+        )
+
+    def _item_object(self, item: _Item, status: str) -> dict[str, Any]:
+        if item.kind == "function_call":
+            arguments = item.arguments or "".join(item.chunks)
+            return function_call_item(item.id, item.call_id, item.name, arguments, status)
+        parts = list(item.parts)
+        if self._part is not None and self._item is item and status != "in_progress":
+            parts.append((self._part, "".join(item.chunks)))
+        if item.kind == "reasoning":
+            return reasoning_item(item.id, "".join(text for _, text in parts), status)
+        return message_item(item.id, [_part_object(p, text) for p, text in parts], status)
+
+    def _item_head(
+        self, event: str, item: _Item, content_index: int | None = None
+    ) -> tuple[bytes, bytes]:
+        """A delta event of `item` up to its sequence number, and from there up to the delta."""
+        head = f',"item_id":"{item.id}","output_index":{item.index}'
+        if content_index is not None:
+            head += f',"content_index":{content_index}'
+        start = f'event: {event}\ndata: {{"type":"{event}","sequence_number":'
+        return start.encode(), f'{head},"delta":'.encode()
+
+    def _numbered(self) -> bytes:
+        start, rest = self._delta_head
+        sequence = self._sequence
+        self._sequence = sequence + 1
+        return start + str(sequence).encode() + rest
+
+    def _event(self, kind: str, **fields: Any) -> bytes:
+        sequence = self._sequence
+        self._sequence = sequence + 1
+        body = encoder.encode({"type": kind, "sequence_number": sequence, **fields})
+        return b"event: " + kind.encode() + b"\ndata: " + body + b"\n\n"
+
+
+def _part_object(part: tuple[str, str, str], text: str) -> dict[str, Any]:
+    if part is _REFUSAL:
+        return refusal_part(text)
+    if part is _TEXT:
+        return text_part(text)
+    return {"type": "reasoning_text", "text": text}
