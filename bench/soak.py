@@ -1,6 +1,6 @@
 """Soak: many calls through a real gateway against a faulty upstream; nothing may go missing.
 
-    python bench/soak.py [--calls 5000] [--concurrency 32] [--keys 4] [--seed 1]
+    python bench/soak.py [--calls 5000] [--concurrency 32] [--keys 4] [--seed 1] [--hostile]
 
 Starts the fault-injecting fake upstream of the test suite and `llmeu serve`
 (SQLite ledger, in a temporary directory), creates tenant keys, then sends
@@ -17,6 +17,12 @@ compares, per key, the client's counts with the ledger's (platform usage API):
 lost = calls the ledger has no trace for; mismatched = per key and status, the
 difference between client and ledger counts; 5xx = 5xx answers to calls
 without an injected fault; p99_ms = client-side duration of completed calls.
+
+`--hostile` runs the soak twice on the same plan: once alone, then beside a
+hostile mix from another address (127.0.0.2) — slowloris heads at a byte a
+second, chat bodies sent halfway with a key of their own, and bursts of
+requests with made-up keys — and prints both lines, what the mix saw, and
+the ratio of the honest calls' p99 with the mix to without it.
 """
 
 from __future__ import annotations
@@ -185,7 +191,11 @@ async def drive(
     base_url: str, tokens: list[str], plans: list[Plan], concurrency: int
 ) -> list[Seen]:
     rng = random.Random(7)
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    # Idle connections are dropped before the gateway's keep-alive (5 s) would close them:
+    # reusing one as the server closes it is a reset no call outcome can account for.
+    limits = httpx.Limits(
+        max_connections=concurrency, max_keepalive_connections=concurrency, keepalive_expiry=2
+    )
     queue: asyncio.Queue[int] = asyncio.Queue()
     for index in range(len(plans)):
         queue.put_nowait(index)
@@ -228,7 +238,102 @@ def p99(values: list[float]) -> float:
     return ordered[max(0, -(-len(ordered) * 99 // 100) - 1)] if ordered else 0.0
 
 
-def run(calls: int, concurrency: int, keys: int, seed: int) -> str:
+HOSTILE_ADDRESS = "127.0.0.2"
+
+
+async def hostile_mix(port: int, token: str, stop: asyncio.Event) -> Counter[str]:
+    """Slowloris heads, half-sent bodies and bursts of made-up keys until `stop`."""
+    seen: Counter[str] = Counter()
+
+    async def open_hostile() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        return await asyncio.open_connection("127.0.0.1", port, local_addr=(HOSTILE_ADDRESS, 0))
+
+    async def answered(reader: asyncio.StreamReader, kind: str) -> None:
+        status = (await reader.read(64)).split(b" ", 2)[1:2]
+        seen[f"{kind}:{status[0].decode() if status else 'closed'}"] += 1
+
+    async def slowloris() -> None:
+        while not stop.is_set():
+            reader, writer = await open_hostile()
+            writer.write(b"GET /healthz HTTP/1.1\r\nhost: soak\r\nx-slow: ")
+            done = asyncio.ensure_future(answered(reader, "slowloris"))
+            try:
+                while not stop.is_set() and not done.done():
+                    writer.write(b"a")
+                    await writer.drain()
+                    await asyncio.wait([done], timeout=1.0)
+            except (ConnectionError, OSError):
+                seen["slowloris:reset"] += 1
+            finally:
+                done.cancel()  # once the run is over, what the gateway does is not counted
+                writer.close()
+
+    async def half_body() -> None:
+        body = b'{"model": "soak-model", "messages": [' + b" " * (512 << 10)
+        head = (
+            "POST /v1/chat/completions HTTP/1.1\r\nhost: soak\r\n"
+            f"authorization: Bearer {token}\r\ncontent-type: application/json\r\n"
+            f"content-length: {2 * len(body)}\r\n\r\n"
+        ).encode()
+        while not stop.is_set():
+            reader, writer = await open_hostile()
+            waiting = asyncio.ensure_future(answered(reader, "half_body"))
+            stopped = asyncio.ensure_future(stop.wait())
+            try:
+                writer.write(head + body)
+                await writer.drain()
+                await asyncio.wait([waiting, stopped], return_when=asyncio.FIRST_COMPLETED)
+            except (ConnectionError, OSError):
+                seen["half_body:reset"] += 1
+            finally:
+                waiting.cancel()
+                stopped.cancel()
+                writer.close()
+
+    async def bad_keys() -> None:
+        transport = httpx.AsyncHTTPTransport(local_address=HOSTILE_ADDRESS)
+        async with httpx.AsyncClient(
+            base_url=f"http://127.0.0.1:{port}", transport=transport, timeout=30
+        ) as client:
+            while not stop.is_set():
+                for _ in range(50):
+                    made_up = f"sk-llmeu-k{random.randbytes(8).hex()}-{random.randbytes(16).hex()}"
+                    response = await client.get(
+                        "/v1/models", headers={"authorization": f"Bearer {made_up}"}
+                    )
+                    seen[f"bad_key:{response.status_code}"] += 1
+                await asyncio.sleep(0.5)
+
+    tasks = [
+        *(asyncio.ensure_future(slowloris()) for _ in range(50)),
+        *(asyncio.ensure_future(half_body()) for _ in range(20)),
+        asyncio.ensure_future(bad_keys()),
+    ]
+    await stop.wait()
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    return seen
+
+
+async def drive_beside(
+    base_url: str, tokens: list[str], plans: list[Plan], concurrency: int, hostile: str | None
+) -> tuple[list[Seen], Counter[str]]:
+    """The honest calls, with the hostile mix (its key `hostile`) running beside them."""
+    if hostile is None:
+        return await drive(base_url, tokens, plans, concurrency), Counter()
+    stop = asyncio.Event()
+    port = int(base_url.rsplit(":", 1)[1])
+    mix = asyncio.ensure_future(hostile_mix(port, hostile, stop))
+    await asyncio.sleep(2)  # the mix is under way before the first honest call
+    try:
+        results = await drive(base_url, tokens, plans, concurrency)
+    finally:
+        stop.set()
+    return results, await mix
+
+
+def run(calls: int, concurrency: int, keys: int, seed: int, hostile: bool = False) -> str:
     tmp = Path(tempfile.mkdtemp(prefix="llmeu-soak-"))
     upstream_port, gateway_port = free_port(), free_port()
     upstream = subprocess.Popen(
@@ -266,8 +371,14 @@ def run(calls: int, concurrency: int, keys: int, seed: int) -> str:
         ]
         tokens = [c["key"] for c in created]
         key_ids = [c["id"] for c in created]
+        hostile_key = None
+        if hostile:
+            hostile_key = httpx.post(
+                f"{base_url}/v1/platform/keys", json={"name": "soak-hostile"},
+                headers={"authorization": f"Bearer {ADMIN_KEY}"}, timeout=30,
+            ).json()["key"]  # fmt: skip
         plans = plan_calls(calls, keys, random.Random(seed))
-        results = asyncio.run(drive(base_url, tokens, plans, concurrency))
+        results, mix = asyncio.run(drive_beside(base_url, tokens, plans, concurrency, hostile_key))
         ledger = ledger_counts(base_url, key_ids)
     finally:
         for proc in (gateway, upstream):
@@ -291,10 +402,13 @@ def run(calls: int, concurrency: int, keys: int, seed: int) -> str:
     latency = p99([r.millis for r in results if r.outcome == "completed"])
     details = {k: {"client": dict(client[k]), "ledger": dict(ledger[k])} for k in key_ids}
     (tmp / "soak.json").write_text(json.dumps(details, indent=2))
-    return (
+    line = (
         f"soak: {len(results)} calls, lost={lost}, mismatched={mismatched}, "
         f"5xx={server_errors}, p99_ms={latency:.1f}"
     )
+    if hostile:
+        line += " hostile: " + ", ".join(f"{k}={v}" for k, v in sorted(mix.items()))
+    return line
 
 
 def main() -> int:
@@ -303,10 +417,24 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--keys", type=int, default=4)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--hostile", action="store_true", help="run alone, then beside a hostile mix; compare"
+    )
     args = parser.parse_args()
     line = run(args.calls, args.concurrency, args.keys, args.seed)
     print(line, flush=True)
-    return 0 if "lost=0, mismatched=0," in line else 1
+    if not args.hostile:
+        return 0 if "lost=0, mismatched=0," in line else 1
+    beside = run(args.calls, args.concurrency, args.keys, args.seed, hostile=True)
+    print(beside, flush=True)
+    alone_p99, beside_p99 = _p99_of(line), _p99_of(beside)
+    print(f"soak: honest p99 with the hostile mix / without = {beside_p99 / alone_p99:.2f}")
+    clean = all("lost=0, mismatched=0, 5xx=0," in x for x in (line, beside))
+    return 0 if clean else 1
+
+
+def _p99_of(line: str) -> float:
+    return float(line.split("p99_ms=", 1)[1].split()[0])
 
 
 if __name__ == "__main__":

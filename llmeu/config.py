@@ -26,6 +26,22 @@ class Settings:
     redis_timeout_seconds: float = 0.25
     admin_key: str | None = None
     max_body_bytes: int = 4 << 20
+    head_timeout_seconds: float = 10.0
+    """A request head must be complete this long after the connection opened (or its first
+    byte, on a kept-alive connection): 408 past it."""
+    body_timeout_seconds: float = 10.0
+    """The longest pause inside a request body, and the time a body has before it must keep
+    up with `min_body_rate`: 408 past either."""
+    min_body_rate: int = 8 << 10
+    """Bytes per second a request body must average once its first `body_timeout_seconds`
+    are over (a 4 MiB body may take 10 s + 512 s)."""
+    max_connections: int = 0
+    """Open connections per process; 0: the descriptor limit less what the process needs."""
+    max_connections_per_client: int = 256
+    """Open connections per client address (429 above); 0: no cap (behind a load balancer)."""
+    max_body_memory_bytes: int = 64 << 20
+    """Request bodies held in memory at once, all requests of the process together (503
+    above); never less than `max_body_bytes`."""
     log_level: str = "info"
     log_format: str = "text"
     otel_content: bool = False

@@ -19,9 +19,11 @@ HTTP statuses and bodies in one place (`llmeu.api.error_responses`), a
         │   └── NoCompliantRoute    403  code `no_compliant_route`, per-endpoint reasons
         ├── NotFound                404  invalid_request_error
         ├── MethodNotAllowed        405  invalid_request_error
+        ├── RequestTimeout          408  the body came too slowly (the connection is closed)
         ├── PayloadTooLarge         413  invalid_request_error
         ├── RateLimited             429  rate_limit_error, carries `retry_after`
         ├── ServiceUnavailable      503  the gateway itself cannot take the call
+        │   ├── ServerBusy          503  no room for another body in flight; carries `retry_after`
         │   └── LimitsUnavailable   503  a key's limits cannot be checked, and its policy
         │                                refuses unchecked calls; carries `retry_after`
         └── UpstreamError           502  an upstream attempt failed (e.g. a broken stream)
@@ -141,6 +143,14 @@ class MethodNotAllowed(ApiError):
     default_code = "method_not_allowed"
 
 
+class RequestTimeout(ApiError):
+    """The request body paused too long or came slower than the minimum rate."""
+
+    status = 408
+    type = "invalid_request_error"
+    default_code = "request_timeout"
+
+
 class PayloadTooLarge(ApiError):
     status = 413
     type = "invalid_request_error"
@@ -161,6 +171,16 @@ class ServiceUnavailable(ApiError):
     status = 503
     type = "api_error"
     default_code = "service_unavailable"
+
+
+class ServerBusy(ServiceUnavailable):
+    """The request bodies in flight hold all the memory the process gives them."""
+
+    default_code = "server_busy"
+
+    def __init__(self, message: str, *, retry_after: float = 1.0):
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class LimitsUnavailable(ServiceUnavailable):

@@ -72,6 +72,9 @@ class Policy:
     licences: frozenset[str]
     exceptions: frozenset[str]
     overrides: Mapping[str, str]  # canonical distribution name -> SPDX expression
+    # Distributions whose licence is outside `licences` but accepted for how llmeu uses
+    # them (`accept = true` in their override, with the reason).
+    accepted: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,11 @@ def load_policy(path: Path = ALLOW_LIST) -> Policy:
             canonicalize_name(name): entry["licence"]
             for name, entry in data.get("overrides", {}).items()
         },
+        accepted=frozenset(
+            canonicalize_name(name)
+            for name, entry in data.get("overrides", {}).items()
+            if entry.get("accept") is True
+        ),
     )
 
 
@@ -122,8 +130,15 @@ def check(dists: Iterable[Distribution], policy: Policy) -> list[Finding]:
             expression, source = policy.overrides[name], "licences.toml"
         else:
             expression, source = declared(dist.metadata)
+        allowed = expression is not None and name in policy.accepted
         findings.append(
-            Finding(name, dist.version, expression, source, acceptable(expression, policy))
+            Finding(
+                name,
+                dist.version,
+                expression,
+                source,
+                allowed or acceptable(expression, policy),
+            )
         )
     return sorted(set(findings), key=lambda finding: finding.name)
 

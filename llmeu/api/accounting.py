@@ -12,7 +12,7 @@ zero.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from llmeu.calls.output import AssistantOutput, StreamOutput, Usage
@@ -21,7 +21,31 @@ from llmeu.calls.request import ChatRequest, text_of
 from llmeu.ledger.api_keys import ApiKey
 from llmeu.limits import Admission, Limiter, Quota
 from llmeu.protocol.json_codec import encoder
+from llmeu.routing.catalog import Endpoint, Prices
 from llmeu.routing.policy import LimitsFail
+
+UNCAPPED_OUTPUT_TOKENS = 4096
+"""What a call that sets no `max_tokens` is reserved for, on an endpoint without its own cap."""
+
+
+@dataclass(frozen=True, slots=True)
+class CallCeiling:
+    """The most a call may produce and what a token may cost, before it is routed."""
+
+    output_tokens: int
+    prices: tuple[Prices, ...]
+
+    @classmethod
+    def of(cls, endpoints: Sequence[Endpoint], max_output: int | None) -> CallCeiling:
+        """Over `endpoints` (those serving the model): the request's cap, else the largest
+        of theirs (`UNCAPPED_OUTPUT_TOKENS` for one without)."""
+        if max_output is None:
+            caps = [e.default_max_tokens or UNCAPPED_OUTPUT_TOKENS for e in endpoints]
+            max_output = max(caps, default=UNCAPPED_OUTPUT_TOKENS)
+        return cls(max_output, tuple(e.prices for e in endpoints))
+
+    def cost(self, prompt_tokens: int) -> float:
+        return max((p.cost(prompt_tokens, self.output_tokens) for p in self.prices), default=0.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,14 +65,28 @@ class Accounting:
         self._key = key
         self._admission: Admission | None = None
 
-    async def admit(self, prompt_tokens: Callable[[], int], limits_fail: LimitsFail) -> None:
+    async def admit(
+        self, prompt_tokens: Callable[[], int], ceiling: CallCeiling, limits_fail: LimitsFail
+    ) -> None:
         """The key's limits (requests and tokens per minute, budget); 429 when over one.
-        The prompt is counted only for a key with a tokens-per-minute limit. `limits_fail`
-        (the key's policy's) decides a call whose limits cannot be checked right now."""
+        A key with a tokens-per-minute limit reserves the prompt's estimate and the most the
+        call may produce; a key with a budget reserves the most the call may cost, on the
+        dearest endpoint that serves the model. `limits_fail` (the key's policy's) decides
+        a call whose limits cannot be checked right now."""
         key = self._key
         quota = Quota(key.key_id, key.rpm_limit, key.tpm_limit, key.budget_eur)
-        tokens = prompt_tokens() if key.tpm_limit is not None else 0
-        self._admission = await self._limits.admit(quota, tokens, limits_fail=limits_fail)
+        prompt, reserve = 0, 0.0
+        if key.tpm_limit is not None or key.budget_eur is not None:
+            prompt = prompt_tokens()
+            if key.budget_eur is not None:
+                reserve = ceiling.cost(prompt)
+        self._admission = await self._limits.admit(
+            quota,
+            prompt,
+            output_tokens=ceiling.output_tokens,
+            reserve_eur=reserve,
+            limits_fail=limits_fail,
+        )
 
     def settle(self, record: TraceRecord) -> None:
         """Replace the reservation with what the call used; add its cost to the spend."""

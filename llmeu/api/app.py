@@ -9,9 +9,11 @@ from functools import partial
 from urllib.parse import unquote
 
 from llmeu.api.asgi import Receive, Request, Scope, Send
+from llmeu.api.body_intake import BodyBounds, BodyIntake
 from llmeu.api.cors import CorsMiddleware
 from llmeu.api.error_responses import OPENAI_ERRORS, ErrorShape, as_api_error, send_error
 from llmeu.api.gateway import Gateway
+from llmeu.api.identifiers import check_identifier
 from llmeu.api.routes import compliance, console, platform, service
 from llmeu.api.routes.chat_completions import handle_chat
 from llmeu.api.routes.embeddings import handle_embeddings
@@ -50,6 +52,11 @@ class Route:
     @property
     def templated(self) -> bool:
         return "{" in self.path
+
+    @property
+    def params(self) -> list[str]:
+        """The names of the `{name}` segments, in order."""
+        return [s[1:-1] for s in self.path.split("/") if s.startswith("{")]
 
     def match(self, segments: list[str]) -> list[str] | None:
         """The values of the `{name}` segments if `segments` (the path split on `/`) fit."""
@@ -115,6 +122,14 @@ class App:
         origins = gateway.settings.cors_origins
         self._handle_http = CorsMiddleware(self._http, origins) if origins else self._http
         self.routes = route_table(gateway)
+        settings = gateway.settings
+        self._intake = BodyIntake(
+            BodyBounds(
+                timeout=settings.body_timeout_seconds,
+                min_rate=settings.min_body_rate,
+                memory=settings.max_body_memory_bytes,
+            )
+        )
         self._exact = {(r.method, r.path): r for r in self.routes if not r.templated}
         # A path's own error shape, also for a method it does not have (405).
         self._shapes = {r.path: r.shape for r in self.routes if not r.templated}
@@ -127,11 +142,13 @@ class App:
             await self._lifespan(receive, send)
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
-        request = Request(scope, receive, send)
+        request = Request(scope, receive, send, self._intake)
         shape: ErrorShape = self._shapes.get(request.path, OPENAI_ERRORS)
         try:
             route, values = self._find(request.method, request.path, request.scope.get("raw_path"))
             shape = route.shape
+            for name, value in zip(route.params, values, strict=True):
+                check_identifier(value, name)
             await route.handler(request, *values)
         except ClientDisconnected:
             return  # nobody is left to answer; a call records its own hang-up

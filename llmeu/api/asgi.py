@@ -12,8 +12,10 @@ from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import Any
 from urllib.parse import parse_qsl
 
+from llmeu.api.body_intake import BodyBounds, BodyIntake
+from llmeu.api.identifiers import check_query
 from llmeu.calls.hangup import Hangup
-from llmeu.errors import ClientDisconnected, InvalidRequest, PayloadTooLarge
+from llmeu.errors import InvalidRequest
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -33,11 +35,14 @@ SSE_HEADERS: Headers = [
 class Request:
     """One HTTP request: what the client sent, and the one way to answer it."""
 
-    __slots__ = ("_query", "_send", "headers", "method", "path", "receive", "response_started",
-                 "scope")  # fmt: skip
+    __slots__ = ("_intake", "_query", "_send", "headers", "method", "path", "receive",
+                 "response_started", "scope")  # fmt: skip
 
-    def __init__(self, scope: Scope, receive: Receive, send: Send):
+    def __init__(
+        self, scope: Scope, receive: Receive, send: Send, intake: BodyIntake | None = None
+    ):
         self.scope = scope
+        self._intake = intake if intake is not None else BodyIntake(BodyBounds())
         self.receive = receive
         self._send = send
         self.method: str = scope["method"]
@@ -53,36 +58,28 @@ class Request:
         return None
 
     @property
+    def client(self) -> str | None:
+        """The client's address (no port), where the server knows it."""
+        client = self.scope.get("client")
+        return str(client[0]) if client else None
+
+    @property
     def query(self) -> dict[str, str]:
         if self._query is None:
             raw = self.scope.get("query_string", b"").decode("latin-1")
             try:
-                self._query = dict(parse_qsl(raw, keep_blank_values=True, max_num_fields=64))
+                query = dict(parse_qsl(raw, keep_blank_values=True, max_num_fields=64))
             except ValueError:
                 raise InvalidRequest("too many query parameters", param="query") from None
+            self._query = check_query(query)
         return self._query
 
     async def body(self, limit: int) -> bytes:
-        """The whole request body; 413 past `limit` bytes (checked before reading when declared);
-        `ClientDisconnected` when the client leaves while sending it."""
+        """The whole request body, within `limit` bytes and the intake's bounds of time and
+        memory (`llmeu.api.body_intake`)."""
         declared = self.header(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > limit:
-            raise PayloadTooLarge(
-                f"request body of {declared} bytes exceeds the limit of {limit} bytes"
-            )
-        parts: list[bytes] = []
-        size = 0
-        while True:
-            message = await self.receive()
-            if message["type"] == "http.disconnect":
-                raise ClientDisconnected("the client disconnected while sending the body")
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > limit:
-                raise PayloadTooLarge(f"request body exceeds the limit of {limit} bytes")
-            parts.append(chunk)
-            if not message.get("more_body", False):
-                return b"".join(parts) if len(parts) != 1 else parts[0]
+        size = int(declared) if declared is not None and declared.isdigit() else None
+        return await self._intake.read(self.receive, size, limit)
 
     async def start(self, status: int, headers: Headers) -> None:
         self.response_started = True

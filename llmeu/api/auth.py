@@ -15,6 +15,7 @@ import asyncio
 import logging
 import time
 
+from llmeu.api.auth_failures import AuthFailures
 from llmeu.errors import AuthenticationFailed, ConfigError, InvalidRequest
 from llmeu.ledger.api_keys import ApiKey
 from llmeu.ledger.secrets import (
@@ -34,8 +35,9 @@ _NEGATIVE_TTL = 2.0
 
 
 class KeyRing:
-    def __init__(self, store: Store):
+    def __init__(self, store: Store, failures: AuthFailures | None = None):
         self._store = store
+        self.failures = failures or AuthFailures()
         self._keys: dict[str, ApiKey] = {}
         self._unknown: dict[str, float] = {}
         self._turn = asyncio.Lock()
@@ -75,7 +77,9 @@ class KeyRing:
         self._keys[ADMIN_KEY_ID] = key
         return token if generated else None
 
-    async def authenticate(self, authorization: str | None) -> ApiKey:
+    async def authenticate(self, authorization: str | None, client: str | None = None) -> ApiKey:
+        """The key `authorization` names; 401 if none, and — for a `client` address whose
+        failures ran out (`llmeu.api.auth_failures`) — 429 before the database is asked."""
         if not authorization:
             raise AuthenticationFailed(
                 "Missing API key: send it as `Authorization: Bearer <key>`", code="missing_api_key"
@@ -85,8 +89,14 @@ class KeyRing:
         if scheme.lower() != "bearer" or not token or len(token) > 512:
             raise AuthenticationFailed("Malformed Authorization header: expected `Bearer <key>`")
         key_id = key_id_of(token)
-        key = self._keys.get(key_id) or await self._fetch(key_id)
+        key = self._keys.get(key_id)
+        if key is None:
+            if client is not None:
+                self.failures.check(client)
+            key = await self._fetch(key_id)
         if key is None or not matches(token, key.secret_hash) or key.revoked_at is not None:
+            if client is not None:
+                self.failures.failed(client)
             raise AuthenticationFailed("Invalid API key")
         return key
 

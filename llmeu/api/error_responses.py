@@ -20,6 +20,8 @@ from llmeu.errors import (
     DatabaseUnavailable,
     LimitsUnavailable,
     RateLimited,
+    RequestTimeout,
+    ServerBusy,
     ServiceUnavailable,
 )
 from llmeu.protocol.error_shape import error_body
@@ -71,8 +73,11 @@ def as_api_error(error: Exception) -> ApiError:
 
 def error_headers(error: ApiError, trace_id: str | None = None) -> Headers:
     headers = JSON_HEADERS
-    if isinstance(error, RateLimited | LimitsUnavailable):
+    if isinstance(error, RateLimited | LimitsUnavailable | ServerBusy):
         headers = with_header(headers, b"retry-after", str(max(1, math.ceil(error.retry_after))))
+    if isinstance(error, RequestTimeout | ServerBusy):
+        # What is left of the body is not read: the connection cannot carry another request.
+        headers = with_header(headers, b"connection", "close")
     if trace_id is not None:
         headers = with_header(headers, b"x-llmeu-trace-id", trace_id)
     return headers

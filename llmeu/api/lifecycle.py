@@ -6,6 +6,7 @@ everything else happens here, once:
     async with calls.open(request, "chat.completions") as call:   # the key, the trace
         chat = parse_chat(await call.body())
         call.requested(chat.model, stream=..., texts=..., prompt=..., prompt_tokens=...)
+        screening = call.screen(lambda: chat_parts(chat))           # personal data
         await call.admit()                                          # the key's limits
         call.route(chat.model, needs, chat.llmeu)                   # policy and route plan
         if chat.stream:
@@ -25,6 +26,15 @@ error frame once a stream has begun) — except an endpoint's refusal of what
 it cannot do (`UnsupportedByEndpoint`), which is `rejected` too; a hang-up (`ClientDisconnected`) is
 `cancelled` with what was produced; a cancelled task — the server ending the
 request at shutdown — is `interrupted`. Each ends with exactly one trace.
+
+`screen` applies the key's policy's `personal_data` rules to the prompt's
+text, which the surface hands over as `(path, text)` parts: a `block` hit
+refuses the call, a `restrict` hit narrows the route `route` plans, and a
+`mask` hit gives the surface a screening whose `masked(path, text)` it sends
+upstream instead (then `keep_prompt` with the masked prompt). The values come
+back in the answer: `restore` for a whole one, and a stream's deltas are
+restored here, a placeholder split across deltas held back until complete.
+Without a `personal_data` section none of this costs anything.
 """
 
 from __future__ import annotations
@@ -32,12 +42,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from enum import Enum
 from types import TracebackType
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
-from llmeu.api.accounting import Accounting, Counts, streamed_counts
+from llmeu.api.accounting import Accounting, CallCeiling, Counts, streamed_counts
 from llmeu.api.asgi import JSON_HEADERS, SSE_HEADERS, DisconnectWatch, Headers, Request
 from llmeu.api.error_responses import ErrorShape, as_api_error, send_error
 from llmeu.api.trace import TraceRecorder
@@ -53,11 +63,16 @@ from llmeu.errors import (
     UpstreamError,
 )
 from llmeu.observability.timing import ResponseTiming
+from llmeu.personal.masking import Masking
+from llmeu.personal.rules import RestrictTo
+from llmeu.personal.scan import Screening, TextParts, screen
+from llmeu.personal.streams import StreamRestorer
+from llmeu.protocol.error_shape import error_body
 from llmeu.protocol.routing_block import RoutingBlock
 from llmeu.providers.base import ChatStream, Provider
 from llmeu.routing.catalog import Capability, Endpoint
 from llmeu.routing.fallback import run_with_fallback
-from llmeu.routing.policy import LimitsFail
+from llmeu.routing.policy import LimitsFail, restricted
 from llmeu.routing.router import RoutePlan
 
 if TYPE_CHECKING:
@@ -119,15 +134,21 @@ class Call:
         self._prompt: object = None
         self._prompt_tokens: Callable[[], int] = _no_estimate
         self._prompt_tokens_known = False
+        self._model = ""
+        self._max_output_tokens: int | None = None
         self._hangup = Hangup()
         self._watch = DisconnectWatch(request.receive, self._hangup)
         self._upstream: ChatStream | None = None
         self._encoder: StreamEncoder | None = None
+        self._stream_ended = False
         self._output = StreamOutput()
         self._opened = 0.0
         self._upstream_seconds = 0.0  # spent inside attempts, for the overhead headers
         self._key_id = ""
         self._key_policy = ""
+        self._restrict: RestrictTo | None = None
+        self._masking: Masking | None = None
+        self._restorer: StreamRestorer | None = None
         self.trace_id = ""
         self.trace: TraceRecorder
         self._accounting: Accounting
@@ -138,7 +159,7 @@ class Call:
         authorization = (
             self._credentials(request) if self._credentials else request.header(b"authorization")
         )
-        key = await calls.keys.authenticate(authorization)
+        key = await calls.keys.authenticate(authorization, request.client)
         if not calls.accepting:
             raise ServiceUnavailable("the gateway is shutting down", code="shutting_down")
         if calls.ledger.full:
@@ -177,23 +198,57 @@ class Call:
         prompt: object,
         prompt_tokens: Callable[[], int] | None = None,
         subject: str | None = None,
+        max_output_tokens: int | None = None,
     ) -> None:
         """What the client asked for: `texts` (the prompt's text) are kept out of error
         messages, `prompt` is what the trace keeps where the policy stores content,
-        `prompt_tokens` the gateway's estimate, for limits and when no usage is reported, and
-        `subject` the end user the call is made for (its content is erased with theirs)."""
+        `prompt_tokens` the gateway's estimate, for limits and when no usage is reported,
+        `subject` the end user the call is made for (its content is erased with theirs), and
+        `max_output_tokens` the most the call may produce (0 for embeddings; None: the
+        endpoint's cap), which the key's limits reserve."""
         self.trace.requested(model, stream=stream, texts=texts, subject=subject)
+        self._model = model
+        self._max_output_tokens = max_output_tokens
         self._prompt = prompt
         if prompt_tokens is not None:
             self._prompt_tokens = prompt_tokens
             self._prompt_tokens_known = True
+
+    def screen(self, read: Callable[[], tuple[TextParts, Sequence[str]]]) -> Screening | None:
+        """The prompt's text — `read()`: its `(path, text)` parts and the paths of parts that
+        are not text — against the key's policy's `personal_data` rules (None, and `read`
+        never called, without any); what was found goes on the trace, a refusal is raised
+        once it is there."""
+        policy = self._calls.policies.get(self._key_policy)
+        if policy is None or policy.personal_data is None:
+            return None
+        rules = policy.personal_data
+        parts, unscanned = read()
+        screening = screen(parts, unscanned, rules, policy.policy_id)
+        self.trace.personal_data(screening.record())
+        if screening.refusal is not None:
+            raise screening.refusal
+        if screening.restrict:
+            self._restrict = rules.restrict
+        self._masking = screening.masking
+        return screening
+
+    def keep_prompt(self, prompt: object) -> None:
+        """What the trace keeps of the prompt instead (the masked prompt, never the values)."""
+        self._prompt = prompt
+
+    def restore(self, text: str) -> str:
+        """A whole answer's text with the values a masking took out put back."""
+        return self._masking.restore(text) if self._masking is not None else text
 
     async def admit(self) -> None:
         """The key's limits; a narrowing cannot change what its policy says of a limits
         store that does not answer (`limits_fail`)."""
         policy = self._calls.policies.get(self._key_policy)
         limits_fail = policy.limits_fail if policy is not None else LimitsFail.OPEN
-        await self._accounting.admit(self._prompt_tokens, limits_fail)
+        serving = self._calls.upstreams.catalog.serving(self._model)
+        ceiling = CallCeiling.of(serving, self._max_output_tokens)
+        await self._accounting.admit(self._prompt_tokens, ceiling, limits_fail)
 
     def route(self, model: str, needs: frozenset[Capability], narrowing: object) -> RoutePlan:
         """The effective policy (the key's, narrowed by the request) and the route plan."""
@@ -203,6 +258,8 @@ class Call:
             narrowing if isinstance(narrowing, RoutingRequest) else None,
             self.request.header(b"x-llmeu-policy"),
         )
+        if self._restrict is not None:
+            policy = restricted(policy, self._restrict)
         self.trace.governed_by(policy)
         # The configuration the call started with serves it to the end, reloads or not.
         self._upstreams = calls.upstreams
@@ -246,6 +303,8 @@ class Call:
         upstream = self._upstream
         assert upstream is not None
         encoder = self._encoder = frames(endpoint)
+        if self._masking is not None:
+            self._restorer = StreamRestorer(self._masking)
         await self.trace.durable(began)
         self._hangup.check()
         await self.request.start(200, self._response_headers(SSE_HEADERS))
@@ -255,6 +314,8 @@ class Call:
         while delta is not None:
             delta = await self._forward(upstream, delta, pending, encoder)
             pending = b""
+        if self._restorer is not None and (held := self._restorer.flush()) is not None:
+            pending += encoder.delta(held)
         if pending:
             await self.request.write(pending)
         self._watch.stop()
@@ -265,9 +326,9 @@ class Call:
         if completing is not None:
             await completing(reason, usage)
         await self._finish(CallStatus.COMPLETED)
-        await self.request.write(
-            encoder.finish(reason, usage, self.trace.routing_block()), more=False
-        )
+        end = encoder.finish(reason, usage, self.trace.routing_block())
+        self._stream_ended = True
+        await self.request.write(end, more=False)
 
     @property
     def key_id(self) -> str:
@@ -313,8 +374,15 @@ class Call:
         try:
             if exc is None:
                 return False
-            if not self.trace.open:  # answered already: a late hang-up changes nothing
-                return isinstance(exc, ClientDisconnected)
+            if not self.trace.open:  # recorded already: a late hang-up changes nothing
+                if isinstance(exc, ClientDisconnected):
+                    return True
+                if isinstance(exc, Exception) and self._stream_open:
+                    # The trace is final, the stream's end was never sent: end it in error.
+                    log.error("call %s failed ending its stream", self.trace_id, exc_info=exc)
+                    await self._end_stream(as_api_error(exc))
+                    return True
+                return False
             if isinstance(exc, ClientDisconnected):
                 await self._hung_up()
             elif isinstance(exc, asyncio.CancelledError):  # the server ended the request
@@ -378,8 +446,9 @@ class Call:
         output = self._output
         try:
             while current is not None:
-                output.add(current)
-                body += encoder.delta(current)
+                output.add(current)  # the trace keeps placeholders, never the values
+                restorer = self._restorer
+                body += encoder.delta(current if restorer is None else restorer.push(current))
                 current = upstream.buffered_delta()
         finally:
             await self.request.write(body)
@@ -442,9 +511,28 @@ class Call:
                 self.request, error, shape=self._shape, trace_id=self.trace_id, routing=routing
             )
             return
-        await self._finish(status, error, http_status=200)
-        if self._encoder is not None:
-            await self.request.write(self._encoder.error(error, trace.routing_block()), more=False)
+        try:
+            await self._finish(status, error, http_status=200)
+        finally:
+            await self._end_stream(error)
+
+    @property
+    def _stream_open(self) -> bool:
+        return self._encoder is not None and not self._stream_ended
+
+    async def _end_stream(self, error: ApiError) -> None:
+        """The error that ends a stream once it has begun (DESIGN §2: no normal end after
+        it). Whatever fails in building it, the client still gets an error frame."""
+        encoder = self._encoder
+        if encoder is None or self._stream_ended:
+            return
+        self._stream_ended = True
+        try:
+            frame = encoder.error(error, self.trace.routing_block())
+        except Exception:  # the routing block itself is what failed: the frame goes without it
+            log.exception("call %s: the error frame goes without its routing block", self.trace_id)
+            frame = b"data: " + error_body(error, {"trace_id": self.trace_id}) + b"\n\n"
+        await self.request.write(frame, more=False)
 
     def _count_partial(self, status: CallStatus) -> None:
         """What a call that ended early used. A stream: what it produced so far — with the

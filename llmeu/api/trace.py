@@ -13,6 +13,7 @@ import asyncio
 import json
 import time
 from collections.abc import Iterable
+from typing import Any
 
 from llmeu.api.redaction import redact_all
 from llmeu.calls.record import Attempt, CallStatus, TraceRecord, new_trace_id
@@ -94,6 +95,9 @@ class TraceRecorder:
     def routed(self, plan: RoutePlan) -> None:
         self.governed_by(plan.policy)
         self.record.excluded = [x.as_dict() for x in plan.excluded]
+
+    def personal_data(self, found: dict[str, Any]) -> None:
+        self.record.personal_data = found
 
     def begin(self) -> asyncio.Future[None]:
         """Record the call as in progress (so a crash leaves it `interrupted`)."""

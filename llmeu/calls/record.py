@@ -98,6 +98,8 @@ class TraceRecord:
     cache_read_tokens: int | None = None  # the prompt cache's share of input_tokens
     cache_creation_tokens: int | None = None
     ignored_features: str | None = None  # e.g. `anthropic-beta` values, comma-separated
+    personal_data: dict[str, Any] | None = None
+    """What the personal-data scan found (detectors, paths, counts; never a value)."""
 
     @property
     def ttft_ms(self) -> float | None:

@@ -17,6 +17,7 @@ from typing import Any
 
 from llmeu.config import Settings
 from llmeu.errors import ConfigError
+from llmeu.personal.rules import describe_rules
 from llmeu.providers.table import missing_credentials
 from llmeu.routing.config_file import GatewayConfig
 from llmeu.routing.load import load_config
@@ -60,6 +61,11 @@ def summary(config: GatewayConfig, unavailable: dict[str, str]) -> list[str]:
         f"{_many(len(models), 'model')}: {', '.join(models) or 'none'}",
         f"{_many(len(config.policies), 'policy', 'policies')}: {', '.join(config.policies)}; "
         f"default policy: {config.default_policy}",
+    ]
+    lines += [
+        f"policy {p.policy_id}: {describe_rules(p.personal_data)}"
+        for p in config.policies.values()
+        if p.personal_data is not None
     ]
     lines += [f"skipped until configured: {eid} ({why})" for eid, why in unavailable.items()]
     lines += [f"warning: {w}" for w in warnings(config)]

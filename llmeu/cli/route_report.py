@@ -30,6 +30,7 @@ from rich.text import Text
 
 from llmeu.config import Settings
 from llmeu.errors import ApiError, ConfigError
+from llmeu.personal.rules import describe_rules
 from llmeu.providers.table import missing_credentials
 from llmeu.routing.catalog import Endpoint, EndpointKind
 from llmeu.routing.config_file import GatewayConfig
@@ -135,7 +136,7 @@ def _policy(args: argparse.Namespace, config: GatewayConfig) -> Policy:
 
 
 def describe(policy: Policy) -> str:
-    """Two lines: what the policy allows, and what it keeps."""
+    """Two lines: what the policy allows, and what it keeps; a third for personal data."""
 
     def listed(values: frozenset[Any], anything: str) -> str:
         return ", ".join(sorted(str(v) for v in values)) if values else anything
@@ -147,6 +148,7 @@ def describe(policy: Policy) -> str:
         f"{_requirements(policy)}\n"
         f"max provider retention {policy.max_retention}; gateway keeps content "
         f"{policy.store_content}; fallback {'on' if policy.fallback else 'off'}."
+        + (f"\n{describe_rules(policy.personal_data)}." if policy.personal_data else "")
     )
 
 

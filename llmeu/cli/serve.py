@@ -45,6 +45,32 @@ def register(subparsers: Any) -> None:
         "--max-body-bytes", type=int, help="largest request body accepted (413 above)"
     )
     parser.add_argument(
+        "--head-timeout", type=float, help="seconds a request head may take (10; 408 past it)"
+    )
+    parser.add_argument(
+        "--body-timeout",
+        type=float,
+        help="longest pause in a request body, and its time before --min-body-rate applies (10)",
+    )
+    parser.add_argument(
+        "--min-body-rate", type=int, help="bytes per second a request body must average (8192)"
+    )
+    parser.add_argument(
+        "--max-connections",
+        type=int,
+        help="open connections per process (default: the descriptor limit less 64)",
+    )
+    parser.add_argument(
+        "--max-connections-per-client",
+        type=int,
+        help="open connections per client address (256; 0 for none, behind a load balancer)",
+    )
+    parser.add_argument(
+        "--max-body-memory",
+        type=int,
+        help="bytes of request bodies held at once by a process (64 MiB; 503 above)",
+    )
+    parser.add_argument(
         "--log-level", default="info", choices=["debug", "info", "warning", "error"]
     )
     parser.add_argument(
@@ -95,6 +121,12 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         redis_timeout_seconds=args.redis_timeout,
         keep_metadata=args.keep_metadata,
         max_body_bytes=args.max_body_bytes,
+        head_timeout_seconds=args.head_timeout,
+        body_timeout_seconds=args.body_timeout,
+        min_body_rate=args.min_body_rate,
+        max_connections=args.max_connections,
+        max_connections_per_client=args.max_connections_per_client,
+        max_body_memory_bytes=args.max_body_memory,
         log_level=args.log_level,
         log_format=args.log_format,
         otel_content=args.otel_content or None,

@@ -86,6 +86,14 @@ MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
         ),
     ),
     (
+        4,
+        "personal data found in a call's prompt",
+        (
+            # JSON: each detector that hit, the message path and how often; never a value.
+            "ALTER TABLE traces ADD COLUMN personal_data TEXT",
+        ),
+    ),
+    (
         6,
         "cache tokens and ignored protocol features on traces",
         (

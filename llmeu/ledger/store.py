@@ -28,7 +28,8 @@ _TRACE_COLUMNS = (
     "sovereignty_class", "retention", "input_tokens", "output_tokens", "tokens_estimated",
     "cost_eur", "finish_reason", "http_status", "error_type", "error_code", "error_message",
     "attempts", "excluded", "prompt", "completion", "content_expires_at", "subject_sha256",
-    "metadata_expires_at", "cache_read_tokens", "cache_creation_tokens", "ignored_features",
+    "metadata_expires_at", "personal_data", "cache_read_tokens", "cache_creation_tokens",
+    "ignored_features",
 )  # fmt: skip
 _INSERT_TRACE = (
     f"INSERT INTO traces ({', '.join(_TRACE_COLUMNS)}) "
@@ -71,8 +72,9 @@ def trace_row(record: TraceRecord) -> tuple[Any, ...]:
         record.error_type, record.error_code, record.error_message,
         json.dumps([a.as_dict() for a in record.attempts]), json.dumps(record.excluded),
         record.prompt, record.completion, record.content_expires_at, record.subject_sha256,
-        record.metadata_expires_at, record.cache_read_tokens, record.cache_creation_tokens,
-        record.ignored_features,
+        record.metadata_expires_at,
+        None if record.personal_data is None else json.dumps(record.personal_data),
+        record.cache_read_tokens, record.cache_creation_tokens, record.ignored_features,
     ))  # fmt: skip
 
 

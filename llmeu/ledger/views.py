@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 from typing import Any
 
 from llmeu.ledger.database import Row
@@ -17,13 +18,17 @@ def encode_cursor(received_at: float, trace_id: str) -> str:
 
 
 def decode_cursor(cursor: str) -> tuple[float, str]:
-    """Raises ValueError for a cursor this server did not issue."""
+    """Raises ValueError for a cursor this server did not issue (one holding a NaN, an
+    infinity or a control character in its trace id cannot be one)."""
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         received_at, trace_id = json.loads(raw)
-        return float(received_at), str(trace_id)
+        moment, trace = float(received_at), str(trace_id)
     except Exception as error:  # any malformed cursor is the caller's error
         raise ValueError("invalid cursor") from error
+    if not math.isfinite(moment) or not trace.isprintable():
+        raise ValueError("invalid cursor")
+    return moment, trace
 
 
 def trace_view(row: Row, *, summary: bool = False) -> dict[str, Any]:
@@ -80,6 +85,9 @@ def trace_view(row: Row, *, summary: bool = False) -> dict[str, Any]:
     if not summary:
         view["attempts"] = json.loads(row["attempts"])
         view["excluded"] = json.loads(row["excluded"])
+        view["personal_data"] = (
+            json.loads(row["personal_data"]) if row["personal_data"] is not None else None
+        )
         view["content"] = {
             "stored": row["prompt"] is not None or row["completion"] is not None,
             "prompt": json.loads(row["prompt"]) if row["prompt"] else None,

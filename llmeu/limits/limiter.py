@@ -3,17 +3,26 @@
 A call is admitted before any upstream is contacted and settled when its
 trace is final:
 
-    admission = await limiter.admit(quota, estimated_prompt_tokens,
+    admission = await limiter.admit(quota, prompt_tokens, output_tokens=most_output,
+                                    reserve_eur=most_cost,
                                     limits_fail=key_policy.limits_fail)  # or RateLimited
     ...
     limiter.settle(admission, tokens_used, cost_eur)
 
 Requests per minute and tokens per minute are sliding windows of 60 s: a call
-counts from the moment it is admitted, with its estimated prompt tokens
-reserved until it settles with the tokens it really used (input + output).
-The budget is the key's total spend in EUR since it was created: a key whose
-spend has reached its budget is refused; the calls in flight when it is
-reached still finish, so the spend can end a little above the budget.
+counts from the moment it is admitted, with its estimated tokens reserved until
+it settles with the tokens it really used (input + output). A call is admitted
+when its prompt fits in what is left of the minute, and reserves its prompt
+and the most it may produce (`output_tokens`), up to all that is left: calls
+admitted together cannot use the minute's tokens many times over, while calls
+made one after another are admitted as their prompts fit. The budget is the
+key's total spend in EUR since it was created, and an admitted call's
+estimated cost counts in it until the
+call settles with its real cost: a key whose spend and reservations reach its
+budget is refused, so calls admitted together cannot spend it many times over.
+The spend can still end above the budget by at most what the calls admitted
+last cost beyond their estimates, and by the estimated cost of the one call
+admitted just under the budget.
 
 When the limits cannot be checked (Redis does not answer), a limited call is
 admitted unchecked or refused with `LimitsUnavailable`, as its key's policy
@@ -63,6 +72,8 @@ class Admission:
     ticket: str
     reserved_tokens: int
     entry: list[float] | None = None  # the in-memory limiter's window entry
+    reserved_eur: float = 0.0  # counted against the budget until the call settles
+    hold: str = ""  # the Redis limiter's record of `reserved_eur`
 
 
 @dataclass(slots=True)
@@ -91,9 +102,17 @@ class Limiter(ABC):
 
     @abstractmethod
     async def admit(
-        self, quota: Quota, tokens: int, *, limits_fail: LimitsFail = LimitsFail.OPEN
+        self,
+        quota: Quota,
+        tokens: int,
+        *,
+        output_tokens: int = 0,
+        reserve_eur: float = 0.0,
+        limits_fail: LimitsFail = LimitsFail.OPEN,
     ) -> Admission:
-        """Count the call in; raises `RateLimited` (with its retry delay) when over a limit.
+        """Count the call in, reserving `tokens` (the prompt's) and up to `output_tokens`
+        more, and (against a budget) `reserve_eur`; raises `RateLimited` (with its retry
+        delay) when over a limit.
 
         `limits_fail` is the key's policy's: what the call gets when its limits
         cannot be checked — admitted unchecked (`open`) or `LimitsUnavailable`.
@@ -101,7 +120,7 @@ class Limiter(ABC):
 
     @abstractmethod
     def settle(self, admission: Admission, tokens: int, cost_eur: float | None) -> None:
-        """The call is over: replace its reservation with `tokens`, add its cost to the spend."""
+        """The call is over: replace its reservations with `tokens` and its cost."""
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Finish pending writes and disconnect."""
@@ -113,6 +132,14 @@ def requests_exceeded(quota: Quota, retry_after: float) -> RateLimited:
         f"Retry after {math.ceil(retry_after)} s.",
         retry_after=retry_after,
     )
+
+
+def tokens_reserved(quota: Quota, used: float, tokens: int, output_tokens: int) -> int:
+    """What an admitted call holds in the tokens-per-minute window: its prompt, and as
+    much of its possible output as the minute has left (`used` before it)."""
+    if quota.tpm is None:
+        return tokens
+    return tokens + max(0, min(output_tokens, int(quota.tpm - used) - tokens))
 
 
 def tokens_exceeded(quota: Quota, tokens: int, retry_after: float) -> RateLimited:

@@ -22,6 +22,7 @@ from llmeu.limits.limiter import (
     budget_exceeded,
     requests_exceeded,
     tokens_exceeded,
+    tokens_reserved,
 )
 from llmeu.routing.policy import LimitsFail
 
@@ -60,7 +61,13 @@ class MemoryLimiter(Limiter):
         self._spent = dict(await spend())
 
     async def admit(
-        self, quota: Quota, tokens: int, *, limits_fail: LimitsFail = LimitsFail.OPEN
+        self,
+        quota: Quota,
+        tokens: int,
+        *,
+        output_tokens: int = 0,
+        reserve_eur: float = 0.0,
+        limits_fail: LimitsFail = LimitsFail.OPEN,
     ) -> Admission:
         """In memory the limits can always be checked: `limits_fail` never applies."""
         admission = Admission(quota, "", tokens)
@@ -71,6 +78,7 @@ class MemoryLimiter(Limiter):
             if spent >= quota.budget_eur:
                 raise budget_exceeded(quota, spent)
         if quota.rpm is None and quota.tpm is None:
+            self._reserve(admission, reserve_eur)
             return admission
         now = self._clock()
         window = self._windows.get(quota.key_id)
@@ -83,17 +91,28 @@ class MemoryLimiter(Limiter):
             if tokens > quota.tpm:
                 raise tokens_exceeded(quota, tokens, WINDOW_SECONDS)
             raise tokens_exceeded(quota, tokens, window.wait_for_tokens(tokens, quota.tpm, now))
-        entry = [now, float(tokens)]
+        held = tokens_reserved(quota, window.tokens, tokens, output_tokens)
+        admission.reserved_tokens = held
+        entry = [now, float(held)]
         window.entries.append(entry)
-        window.tokens += tokens
+        window.tokens += held
         admission.entry = entry
         admission.ticket = secrets.token_hex(8)
+        self._reserve(admission, reserve_eur)
         return admission
+
+    def _reserve(self, admission: Admission, reserve_eur: float) -> None:
+        quota = admission.quota
+        if quota.budget_eur is not None and reserve_eur > 0:
+            self._spent[quota.key_id] = self._spent.get(quota.key_id, 0.0) + reserve_eur
+            admission.reserved_eur = reserve_eur
 
     def settle(self, admission: Admission, tokens: int, cost_eur: float | None) -> None:
         key_id = admission.quota.key_id
-        if cost_eur:
-            self._spent[key_id] = self._spent.get(key_id, 0.0) + cost_eur
+        charge = (cost_eur or 0.0) - admission.reserved_eur
+        admission.reserved_eur = 0.0
+        if charge:
+            self._spent[key_id] = self._spent.get(key_id, 0.0) + charge
         entry = admission.entry
         if entry is None:
             return

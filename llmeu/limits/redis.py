@@ -6,11 +6,15 @@ more than the limit together. Time is Redis's own clock, shared by all.
 
     llmeu:limits:{key_id}:req   sorted set: one member per admitted call (rpm)
     llmeu:limits:{key_id}:tok   sorted set: `ticket:tokens` per admitted call (tpm)
+    llmeu:limits:{key_id}:held  sorted set: `ticket:EUR` reserved per call in flight
     llmeu:limits:spend          hash: key id → EUR spent
 
 A key's spend is copied from the ledger the first time a budget check finds
 no entry for it (first use, or after Redis lost its data), then grows with
-every settled call.
+every settled call. An admitted call's estimated cost is held apart until it
+settles, and a hold lapses after `HOLD_SECONDS` on its own: a process that
+dies mid-call leaves no reservation behind for longer than that, and the
+spend stays what the ledger says.
 
 A breaker on Redis itself: every command gives up after `timeout` (0.25 s by
 default, against well under a millisecond when Redis is healthy) and is never
@@ -54,6 +58,8 @@ from llmeu.routing.policy import LimitsFail
 log = logging.getLogger("llmeu.limits")
 
 SPEND_KEY = "llmeu:limits:spend"
+HOLD_SECONDS = 3600
+"""How long a call's budget reservation lasts at most if it never settles (its process died)."""
 DEFAULT_PROBE_INTERVAL = 1.0
 
 _ADMIT = """
@@ -63,10 +69,16 @@ local window = tonumber(ARGV[7])
 local rpm = tonumber(ARGV[1])
 local tpm = tonumber(ARGV[2])
 local tokens = tonumber(ARGV[3])
+local used = 0
 if ARGV[5] ~= '' then
   local spent = redis.call('HGET', KEYS[3], ARGV[6])
   if not spent then return {'unseeded', '0'} end
-  if tonumber(spent) >= tonumber(ARGV[5]) then return {'budget', spent} end
+  redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now - tonumber(ARGV[10]))
+  local total = tonumber(spent)
+  for _, hold in ipairs(redis.call('ZRANGE', KEYS[4], 0, -1)) do
+    total = total + tonumber(string.match(hold, ':([^:]+)$'))
+  end
+  if total >= tonumber(ARGV[5]) then return {'budget', tostring(total)} end
 end
 if rpm > 0 then
   redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
@@ -78,7 +90,6 @@ end
 if tpm > 0 then
   redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - window)
   local entries = redis.call('ZRANGE', KEYS[2], 0, -1, 'WITHSCORES')
-  local used = 0
   for i = 1, #entries, 2 do
     used = used + tonumber(string.match(entries[i], ':(%d+)$'))
   end
@@ -98,11 +109,17 @@ if rpm > 0 then
   redis.call('ZADD', KEYS[1], now, ARGV[4])
   redis.call('PEXPIRE', KEYS[1], window)
 end
+local held = tokens
 if tpm > 0 then
-  redis.call('ZADD', KEYS[2], now, ARGV[4] .. ':' .. ARGV[3])
+  held = tokens + math.max(0, math.min(tonumber(ARGV[9]), tpm - used - tokens))
+  redis.call('ZADD', KEYS[2], now, ARGV[4] .. ':' .. held)
   redis.call('PEXPIRE', KEYS[2], window)
 end
-return {'ok', '0'}
+if ARGV[5] ~= '' and tonumber(ARGV[8]) > 0 then
+  redis.call('ZADD', KEYS[4], now, ARGV[4] .. ':' .. ARGV[8])
+  redis.call('PEXPIRE', KEYS[4], tonumber(ARGV[10]))
+end
+return {'ok', tostring(held)}
 """
 
 _SETTLE = """
@@ -112,6 +129,9 @@ if ARGV[1] ~= '' then
     redis.call('ZREM', KEYS[1], ARGV[1])
     redis.call('ZADD', KEYS[1], score, ARGV[2])
   end
+end
+if ARGV[5] ~= '' then
+  redis.call('ZREM', KEYS[3], ARGV[5])
 end
 if tonumber(ARGV[3]) > 0 and redis.call('HEXISTS', KEYS[2], ARGV[4]) == 1 then
   redis.call('HINCRBYFLOAT', KEYS[2], ARGV[4], ARGV[3])
@@ -157,7 +177,13 @@ class RedisLimiter(Limiter):
             self._degrade(error)
 
     async def admit(
-        self, quota: Quota, tokens: int, *, limits_fail: LimitsFail = LimitsFail.OPEN
+        self,
+        quota: Quota,
+        tokens: int,
+        *,
+        output_tokens: int = 0,
+        reserve_eur: float = 0.0,
+        limits_fail: LimitsFail = LimitsFail.OPEN,
     ) -> Admission:
         admission = Admission(quota, "", tokens)
         if quota.unlimited:
@@ -165,7 +191,8 @@ class RedisLimiter(Limiter):
         if self.state.degraded:
             return self._unchecked(admission, limits_fail)
         ticket = secrets.token_hex(8)
-        keys = [f"llmeu:limits:{quota.key_id}:req", f"llmeu:limits:{quota.key_id}:tok", SPEND_KEY]
+        prefix = f"llmeu:limits:{quota.key_id}"
+        keys = [f"{prefix}:req", f"{prefix}:tok", SPEND_KEY, f"{prefix}:held"]
         args: list[str | int] = [
             quota.rpm or 0,
             quota.tpm or 0,
@@ -174,6 +201,9 @@ class RedisLimiter(Limiter):
             "" if quota.budget_eur is None else repr(quota.budget_eur),
             quota.key_id,
             int(WINDOW_SECONDS * 1000),
+            repr(reserve_eur),
+            output_tokens,
+            HOLD_SECONDS * 1000,
         ]
         try:
             verdict, value = await self._admit(keys, args)
@@ -191,6 +221,10 @@ class RedisLimiter(Limiter):
             raise tokens_exceeded(quota, tokens, float(value) / 1000)
         if quota.rpm is not None or quota.tpm is not None:
             admission.ticket = ticket
+            admission.reserved_tokens = int(value)
+        if quota.budget_eur is not None and reserve_eur > 0:
+            admission.reserved_eur = reserve_eur
+            admission.hold = f"{ticket}:{reserve_eur!r}"
         return admission
 
     def _unchecked(self, admission: Admission, limits_fail: LimitsFail) -> Admission:
@@ -216,16 +250,21 @@ class RedisLimiter(Limiter):
         if admission.ticket and quota.tpm is not None:
             reserved = f"{admission.ticket}:{admission.reserved_tokens}"
         charge = cost_eur if cost_eur and quota.budget_eur is not None else 0.0
-        if not reserved and not charge:
+        hold, admission.hold = admission.hold, ""
+        if not reserved and not charge and not hold:
             return
         if self.state.degraded:
-            # A reservation lapses with its window; a charge is recovered from the ledger.
-            if charge:
+            # A reservation lapses with its window or its hold's time; a charge is recovered
+            # from the ledger.
+            if charge or hold:
                 self._unsettled.add(quota.key_id)
             return
-        keys = [f"llmeu:limits:{quota.key_id}:tok", SPEND_KEY]
-        args = [reserved, f"{admission.ticket}:{tokens}", repr(charge), quota.key_id]
-        task = asyncio.get_running_loop().create_task(self._run_settle(keys, args, bool(charge)))
+        prefix = f"llmeu:limits:{quota.key_id}"
+        keys = [f"{prefix}:tok", SPEND_KEY, f"{prefix}:held"]
+        args = [reserved, f"{admission.ticket}:{tokens}", repr(charge), quota.key_id, hold]
+        task = asyncio.get_running_loop().create_task(
+            self._run_settle(keys, args, bool(charge or hold))
+        )
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
 
@@ -279,11 +318,12 @@ class RedisLimiter(Limiter):
         )
 
     async def _forget_unsettled_spend(self) -> None:
-        """Drop the spend Redis holds for keys whose charges it missed: the next
-        budget check copies it afresh from the ledger, which missed nothing."""
+        """Drop the spend and holds Redis keeps for keys whose settlements it missed: the
+        next budget check copies the spend afresh from the ledger, which missed nothing."""
         while self._unsettled:
             keys = set(self._unsettled)
             await self.redis.hdel(SPEND_KEY, *keys)
+            await self.redis.delete(*(f"llmeu:limits:{k}:held" for k in keys))
             self._unsettled -= keys
 
     async def aclose(self) -> None:

@@ -16,6 +16,15 @@ from typing import Any, TypeVar
 import yaml
 
 from llmeu.errors import ConfigError
+from llmeu.personal.rules import (
+    DEFAULT_MAX_SCAN_CHARS,
+    Action,
+    Detector,
+    OnError,
+    PersonalDataRules,
+    RestrictTo,
+    Unscanned,
+)
 from llmeu.routing.catalog import (
     BUNDLED_MODELS,
     LOCAL_DEFAULT_MAX_TOKENS,
@@ -324,7 +333,7 @@ def _timeouts(node: _Node | None) -> Timeouts:
 _POLICY_FIELDS = {
     "policy_id", "allow_classes", "allow_countries", "allow_providers", "max_retention",
     "store_content", "fallback", "limits_fail", "require_jurisdictions",
-    "require_certifications", "min_seal", "keep_metadata",
+    "require_certifications", "min_seal", "keep_metadata", "personal_data",
 }  # fmt: skip
 
 
@@ -360,6 +369,67 @@ def _policy(node: _Node) -> Policy:
         ),
         min_seal=_seal(fields.get("min_seal"), "min_seal"),
         keep_metadata=_optional_duration(fields.get("keep_metadata"), "keep_metadata"),
+        personal_data=_personal_data(fields.get("personal_data")),
+    )
+
+
+_PERSONAL_DATA_FIELDS = {"detectors", "restrict", "unscanned", "on_error", "max_scan_chars"}
+_RESTRICT_FIELDS = {"allow_classes", "allow_countries", "allow_providers"}
+
+
+def _personal_data(node: _Node | None) -> PersonalDataRules | None:
+    if node is None or (isinstance(node, yaml.ScalarNode) and node.tag == _NULL_TAG):
+        return None
+    fields = _mapping(node, "personal_data", _PERSONAL_DATA_FIELDS, prefix="personal_data.")
+    actions: list[tuple[Detector, Action]] = []
+    detectors = fields.get("detectors")
+    if detectors is not None:
+        for key, value in _mapping(
+            detectors, "personal_data.detectors", {d.value for d in Detector},
+            prefix="personal_data.detectors.",
+        ).items():  # fmt: skip
+            what = f"personal_data.detectors.{key}"
+            actions.append((Detector(key), _enum(value, what, Action)))
+    restrict = _restrict(fields.get("restrict"))
+    if any(a is Action.RESTRICT for _, a in actions) and restrict == RestrictTo():
+        raise ConfigError(
+            "a detector's action is `restrict` but `restrict` names no class, country or "
+            "provider to restrict to",
+            field="personal_data.restrict",
+            line=_line(node),
+        )
+    max_scan = fields.get("max_scan_chars")
+    return PersonalDataRules(
+        actions=tuple(sorted(actions)),
+        restrict=restrict,
+        unscanned=_enum(fields.get("unscanned"), "personal_data.unscanned", Unscanned,
+                        Unscanned.ALLOW),
+        on_error=_enum(fields.get("on_error"), "personal_data.on_error", OnError, OnError.CLOSED),
+        max_scan_chars=DEFAULT_MAX_SCAN_CHARS
+        if max_scan is None
+        else int(_positive(max_scan, "personal_data.max_scan_chars")),
+    )  # fmt: skip
+
+
+def _restrict(node: _Node | None) -> RestrictTo:
+    if node is None or (isinstance(node, yaml.ScalarNode) and node.tag == _NULL_TAG):
+        return RestrictTo()
+    fields = _mapping(node, "personal_data.restrict", _RESTRICT_FIELDS,
+                      prefix="personal_data.restrict.")  # fmt: skip
+    classes = "personal_data.restrict.allow_classes"
+    countries = "personal_data.restrict.allow_countries"
+    providers = "personal_data.restrict.allow_providers"
+    return RestrictTo(
+        allow_classes=frozenset(
+            _enum(n, classes, SovereigntyClass).value
+            for n in _sequence(fields.get("allow_classes"), classes)
+        ),
+        allow_countries=frozenset(
+            _country(n, countries) for n in _sequence(fields.get("allow_countries"), countries)
+        ),
+        allow_providers=frozenset(
+            _name(n, providers) for n in _sequence(fields.get("allow_providers"), providers)
+        ),
     )
 
 

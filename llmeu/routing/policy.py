@@ -19,6 +19,11 @@ limits store (Redis) cannot be reached: `open` admits them unchecked (the
 gateway keeps serving), `closed` refuses them (a budget is never overspent).
 It governs the key's limits, not where a call runs, so a request's narrowing
 never changes it: the effective policy keeps the key's.
+
+`personal_data` (see `llmeu.personal.rules`) says what happens to a call
+whose prompt carries personal data. Like `limits_fail`, it is the key's: a
+request's narrowing keeps it. Its `restrict` action narrows the route with
+`restricted`, which intersects and so never widens.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from llmeu.errors import InvalidRequest, PermissionDenied
+from llmeu.personal.rules import PersonalDataRules, RestrictTo, rules_document
 from llmeu.routing.catalog import Certification, Endpoint, SovereigntyClass
 from llmeu.routing.durations import Duration
 
@@ -55,6 +61,7 @@ class Policy:
     min_seal: int | None = None
     keep_metadata: Duration | None = None
     """How long the metadata of its calls is kept; None: the gateway's `--keep-metadata`."""
+    personal_data: PersonalDataRules | None = None
 
     def exclusion(self, endpoint: Endpoint) -> tuple[str, str] | None:
         """(rule, reason) when the policy excludes the endpoint, else None."""
@@ -152,6 +159,7 @@ def policy_document(policy: Policy) -> dict[str, object]:
         "require_certifications": sorted(c.value for c in policy.require_certifications),
         "min_seal": policy.min_seal,
         "keep_metadata": policy.keep_metadata.text if policy.keep_metadata else None,
+        "personal_data": rules_document(policy.personal_data) if policy.personal_data else None,
     }
 
 
@@ -183,9 +191,10 @@ class Narrowing:
 def narrow(base: Policy, narrowing: Narrowing, policies: dict[str, Policy]) -> Policy:
     """The effective policy: `base` narrowed by the request, or a refusal naming the field.
 
-    A named policy brings its rules but keeps `base`'s `limits_fail` and
-    `keep_metadata`: how the key's limits are enforced and how long its calls
-    are on record are the admin's choice, not the request's.
+    A named policy brings its rules but keeps `base`'s `limits_fail`,
+    `keep_metadata` and `personal_data`: how the key's limits are enforced, how
+    long its calls are on record and what personal data may do are the
+    admin's choice, not the request's.
     """
     policy = base
     src = narrowing.source
@@ -206,8 +215,14 @@ def narrow(base: Policy, narrowing: Narrowing, policies: dict[str, Policy]) -> P
                 code="policy_widening",
             )
         policy = named
-        if (named.limits_fail, named.keep_metadata) != (base.limits_fail, base.keep_metadata):
-            policy = replace(named, limits_fail=base.limits_fail, keep_metadata=base.keep_metadata)
+        kept = (base.limits_fail, base.keep_metadata, base.personal_data)
+        if (named.limits_fail, named.keep_metadata, named.personal_data) != kept:
+            policy = replace(
+                named,
+                limits_fail=base.limits_fail,
+                keep_metadata=base.keep_metadata,
+                personal_data=base.personal_data,
+            )
     if narrowing.allow_classes:
         classes = _parse_classes(narrowing.allow_classes, f"{src}.allow_classes")
         _refuse_outside(classes, policy.allow_classes, policy, f"{src}.allow_classes")
@@ -223,6 +238,25 @@ def narrow(base: Policy, narrowing: Narrowing, policies: dict[str, Policy]) -> P
             _refuse_outside(providers, policy.allow_providers, policy, f"{src}.allow_providers")
         policy = replace(policy, allow_providers=providers)
     return _narrow_compliance(policy, narrowing)
+
+
+def restricted(policy: Policy, restrict: RestrictTo) -> Policy:
+    """`policy` narrowed to where a call carrying restricted personal data may go: each list
+    given is intersected with the policy's, so the result admits no endpoint `policy` does
+    not (an empty intersection admits none, and routing then refuses with its reasons)."""
+    changes: dict[str, object] = {}
+    if restrict.allow_classes:
+        wanted = frozenset(SovereigntyClass(c) for c in restrict.allow_classes)
+        changes["allow_classes"] = policy.allow_classes & wanted
+    for name in ("allow_countries", "allow_providers"):
+        wanted = getattr(restrict, name)
+        if wanted:
+            current: frozenset[str] = getattr(policy, name)
+            changes[name] = (current & wanted) if current else wanted
+            if not changes[name]:
+                # An empty list means "any": an empty intersection must exclude everything.
+                changes["allow_classes"] = frozenset()
+    return replace(policy, **changes) if changes else policy  # type: ignore[arg-type]
 
 
 def _narrow_compliance(policy: Policy, narrowing: Narrowing) -> Policy:

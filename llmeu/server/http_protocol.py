@@ -1,24 +1,41 @@
-"""uvicorn's httptools protocol with the request head bounded.
+"""uvicorn's httptools protocol with the request head, its time and the connections bounded.
 
 httptools takes a request head of any size, and uvicorn's
 `h11_max_incomplete_event_size` applies to h11 only, so `BoundedHttpToolsProtocol`
 answers a head over `MAX_HEAD_BYTES` with a 431 (a 414 for a request line
-alone that long) before the app sees it. uvicorn takes the protocol class as
-`Config(http=...)`.
+alone that long) before the app sees it. uvicorn bounds neither the time a
+head takes nor the connections held open: a head must be complete within
+`head_timeout` of the connection's start (or of its first byte, on a kept-alive
+connection) — a 408 once part of it came, a silent close for a connection that
+never said anything — and the `ConnectionGuard` caps connections per process
+and per client address. A request uvicorn's parser cannot read (NUL or CR in a
+header, obs-fold) is a 400 in the OpenAI error shape, as every refusal here.
+uvicorn takes the protocol class as `Config(http=...)`; `protocol_factory`
+binds it to the guard.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from functools import partial
 from http import HTTPStatus
 from typing import Any
 
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
 from llmeu.protocol.error_shape import encode_error
+from llmeu.server.connection_guard import ConnectionGuard
+from llmeu.server.request_cycle import Http10Cycle
 
 MAX_HEAD_BYTES = 64 * 1024
 _LINGER_SECONDS = 5.0
+_REFUSED_LINGER_SECONDS = 1.0  # a connection refused for want of room gives it back soon
+
+
+def protocol_factory(guard: ConnectionGuard) -> Callable[..., BoundedHttpToolsProtocol]:
+    """The protocol class for uvicorn's `Config(http=...)`, every connection under `guard`."""
+    return partial(BoundedHttpToolsProtocol, guard=guard)
 
 
 class _HeadTooLarge(Exception):
@@ -38,8 +55,10 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
     `_LINGER_SECONDS`).
     """
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, guard: ConnectionGuard | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self._guard = guard
+        self._head_timer: asyncio.TimerHandle | None = None
         self._in_head = True
         self._head_bytes = 0  # request line and headers the parser reported
         self._head_received = 0  # bytes received while the head was incomplete
@@ -48,20 +67,48 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._refused = False
         self._linger: asyncio.TimerHandle | None = None
 
+    @property
+    def idle(self) -> bool:
+        """No request on this connection: no byte of a head yet, none being answered."""
+        return (
+            self._in_head
+            and self._head_received == 0
+            and (self.cycle is None or self.cycle.response_complete)
+        )
+
+    def close_idle(self) -> None:
+        self._cancel_head_timer()
+        self.transport.close()
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        if self._guard is not None:
+            client = self.client[0] if self.client else ""
+            refusal = self._guard.admit(self, client)
+            if refusal is not None:
+                self._refuse_connection(refusal)
+                return
+        self._arm_head_timer()
+
     def data_received(self, data: bytes) -> None:
         if self._refused:
             return
+        if self._in_head and self._head_received == 0 and self._head_timer is None:
+            self._arm_head_timer()  # the first byte of a head on a kept-alive connection
         self._message_ended = False
         super().data_received(data)
         # With a message ended in this read, part of `data` was not head: not counted.
         if self._in_head and not self._message_ended and not self._refused:
             self._head_received += len(data)
             if self._head_received > MAX_HEAD_BYTES:
-                self._refuse(431, "request headers")
+                self._refuse_head(431, "request headers")
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self._linger is not None:
             self._linger.cancel()
+        self._cancel_head_timer()
+        if self._guard is not None:
+            self._guard.release(self)
         super().connection_lost(exc)
 
     def on_message_begin(self) -> None:
@@ -86,7 +133,12 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
     def on_headers_complete(self) -> None:
         self._in_head = False
         self._head_received = 0
+        self._cancel_head_timer()
         super().on_headers_complete()
+        cycle = self.cycle
+        if self.scope.get("http_version") == "1.0" and type(cycle) is RequestResponseCycle:
+            # Created by uvicorn a moment ago, its task not yet run: nothing was sent.
+            cycle.__class__ = Http10Cycle
 
     def on_message_complete(self) -> None:
         super().on_message_complete()
@@ -94,26 +146,82 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._message_ended = True
 
     def send_400_response(self, msg: str) -> None:
-        if self._refusal is None:
-            super().send_400_response(msg)
-        else:
-            self._refuse(*self._refusal)
-
-    def _refuse(self, status: int, what: str) -> None:
-        self._refused = True
-        body = encode_error(
-            f"{what} too large: the request head may be at most {MAX_HEAD_BYTES} bytes",
-            "invalid_request_error",
-            code="request_header_fields_too_large" if status == 431 else "request_uri_too_long",
+        if self._refusal is not None:
+            status, what = self._refusal
+            self._refuse_head(status, what)
+            return
+        self._refuse(
+            400,
+            "the request is not valid HTTP/1.1 (a control character or a folded line in a "
+            "header, or a malformed request line)",
+            "invalid_http_request",
         )
+
+    def _refuse_head(self, status: int, what: str) -> None:
+        self._refuse(
+            status,
+            f"{what} too large: the request head may be at most {MAX_HEAD_BYTES} bytes",
+            "request_header_fields_too_large" if status == 431 else "request_uri_too_long",
+        )
+
+    def _refuse_connection(self, status: int) -> None:
+        if status == 429:
+            message = "too many open connections from this address; close some and retry"
+            self._refuse(429, message, "too_many_connections", "rate_limit_error", retry=True)
+        else:
+            message = "the gateway holds as many connections as it can; retry shortly"
+            self._refuse(503, message, "server_busy", "api_error", retry=True)
+
+    def _arm_head_timer(self) -> None:
+        timeout = self._guard.limits.head_timeout if self._guard is not None else 0.0
+        if timeout > 0:
+            self._head_timer = self.loop.call_later(timeout, self._head_timed_out)
+
+    def _cancel_head_timer(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _head_timed_out(self) -> None:
+        self._head_timer = None
+        if self._refused or self.transport.is_closing():
+            return
+        if self.cycle is not None and not self.cycle.response_complete:
+            self._arm_head_timer()  # a pipelined head waits for the answer before it
+            return
+        if self._head_received == 0:
+            self.transport.close()  # never said anything: nobody to answer
+            return
+        assert self._guard is not None
+        self._refuse(
+            408,
+            f"the request head did not arrive within {self._guard.limits.head_timeout:g} s",
+            "request_timeout",
+        )
+
+    def _refuse(
+        self,
+        status: int,
+        message: str,
+        code: str,
+        type_: str = "invalid_request_error",
+        *,
+        retry: bool = False,
+    ) -> None:
+        """Answer `status` with an OpenAI-shaped error and close the connection."""
+        self._refused = True
+        self._cancel_head_timer()
+        body = encode_error(message, type_, code=code)
         head = (
             f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\n"
             "content-type: application/json\r\n"
-            f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
+            + ("retry-after: 1\r\n" if retry else "")
+            + f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
         )
         self.transport.write(head.encode("latin-1") + body)
         if self.transport.can_write_eof():
             self.transport.write_eof()
-            self._linger = self.loop.call_later(_LINGER_SECONDS, self.transport.close)
+            linger = _REFUSED_LINGER_SECONDS if status in (429, 503) else _LINGER_SECONDS
+            self._linger = self.loop.call_later(linger, self.transport.close)
         else:
             self.transport.close()

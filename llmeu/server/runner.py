@@ -31,7 +31,8 @@ from llmeu.api.app import create_app
 from llmeu.config import Settings
 from llmeu.errors import ConfigError
 from llmeu.observability.logs import configure_logging
-from llmeu.server.http_protocol import MAX_HEAD_BYTES, BoundedHttpToolsProtocol
+from llmeu.server.connection_guard import ConnectionGuard, ConnectionLimits
+from llmeu.server.http_protocol import MAX_HEAD_BYTES, protocol_factory
 
 
 class _Stopped(Exception):
@@ -79,12 +80,19 @@ def _serve(settings: Settings, sock: socket.socket | None, instance_id: str | No
         return 2
     # SIGHUP reads the configuration file again; calls in flight keep theirs.
     signal.signal(signal.SIGHUP, lambda signum, frame: app.gateway.reload_soon())
+    guard = ConnectionGuard(
+        ConnectionLimits(
+            head_timeout=settings.head_timeout_seconds,
+            max_connections=settings.max_connections,
+            max_per_client=settings.max_connections_per_client,
+        )
+    )
     config = uvicorn.Config(
         app,
         host=settings.host,
         port=settings.port,
         loop="uvloop",
-        http=BoundedHttpToolsProtocol,
+        http=protocol_factory(guard),  # type: ignore[arg-type]
         lifespan="on",
         log_level=settings.log_level,
         # JSON lines: uvicorn's own loggers go through the root handler too.

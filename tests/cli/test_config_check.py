@@ -118,6 +118,11 @@ INVALID = [
                  id="missing-field"),
     pytest.param(edit("default_policy: fr-only", "default_policy: eu-fr"),
                  "(field `default_policy`, line 31)", id="undefined-default"),
+    pytest.param(edit("    max_retention: P0D\n", "    max_retention: P0D\n    store_content: P"
+                      + "9" * 320 + "Y\n"),
+                 "(field `store_content`, line 31)", id="store-content-beyond-a-century"),
+    pytest.param(edit("retention: P0D", "retention: P101Y"), "(field `retention`, line 13)",
+                 id="retention-beyond-a-century"),
     pytest.param(edit("model: SmolLM2-135M-Instruct", "model: Llama-3-8B"), "(field `model`, line 20)",
                  id="unknown-local-model"),
 ]  # fmt: skip

@@ -105,3 +105,40 @@ async def test_the_window_slides() -> None:
     assert refused.value.retry_after == pytest.approx(30)
     now[0] += 30.001
     await limiter.admit(q, 10)  # the first call left the window
+
+
+async def test_calls_admitted_together_reserve_their_output_up_to_the_minute(
+    limiter: Limiter,
+) -> None:
+    q = quota(tpm=100)
+    first = await limiter.admit(q, 10, output_tokens=50)  # holds 60
+    second = await limiter.admit(q, 10, output_tokens=50)  # 60 + 10 fits; holds 10 + 30
+    assert (first.reserved_tokens, second.reserved_tokens) == (60, 40)
+    with pytest.raises(RateLimited):
+        await limiter.admit(q, 1, output_tokens=50)  # the minute is held in full
+    limiter.settle(first, 15, None)
+    limiter.settle(second, 15, None)
+    await settle_all(limiter)
+    third = await limiter.admit(q, 10, output_tokens=50)  # 30 used: holds 60 more
+    assert third.reserved_tokens == 60
+
+
+async def test_a_budget_counts_the_estimated_cost_of_calls_in_flight(limiter: Limiter) -> None:
+    q = quota(budget_eur=1.0)
+    first = await limiter.admit(q, 10, reserve_eur=0.7)
+    second = await limiter.admit(q, 10, reserve_eur=0.7)  # 0.7 < 1.0: admitted
+    for _ in range(5):  # 1.4 reserved: every other call waits for them to settle
+        with pytest.raises(RateLimited) as refused:
+            await limiter.admit(q, 10, reserve_eur=0.7)
+        assert refused.value.code == "insufficient_quota"
+    limiter.settle(first, 10, 0.1)  # they cost far less than feared
+    limiter.settle(second, 10, 0.1)
+    await settle_all(limiter)
+    third = await limiter.admit(q, 10, reserve_eur=0.7)  # 0.2 spent
+    limiter.settle(third, 10, None)  # refused downstream: nothing spent, nothing held
+    await settle_all(limiter)
+    if isinstance(limiter, MemoryLimiter):
+        assert limiter.spent(q.key_id) == pytest.approx(0.2)
+    else:
+        assert float(await limiter.redis.hget(SPEND_KEY, q.key_id)) == pytest.approx(0.2)
+        await limiter.redis.hdel(SPEND_KEY, q.key_id)

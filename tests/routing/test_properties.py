@@ -5,7 +5,8 @@
 - a request is refused exactly when no admitted endpoint exists, or every
   admitted one failed, or a non-retryable failure / `fallback: false` stopped it;
 - narrowing never widens: the narrowed policy admits a subset of what the
-  base admits, on any catalog, and a true narrowing is never refused.
+  base admits, on any catalog, and a true narrowing is never refused;
+- a personal-data `restrict` only ever narrows, whatever the policy under it.
 
 Admission is checked against an oracle written here from DESIGN §4, not
 against `Policy.exclusion` itself.
@@ -30,11 +31,15 @@ from llmeu.errors import (
     UpstreamRejected,
     UpstreamUnavailable,
 )
+from llmeu.personal.rules import RestrictTo
 from llmeu.routing.catalog import Capability, Catalog, Endpoint
 from llmeu.routing.fallback import run_with_fallback
-from llmeu.routing.policy import Narrowing, Policy, narrow
+from llmeu.routing.policy import Narrowing, Policy, narrow, restricted
 from llmeu.routing.router import Health, RoutePlan, plan_route, try_order
 from tests.routing.strategies import (
+    CLASSES,
+    COUNTRIES,
+    PROVIDERS,
     catalogs,
     health_maps,
     narrowings,
@@ -262,3 +267,37 @@ def test_the_serving_endpoint_is_admitted_and_refusal_happens_exactly_when_it_mu
             assert result.endpoint_id == expected_server
             assert admits(effective, result) and admits(key_policy, result)
             assert result.endpoint_id not in unavailable
+
+
+restrictions = st.builds(
+    RestrictTo,
+    allow_classes=st.frozensets(st.sampled_from([c.value for c in CLASSES])),
+    allow_countries=st.frozensets(st.sampled_from(COUNTRIES)),
+    allow_providers=st.frozensets(st.sampled_from(PROVIDERS)),
+)
+
+
+@PROPERTY
+@given(catalogs(), policy_books(), restrictions, st.data())
+def test_a_personal_data_restriction_only_ever_narrows(
+    catalog: Catalog, book: dict[str, Policy], restrict: RestrictTo, data: st.DataObject
+) -> None:
+    """`restrict` on top of any (narrowed) policy admits a subset of it, and exactly what the
+    restriction's own lists admit of it: never an endpoint outside either."""
+    base = book["base"]
+    try:
+        policy = narrow(base, data.draw(narrowings(base)), book)
+    except (PermissionDenied, InvalidRequest):
+        return
+    restricted_policy = restricted(policy, restrict)
+    for endpoint in catalog.endpoints:
+        expected = (
+            admits(policy, endpoint)
+            and (not restrict.allow_classes or endpoint.sovereignty_class in restrict.allow_classes)
+            and (not restrict.allow_countries or endpoint.country in restrict.allow_countries)
+            and (not restrict.allow_providers or endpoint.provider in restrict.allow_providers)
+        )
+        event("admitted" if expected else "excluded")
+        assert admits(restricted_policy, endpoint) == expected, endpoint
+        again = restricted(restricted_policy, restrict)
+        assert admits(again, endpoint) == expected, endpoint

@@ -125,3 +125,24 @@ def test_the_project_allow_list_refuses_strong_copyleft() -> None:
     for licence in ("GPL-2.0-only", "GPL-3.0-only", "AGPL-3.0-only", "SSPL-1.0"):
         assert not licences.acceptable(licence, policy)
     assert licences.acceptable("Apache-2.0", policy)
+
+
+def test_an_accepted_override_allows_that_distribution_alone(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    install_fake(site, "stdlike", "License-Expression: LGPL-2.1-or-later")
+    install_fake(site, "other-lgpl", "License-Expression: LGPL-2.1-or-later")
+    allow_list = tmp_path / "licences.toml"
+    allow_list.write_text(
+        'allowed = ["MIT"]\n[overrides.stdlike]\nlicence = "LGPL-2.1-or-later"\n'
+        'accept = true\nreason = "used unmodified as a library"\n',
+        encoding="utf-8",
+    )
+    assert licences.main(["--path", str(site), "--allow-list", str(allow_list)]) == 1
+    (site / "other-lgpl-1.0.dist-info").rename(tmp_path / "elsewhere")
+    assert licences.main(["--path", str(site), "--allow-list", str(allow_list)]) == 0
+
+
+def test_the_project_accepts_python_stdnum_and_says_why() -> None:
+    policy = licences.load_policy()
+    assert policy.accepted == frozenset({"python-stdnum"})
+    assert not licences.acceptable("LGPL-2.1-or-later", policy)

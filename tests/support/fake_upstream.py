@@ -17,6 +17,10 @@ from the upstream model name (set per endpoint in the gateway's config, e.g.
                     stall_between | malformed_sse | invalid_json | deep_json | huge_chunk | slow_drip |
                     missing_done | error_event | no_usage
     stall=S         how long a stall lasts (default 3600 s)
+    reply=echo      answer with the last message's text (directives taken out), streamed in
+                    pieces of `piece=N` characters (default 4); the request body is recorded
+                    (`body` in `/_stats`, as for every embeddings request) so a test can read
+                    exactly what the upstream got
     status=CODE     the status `echo` answers with (default 400)
 
 Without directives it behaves as an OpenAI-compatible server should: a call
@@ -60,6 +64,7 @@ class Seen:
     completed: bool = False
     chunks_sent: int = 0
     messages: list[Any] = field(default_factory=list)
+    body: str | None = None  # the request as received, with `reply=echo`
 
 
 @dataclass
@@ -167,6 +172,8 @@ class Upstream:
             connection=conn_id,
             messages=list(body.get("messages") or []),
         )
+        if directives.get("reply") == "echo" or path.endswith("/embeddings"):
+            seen.body = raw.decode()
         self.state.requests.append(seen)
         self.state.connections[conn_id].append(seen)
         fault = directives.get("fault", "")
@@ -203,6 +210,8 @@ class Upstream:
             await asyncio.sleep(delay * n)
         word = d.get("text", "tok")
         message: dict[str, Any] = {"role": "assistant", "content": " ".join([word] * n)}
+        if d.get("reply") == "echo":
+            message["content"] = echoed(body)
         finish = "stop"
         if d.get("tools") == "1":
             message = {"role": "assistant", "content": None, "tool_calls": [
@@ -292,6 +301,8 @@ class Upstream:
                 await emit(b"data: " + json.dumps(error).encode() + b"\n\n")
                 await emit(b"")
                 return
+            if d.get("reply") == "echo":
+                break
             if d.get("tools") == "1":  # the name first, then the arguments in n - 1 pieces
                 delta: dict[str, Any] = {"tool_calls": [{"index": 0, "id": "call_1",
                     "type": "function", "function": {"name": "get_weather",
@@ -305,6 +316,11 @@ class Upstream:
                 delta = {"content": text}
             await emit(chunk(model, delta))
             seen.chunks_sent += 1
+        if d.get("reply") == "echo":
+            text, size = echoed(body), int(d.get("piece", "4"))
+            for start in range(0, len(text), size):
+                await emit(chunk(model, {"content": text[start : start + size]}))
+                seen.chunks_sent += 1
         finish = d.get("finish", "tool_calls" if d.get("tools") == "1" else "stop")
         await emit(chunk(model, {}, finish))
         options = body.get("stream_options") or {}
@@ -317,6 +333,15 @@ class Upstream:
             await emit(b"data: [DONE]\n\n")
         await emit(b"")
         seen.completed = True
+
+
+def echoed(body: dict[str, Any]) -> str:
+    """The last message's text without its directives: what `reply=echo` answers."""
+    messages = body.get("messages") or [{}]
+    content = messages[-1].get("content")
+    if isinstance(content, list):
+        content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return _DIRECTIVE.sub("", str(content or ""))
 
 
 ARGUMENTS = '{"city": "Paris"}'

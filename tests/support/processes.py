@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import signal
 import socket
 import subprocess
@@ -16,6 +17,7 @@ import time
 import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -136,8 +138,10 @@ def start_gateway(
     data_dir: Path | None = None,
     port: int | None = None,
     timeout: float = 60,
+    nofile: int | None = None,
 ) -> Gateway:
-    """`llmeu serve` as a real process; `config` is the YAML text of DESIGN §4."""
+    """`llmeu serve` as a real process; `config` is the YAML text of DESIGN §4; `nofile`
+    lowers its descriptor limit."""
     port = port or free_port()
     data_dir = data_dir or tmp / f"data-{port}"
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -153,8 +157,9 @@ def start_gateway(
     environment = {**os.environ, "LLMEU_ADMIN_KEY": ADMIN_KEY, **(env or {})}
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            command, stdout=out, stderr=subprocess.STDOUT, env=environment, cwd=REPO
-        )
+            command, stdout=out, stderr=subprocess.STDOUT, env=environment, cwd=REPO,
+            preexec_fn=None if nofile is None else partial(_limit_descriptors, nofile),
+        )  # fmt: skip
     gateway = Gateway(port, proc, data_dir, log, args=list(args))
     try:
         _wait_http(f"{gateway.url}/healthz", proc, timeout, log)
@@ -162,6 +167,10 @@ def start_gateway(
         gateway.kill()
         raise
     return gateway
+
+
+def _limit_descriptors(nofile: int) -> None:
+    resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
 
 
 def fake_endpoint(

@@ -18,6 +18,7 @@ from llmeu.calls.hangup import Hangup
 from llmeu.calls.output import AssistantOutput, Completion
 from llmeu.calls.request import ChatRequest, ResponseFormat, end_user, text_of
 from llmeu.errors import InvalidRequest
+from llmeu.personal.chat_text import chat_parts, restored_tool_calls, rewritten
 from llmeu.protocol.chat_stream import ChatFrames
 from llmeu.protocol.chat_wire import ChatCompletion, Choice, chat_request_decoder
 from llmeu.protocol.json_codec import MAX_NESTING, encoder, nesting_depth
@@ -38,13 +39,26 @@ async def handle_chat(calls: Calls, request: Request) -> None:
             prompt=chat.messages,
             prompt_tokens=lambda: estimate_prompt_tokens(chat),
             subject=end_user(chat.user, chat.metadata),
+            max_output_tokens=output_cap(chat),
         )
+        screening = call.screen(lambda: chat_parts(chat))
+        if screening is not None and screening.masking is not None:
+            chat = rewritten(chat, screening.masked)
+            call.keep_prompt(chat.messages)
         await call.admit()
         call.route(chat.model, _CHAT_TOOLS if chat.tools else _CHAT, chat.llmeu)
         if chat.stream:
             await stream_chat(call, chat)
         else:
             await complete_chat(call, chat)
+
+
+def output_cap(chat: ChatRequest) -> int | None:
+    """The request's own limit on the answer's length, if it sets one."""
+    for cap in (chat.max_completion_tokens, chat.max_tokens):
+        if isinstance(cap, int):
+            return cap
+    return None
 
 
 def parse_chat(body: bytes) -> ChatRequest:
@@ -109,9 +123,9 @@ async def complete_chat(call: Call, chat: ChatRequest) -> None:
                 index=0,
                 message=AssistantOutput(
                     role="assistant",
-                    content=message.content,
-                    refusal=message.refusal,
-                    tool_calls=message.tool_calls,
+                    content=_restored(call, message.content),
+                    refusal=_restored(call, message.refusal),
+                    tool_calls=restored_tool_calls(message.tool_calls, call.restore),
                 ),
                 finish_reason=completion.finish_reason,
             )
@@ -120,6 +134,10 @@ async def complete_chat(call: Call, chat: ChatRequest) -> None:
         llmeu=call.routing_block(),
     )
     await call.respond(encoder.encode(body))
+
+
+def _restored(call: Call, text: str | None) -> str | None:
+    return call.restore(text) if text else text
 
 
 def completion_id(trace_id: str) -> str:

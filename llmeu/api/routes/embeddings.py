@@ -15,6 +15,7 @@ from llmeu.calls.hangup import Hangup
 from llmeu.calls.output import Embeddings
 from llmeu.calls.request import EmbeddingInputs, end_user
 from llmeu.errors import InvalidRequest
+from llmeu.personal.scan import Screening
 from llmeu.protocol.embeddings_wire import (
     Embedding,
     EmbeddingsRequest,
@@ -45,10 +46,31 @@ async def handle_embeddings(calls: Calls, request: Request) -> None:
                 + sum(len(i) for i in inputs if not isinstance(i, str))
             ),
             subject=end_user(req.user),
+            max_output_tokens=0,
         )
+        screening = call.screen(lambda: _parts(inputs))
+        if screening is not None and screening.masking is not None:
+            inputs = _masked(inputs, screening)
+            call.keep_prompt(list(inputs))
         await call.admit()
         call.route(req.model, _EMBEDDINGS, req.llmeu)
         await _embed(call, req, inputs)
+
+
+def _parts(inputs: EmbeddingInputs) -> tuple[list[tuple[str, str]], list[str]]:
+    """The texts to scan; token ids are reported as not scanned (the gateway has no
+    tokenizer for every upstream to read them back into text)."""
+    texts = [(f"input[{i}]", text) for i, text in enumerate(inputs) if isinstance(text, str)]
+    tokens = [f"input[{i}]" for i, ids in enumerate(inputs) if not isinstance(ids, str)]
+    return texts, tokens
+
+
+def _masked(inputs: EmbeddingInputs, screening: Screening) -> EmbeddingInputs:
+    """Texts masked; token ids (never masked, reported as not scanned) stay as they are."""
+    texts = [text for text in inputs if isinstance(text, str)]
+    if len(texts) != len(inputs):
+        return inputs
+    return [screening.masked(f"input[{i}]", text) for i, text in enumerate(texts)]
 
 
 def refuse_stream_query(request: Request) -> None:

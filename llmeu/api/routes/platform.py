@@ -21,6 +21,7 @@ from msgspec import Meta, Struct
 from llmeu.api.asgi import Request
 from llmeu.api.auth import KeyRing
 from llmeu.api.bodies import decode_body
+from llmeu.api.identifiers import check_finite
 from llmeu.api.policies import PolicyBook
 from llmeu.api.upstreams import Upstreams
 from llmeu.calls.record import CallStatus
@@ -73,7 +74,7 @@ class Caller:
 async def _authorize(p: Platform, request: Request, *, admin: bool = False) -> Caller:
     """The calling key, and the request body (read here, for every route, so that
     `stream: true` is refused in the body of any platform call, as in its query)."""
-    key = await p.keys.authenticate(request.header(b"authorization"))
+    key = await p.keys.authenticate(request.header(b"authorization"), request.client)
     body = await request.body(_BODY_LIMIT)
     if request.query.get("stream", "").lower() in ("true", "1", "yes") or _streams(body):
         raise InvalidRequest(
@@ -313,7 +314,7 @@ def _time(query: dict[str, str], name: str) -> float | None:
     if not value:
         return None
     try:
-        return float(value)
+        return check_finite(float(value), name)
     except ValueError:
         pass
     try:

@@ -79,9 +79,31 @@ function policyFacts(p) {
       ["Required certifications", (p.require_certifications ?? []).join(", ") || "none"],
       ["Lowest SEAL level", p.min_seal === null || p.min_seal === undefined ? "any" : `SEAL-${p.min_seal}`],
       ["Call metadata kept for", p.keep_metadata ?? "the gateway's default (P6M)"],
+      ["Personal data", personalDataSummary(p.personal_data)],
     ],
     "facts compact",
   );
+}
+
+/** What each detector's hit does, in a line: `block iban; mask email, phone`. */
+function personalDataSummary(section) {
+  if (!section) return "not scanned";
+  const byAction = {};
+  for (const [detector, action] of Object.entries(section.detectors ?? {})) {
+    (byAction[action] ??= []).push(detector);
+  }
+  const actions = Object.entries(byAction).map(([action, detectors]) => `${action} ${detectors.join(", ")}`);
+  const restrict = Object.entries(section.restrict ?? {})
+    .filter(([, values]) => values.length)
+    .map(([field, values]) => `${field.replace("allow_", "")} ${values.join(", ")}`);
+  return [
+    actions.join("; ") || "no detectors",
+    restrict.length ? `restrict to ${restrict.join(", ")}` : null,
+    `unscanned parts: ${section.unscanned}`,
+    `detector errors fail ${section.on_error}`,
+  ]
+    .filter(Boolean)
+    .join("; ");
 }
 
 let formCount = 0;
@@ -139,6 +161,15 @@ function policyForm(policy, { onSaved, onCancel }) {
     text("keep_metadata", "Keep call metadata for", p.keep_metadata ?? "", "ISO-8601 duration; empty means the gateway's default (P6M)."),
     h(
       "div",
+      { className: "field" },
+      h("label", { htmlFor: id("personal_data") }, "Personal data"),
+      h("textarea", { id: id("personal_data"), name: "personal_data", rows: 6, spellcheck: false, "aria-describedby": id("personal_data-hint") },
+        p.personal_data ? JSON.stringify(p.personal_data, null, 2) : ""),
+      h("p", { className: "hint", id: id("personal_data-hint") },
+        'The personal_data section as JSON, e.g. {"detectors": {"iban": "block", "email": "mask"}}; empty means prompts are not scanned.'),
+    ),
+    h(
+      "div",
       { className: "actions" },
       h("button", { type: "submit", className: "primary" }, isNew ? "Create policy" : "Save"),
       onCancel ? h("button", { type: "button", onclick: onCancel }, "Cancel") : null,
@@ -152,6 +183,14 @@ function policyForm(policy, { onSaved, onCancel }) {
     const policyId = isNew ? String(data.get("policy_id")).trim() : p.policy_id;
     const seal = String(data.get("min_seal") ?? "").trim();
     const keep = String(data.get("keep_metadata") ?? "").trim();
+    const personal = String(data.get("personal_data") ?? "").trim();
+    let personalData = null;
+    try {
+      personalData = personal === "" ? null : JSON.parse(personal);
+    } catch {
+      note.replaceChildren(errorNote({ message: "Personal data: not valid JSON." }));
+      return;
+    }
     // Fields this form does not show stay as they were: the body starts from the policy read.
     const body = {
       ...(isNew ? {} : p),
@@ -167,6 +206,7 @@ function policyForm(policy, { onSaved, onCancel }) {
       require_certifications: split("require_certifications").map((c) => c.toLowerCase()),
       min_seal: seal === "" ? null : Number(seal),
       keep_metadata: keep === "" ? null : keep,
+      personal_data: personalData,
     };
     try {
       const saved = await api(`v1/platform/policies/${encodeURIComponent(policyId)}`, { method: "PUT", body });

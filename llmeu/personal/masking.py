@@ -1,0 +1,95 @@
+"""Placeholders for one call: values out of the prompt, values back into the answer.
+
+`Masking` replaces each value found by a placeholder such as `[IBAN_1]` (the
+same value gets the same placeholder everywhere in the call) and keeps the
+mapping only in memory, for the call's lifetime. `Restorer` puts the values
+back into an answer that arrives in pieces: a piece ending in what could
+still become a placeholder (`… [IB`) is held back until the next piece
+completes or refutes it, so a client never sees half a placeholder or half a
+restored value, and the concatenation of what it sends is exactly the
+answer with every placeholder restored.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from llmeu.personal.detectors import Hit
+
+_PLACEHOLDER = re.compile(r"\[[A-Z_]+_\d+\]")
+
+
+class Masking:
+    def __init__(self) -> None:
+        self._placeholders: dict[str, str] = {}  # value -> placeholder
+        self._values: dict[str, str] = {}  # placeholder -> value
+        self._counts: dict[str, int] = {}
+
+    def mask(self, text: str, hits: Sequence[Hit]) -> str:
+        """`text` with every hit replaced by its placeholder (`hits` in order, not overlapping)."""
+        out: list[str] = []
+        at = 0
+        for hit in hits:
+            out.append(text[at : hit.start])
+            out.append(self._placeholder(hit.detector.value.upper(), text[hit.start : hit.end]))
+            at = hit.end
+        out.append(text[at:])
+        return "".join(out)
+
+    def restore(self, text: str) -> str:
+        if "[" not in text:
+            return text
+        return _PLACEHOLDER.sub(lambda m: self._values.get(m.group(), m.group()), text)
+
+    def restorer(self) -> Restorer:
+        return Restorer(self)
+
+    @property
+    def placeholders(self) -> Sequence[str]:
+        return list(self._values)
+
+    def __bool__(self) -> bool:
+        return bool(self._values)
+
+    def _placeholder(self, label: str, value: str) -> str:
+        known = self._placeholders.get(value)
+        if known is not None:
+            return known
+        count = self._counts.get(label, 0) + 1
+        self._counts[label] = count
+        placeholder = f"[{label}_{count}]"
+        self._placeholders[value] = placeholder
+        self._values[placeholder] = value
+        return placeholder
+
+
+class Restorer:
+    """Restores one stream of text (one per content field or tool call of a stream)."""
+
+    def __init__(self, masking: Masking):
+        self._masking = masking
+        self._held = ""
+
+    def push(self, piece: str) -> str:
+        """What can go out now: `piece` after what was held, restored, minus a possible start
+        of a placeholder at its end."""
+        text = self._held + piece
+        self._held = ""
+        cut = text.rfind("[")
+        if cut >= 0 and self._could_become_placeholder(text[cut:]):
+            self._held = text[cut:]
+            text = text[:cut]
+        return self._masking.restore(text)
+
+    def flush(self) -> str:
+        """What was held at the end: never a placeholder, so it goes out as it is."""
+        held, self._held = self._held, ""
+        return held
+
+    @property
+    def holding(self) -> bool:
+        return bool(self._held)
+
+    def _could_become_placeholder(self, tail: str) -> bool:
+        return any(p.startswith(tail) and p != tail for p in self._masking.placeholders)
