@@ -37,7 +37,12 @@ $(VENV)/.installed-%: requirements/%.txt $(INSTALL_INPUTS) | $(BIN)/python
 serve: $(VENV)/.installed-local
 	$(BIN)/llmeu serve
 
-install: $(VENV)/.installed-test tests/node/node_modules/.package-lock.json
+install: $(VENV)/.installed-test tests/evidence/jose/node_modules/.package-lock.json \
+	tests/node/node_modules/.package-lock.json
+
+# An independent JOSE implementation (Node's `jose`) checks receipts in tests/evidence.
+tests/evidence/jose/node_modules/.package-lock.json: tests/evidence/jose/package-lock.json
+	cd tests/evidence/jose && npm ci --no-audit --no-fund
 
 # The TypeScript SDK the end-to-end tests drive with Node, exactly as locked.
 tests/node/node_modules/.package-lock.json: tests/node/package-lock.json

@@ -1,23 +1,35 @@
 """CPU cost of the evidence on the request path: one receipt, one chain link.
 
-    .venv/bin/python bench/evidence.py [--rounds 5] [--number 2000]
+    .venv/bin/python bench/evidence.py [--rounds 5] [--number 2000] [--ledger-batches 200]
 
 Prints the median over rounds of the mean CPU time per call, in microseconds, for:
 building and signing one receipt (payload + JCS + Ed25519 through PyJWT), the
 Ed25519 signature alone, one chain link (metadata + JCS + SHA-256), and, off
 the request path, verifying one receipt and one chain row. The inputs are a
 realistic completed call with two attempts and one excluded endpoint.
+
+Then the ledger as the gateway writes it (SQLite, one file in a temporary
+directory): the CPU per final trace of `Store.write_traces` — which links the
+batch's rows to the hash chain inside its transaction — against the same
+statements without the chain, alternating in one run, batches of 1 and of 16
+traces; and what every call pays besides (the digests of its request body and
+of its answer). Prints the difference per trace and the ratio.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import hashlib
 import json
 import statistics
+import tempfile
 import time
 import timeit
 from collections.abc import Callable
+from pathlib import Path
 
+from llmeu.calls.record import Attempt, CallStatus, TraceRecord, new_trace_id
 from llmeu.evidence import (
     GENESIS,
     KeyRing,
@@ -29,6 +41,8 @@ from llmeu.evidence import (
     verify_receipt,
 )
 from llmeu.evidence.chain import chain_metadata
+from llmeu.ledger.sqlite import SqliteDatabase
+from llmeu.ledger.store import Store, trace_row
 
 
 def trace_view() -> dict[str, object]:
@@ -82,6 +96,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--number", type=int, default=2000)
+    parser.add_argument("--ledger-batches", type=int, default=200)
     args = parser.parse_args()
 
     key = SigningKey.generate()
@@ -104,6 +119,79 @@ def main() -> None:
     for name, function in cases:
         number = max(args.number // 10, 1) if name.startswith("verify") else args.number
         print(f"{per_call_us(function, number, args.rounds):9.1f} µs  {name}")
+    ledger_report(args.ledger_batches, args.rounds, args.number)
+
+
+def record() -> TraceRecord:
+    now = time.time()
+    call = TraceRecord(
+        trace_id=new_trace_id(), key_id="key_7f3a9c", route="chat.completions",
+        request_model="mistral-small", stream=True, received_at=now, instance_id="gw_bench",
+        status=CallStatus.COMPLETED, policy_id="eu-strict",
+        endpoint_id="scaleway-fr-par-mistral-small", provider="scaleway",
+        model_used="mistral-small-3.2-24b-instruct-2506", model_version="2506",
+        inference_region="fr-par", sovereignty_class="eu_sovereign", retention="P0D",
+        first_token_at=now + 0.2, finished_at=now + 1.4, input_tokens=12, output_tokens=40,
+        cost_eur=0.0000158, finish_reason="stop", http_status=200,
+        policy_sha256="a" * 64, request_sha256="b" * 64, content_sha256="c" * 64,
+    )  # fmt: skip
+    call.attempts = [Attempt("scaleway-fr-par-mistral-small", "scaleway", now, now + 1.4, "served")]
+    return call
+
+
+async def ledger_cost(batches: int, batch_size: int) -> tuple[float, float]:
+    """CPU µs per final trace: (with the chain, without), alternating batches in one run.
+
+    Two ledgers in one directory, so that the rows written without the chain are not
+    chained by the other's next write."""
+    with tempfile.TemporaryDirectory() as directory:
+        stores = {}
+        for name in ("chained", "plain"):
+            db = SqliteDatabase(Path(directory) / f"{name}.db")
+            await db.open()
+            stores[name] = Store(db)
+            await stores[name].migrate()
+        spent = {"chained": 0.0, "plain": 0.0}
+        for n in range(batches * 2):
+            rows = [trace_row(record()) for _ in range(batch_size)]
+            name = "chained" if n % 2 == 0 else "plain"
+            store = stores[name]
+            started = time.process_time()
+            if name == "chained":
+                await store.write_traces([], rows)
+            else:  # the same upsert, in a transaction without the chain
+                await store.db.transaction([(store._finish_trace, rows)])
+            spent[name] += time.process_time() - started
+        for store in stores.values():
+            await store.db.close()
+    per_trace = batches * batch_size
+    return spent["chained"] / per_trace * 1e6, spent["plain"] / per_trace * 1e6
+
+
+def every_call_us(number: int, rounds: int) -> float:
+    """The digests every call computes: a 1 kB request body and a 400-character answer."""
+    body = json.dumps({"model": "mistral-small", "messages": [
+        {"role": "user", "content": "x" * 1000}]}).encode()  # fmt: skip
+    answer = "Bonjour, " * 44
+
+    def digests() -> None:
+        hashlib.sha256(body).hexdigest()
+        hashlib.sha256(answer.encode()).hexdigest()
+
+    return per_call_us(digests, number, rounds)
+
+
+def ledger_report(batches: int, rounds: int, number: int) -> None:
+    print(f"\nledger (SQLite), CPU per final trace, median of {rounds} runs of {batches} batches:")
+    digests = every_call_us(number, rounds)
+    for size in (1, 16):
+        runs = [asyncio.run(ledger_cost(batches, size)) for _ in range(rounds)]
+        chained = statistics.median(r[0] for r in runs)
+        plain = statistics.median(r[1] for r in runs)
+        print(f"  batch of {size:2d}: {plain:7.1f} µs without the chain, "
+              f"{chained:7.1f} µs with it: +{chained - plain:5.1f} µs "
+              f"({chained / plain:.2f}x)")  # fmt: skip
+    print(f"  every call also hashes its request body and answer: {digests:.1f} µs")
 
 
 if __name__ == "__main__":

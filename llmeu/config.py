@@ -58,6 +58,17 @@ class Settings:
     """ISO 8601: how long call metadata is kept where the policy does not say."""
     heartbeat_seconds: float = 5.0
     ledger_buffer: int = 10_000
+    signing_key_file: Path | None = None
+    """A PEM (PKCS#8) Ed25519 key to sign receipts and checkpoints with; else
+    `signing_key_env`, else a key generated into `data_dir/signing-keys`."""
+    signing_key_env: str = "LLMEU_SIGNING_KEY"
+    """The environment variable that may hold the signing key's PEM text."""
+    signing_retired_keys: tuple[Path, ...] = ()
+    """Public keys (PEM, or a JWKS) of earlier signing keys, still published."""
+    checkpoint_every_traces: int = 1000
+    checkpoint_every_seconds: float = 300.0
+    audit_checkpoint_dir: Path | None = None
+    """Where each signed checkpoint is also written, one file each (append-only)."""
     environ: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -72,12 +83,23 @@ class Settings:
         }
         if env.get("LLMEU_DATA_DIR"):
             values["data_dir"] = Path(env["LLMEU_DATA_DIR"])
+        if env.get("LLMEU_SIGNING_KEY_FILE"):
+            values["signing_key_file"] = Path(env["LLMEU_SIGNING_KEY_FILE"])
+        if env.get("LLMEU_SIGNING_RETIRED_KEYS"):
+            retired = env["LLMEU_SIGNING_RETIRED_KEYS"].split(os.pathsep)
+            values["signing_retired_keys"] = tuple(Path(p) for p in retired if p)
+        if env.get("LLMEU_AUDIT_CHECKPOINT_DIR"):
+            values["audit_checkpoint_dir"] = Path(env["LLMEU_AUDIT_CHECKPOINT_DIR"])
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)  # type: ignore[arg-type]
 
     @property
     def effective_database_url(self) -> str:
         return self.database_url or f"sqlite:///{self.data_dir / 'llmeu.db'}"
+
+    @property
+    def signing_key_dir(self) -> Path:
+        return self.data_dir / "signing-keys"
 
     @property
     def otel_environ(self) -> dict[str, str]:

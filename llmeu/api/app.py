@@ -14,7 +14,7 @@ from llmeu.api.cors import CorsMiddleware
 from llmeu.api.error_responses import OPENAI_ERRORS, ErrorShape, as_api_error, send_error
 from llmeu.api.gateway import Gateway
 from llmeu.api.identifiers import check_identifier
-from llmeu.api.routes import compliance, console, platform, service
+from llmeu.api.routes import compliance, console, platform, receipt_keys, service
 from llmeu.api.routes.chat_completions import handle_chat
 from llmeu.api.routes.embeddings import handle_embeddings
 from llmeu.api.routes.messages import ANTHROPIC_ERRORS, handle_count_tokens, handle_messages
@@ -104,6 +104,12 @@ def route_table(gw: Gateway) -> list[Route]:
         Route("GET", "/v1/models", partial(handle_models, calls, gw.started_at)),
         Route("GET", "/v1/models/{model}", partial(handle_models, calls, gw.started_at)),
         *platform_routes,
+        Route(
+            "GET",
+            "/v1/platform/traces/{trace_id}/receipt",
+            partial(receipt_keys.get_receipt, gw.evidence),
+        ),
+        Route("GET", "/.well-known/llmeu/jwks.json", partial(receipt_keys.get_jwks, gw.evidence)),
         Route("GET", "/healthz", partial(service.handle_healthz, gw.health)),
         Route("GET", "/readyz", partial(service.handle_readyz, gw.readiness)),
         Route("GET", "/metrics", partial(service.handle_metrics, gw.telemetry)),

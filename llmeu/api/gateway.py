@@ -20,11 +20,17 @@ from typing import Any
 from llmeu.api.auth import KeyRing
 from llmeu.api.inference import Calls
 from llmeu.api.policies import PolicyBook
+from llmeu.api.receipt_issuer import Receipts
 from llmeu.api.routes.platform import Platform
+from llmeu.api.routes.receipt_keys import Evidence
+from llmeu.api.signing import load_signing_keys
 from llmeu.api.upstreams import Upstreams
 from llmeu.api.welcome import AdminKey, Welcome, announce, chat_model, reachable_root
 from llmeu.config import Settings
 from llmeu.errors import ConfigError, DatabaseError
+from llmeu.evidence.signing_keys import KeyRing as SigningKeys
+from llmeu.evidence.signing_keys import SigningKey
+from llmeu.ledger.chaining import CheckpointPolicy, Checkpoints, chain_pending
 from llmeu.ledger.notify import (
     Change,
     ChangeFeed,
@@ -87,8 +93,10 @@ class Gateway:
         config: GatewayConfig,
         store: Store,
         instance_id: str | None = None,
+        signing: SigningKeys | None = None,
     ):
-        """Everything that needs no I/O; `build` validates the configuration first."""
+        """Everything that needs no I/O; `build` validates the configuration and reads the
+        signing keys first (`signing`: a fresh key in memory when not given)."""
         self.settings = settings
         self.config = config
         self.store = store
@@ -114,15 +122,29 @@ class Gateway:
             limiter=self.limits.state,
         )
         self.observers = Observers(self.telemetry.observers)
+        self.receipts = Receipts(signing or SigningKeys(SigningKey.generate()))
+        self.checkpoints = Checkpoints(
+            store.db,
+            self.receipts.ring.active,
+            CheckpointPolicy(
+                settings.checkpoint_every_traces,
+                settings.checkpoint_every_seconds,
+                settings.audit_checkpoint_dir,
+            ),
+        )
         self.calls = Calls(
             keys=self.keys, policies=self.policies, upstreams=self.upstreams, ledger=self.ledger,
             limits=self.limits, observers=self.observers,
             instance_id=self.instance_id, max_body_bytes=settings.max_body_bytes,
-            keep_metadata=Duration.parse(settings.keep_metadata),
+            keep_metadata=Duration.parse(settings.keep_metadata), receipts=self.receipts,
         )  # fmt: skip
         self.platform = Platform(
             self.keys, self.policies, store, self.upstreams, self.broadcast, self.reload
         )
+        self.evidence = Evidence(self.platform, self.receipts)
+        self._finals_since_checkpoint = 0
+        self._checkpoint_due = asyncio.Event()
+        self.ledger.on_finals = self._count_finals
         self.changes: ChangeFeed | None = None  # with a shared ledger: changes others apply
         self.loaded = False
         self._tasks: list[asyncio.Task[None]] = []
@@ -133,7 +155,8 @@ class Gateway:
     @classmethod
     def build(cls, settings: Settings, instance_id: str | None = None) -> Gateway:
         store = Store(open_database(settings.effective_database_url))
-        return cls(settings, load_gateway_config(settings), store, instance_id)
+        config = load_gateway_config(settings)
+        return cls(settings, config, store, instance_id, load_signing_keys(settings))
 
     def _providers(
         self, reuse: Mapping[Endpoint, Provider] | None = None
@@ -166,6 +189,10 @@ class Gateway:
         interrupted = await self.store.mark_interrupted(live_after, now)
         if interrupted:
             log.warning("marked %d calls of a stopped gateway process as interrupted", interrupted)
+        # The chain takes a call found `interrupted` as it is once no process can still
+        # finish it: at once for a ledger of one process, after a while for a shared one.
+        settled = live_after if not shared else now - self.store.interrupted_settle_seconds
+        await chain_pending(self.store.db, settled)
         channel = self._notice_channel()
         if channel is not None:
             self.changes = ChangeFeed(
@@ -183,6 +210,7 @@ class Gateway:
             self.breaker.start([e.endpoint_id for e in self.config.catalog.endpoints])
         await self._start_providers(self.upstreams)
         self._tasks.append(asyncio.create_task(self._maintenance(), name="llmeu-maintenance"))
+        self._tasks.append(asyncio.create_task(self._checkpointing(), name="llmeu-checkpoints"))
         self._loop = asyncio.get_running_loop()
         self.loaded = True
         if token is not None or settings.workers == 1:  # workers: one notice, not one each
@@ -319,6 +347,27 @@ class Gateway:
                     last_purge = now
             except Exception:  # a maintenance round must never end the loop
                 log.exception("maintenance round failed")
+
+    async def _checkpointing(self) -> None:
+        """Sign the chain's head every N traces or M minutes (`Settings.checkpoint_every_*`).
+        Every process looks; the first to store a checkpoint of a head exports it."""
+        settings = self.settings
+        interval = min(settings.checkpoint_every_seconds, settings.heartbeat_seconds)
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._checkpoint_due.wait(), interval)
+            self._checkpoint_due.clear()
+            self._finals_since_checkpoint = 0
+            try:
+                if await self.checkpoints.due(time.time()):
+                    await self.checkpoints.make()
+            except Exception:  # a checkpoint round must never end the loop
+                log.exception("checkpoint round failed")
+
+    def _count_finals(self, written: int) -> None:
+        self._finals_since_checkpoint += written
+        if self._finals_since_checkpoint >= self.settings.checkpoint_every_traces:
+            self._checkpoint_due.set()
 
     def health(self) -> tuple[bool, dict[str, Any]]:
         """Alive, and the state an operator wants at a glance (no key, no tenant data)."""

@@ -17,6 +17,7 @@ from llmeu.api.auth import KeyRing
 from llmeu.api.error_responses import OPENAI_ERRORS, ErrorShape
 from llmeu.api.lifecycle import Call
 from llmeu.api.policies import PolicyBook
+from llmeu.api.receipt_issuer import Receipts
 from llmeu.api.upstreams import Upstreams
 from llmeu.ledger.writer import Ledger
 from llmeu.limits import Limiter
@@ -39,6 +40,7 @@ class Calls:
         observers: Observers,
         instance_id: str,
         max_body_bytes: int,
+        receipts: Receipts,
         keep_metadata: Duration = DEFAULT_KEEP_METADATA,
     ):
         self.keys = keys
@@ -50,6 +52,7 @@ class Calls:
         self.instance_id = instance_id
         self.max_body_bytes = max_body_bytes
         self.keep_metadata = keep_metadata
+        self.receipts = receipts
         self.accepting = True
         self.inflight: dict[str, asyncio.Task[Any]] = {}
 

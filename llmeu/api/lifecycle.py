@@ -149,6 +149,7 @@ class Call:
         self._restrict: RestrictTo | None = None
         self._masking: Masking | None = None
         self._restorer: StreamRestorer | None = None
+        self._wants_receipt = False
         self.trace_id = ""
         self.trace: TraceRecorder
         self._accounting: Accounting
@@ -187,7 +188,9 @@ class Call:
         return self
 
     async def body(self) -> bytes:
-        return await self.request.body(self._calls.max_body_bytes)
+        body = await self.request.body(self._calls.max_body_bytes)
+        self.trace.received_body(body)
+        return body
 
     def requested(
         self,
@@ -253,10 +256,10 @@ class Call:
     def route(self, model: str, needs: frozenset[Capability], narrowing: object) -> RoutePlan:
         """The effective policy (the key's, narrowed by the request) and the route plan."""
         calls = self._calls
+        request_field = narrowing if isinstance(narrowing, RoutingRequest) else None
+        self._wants_receipt = request_field is not None and request_field.receipt is True
         policy = calls.policies.effective(
-            self._key_policy,
-            narrowing if isinstance(narrowing, RoutingRequest) else None,
-            self.request.header(b"x-llmeu-policy"),
+            self._key_policy, request_field, self.request.header(b"x-llmeu-policy")
         )
         if self._restrict is not None:
             policy = restricted(policy, self._restrict)
@@ -326,7 +329,10 @@ class Call:
         if completing is not None:
             await completing(reason, usage)
         await self._finish(CallStatus.COMPLETED)
-        end = encoder.finish(reason, usage, self.trace.routing_block())
+        routing = self.trace.routing_block()
+        if self._wants_receipt:
+            routing.receipt = self._calls.receipts.of_record(self.trace.record)
+        end = encoder.finish(reason, usage, routing)
         self._stream_ended = True
         await self.request.write(end, more=False)
 
@@ -362,7 +368,11 @@ class Call:
     async def respond(self, body: bytes) -> None:
         """A completed call's whole answer, sent once its trace is durable."""
         await self._finish(CallStatus.COMPLETED)
-        await self.request.respond(200, body, self._response_headers(JSON_HEADERS))
+        headers = self._response_headers(JSON_HEADERS)
+        if self._wants_receipt:
+            receipt = self._calls.receipts.of_record(self.trace.record)
+            headers.append((b"x-llmeu-receipt", receipt.encode()))
+        await self.request.respond(200, body, headers)
 
     async def __aexit__(
         self,

@@ -10,6 +10,8 @@ policy stores no content, and hands the finished record to the ledger.
 from __future__ import annotations
 
 import asyncio
+import functools
+import hashlib
 import json
 import time
 from collections.abc import Iterable
@@ -18,6 +20,7 @@ from typing import Any
 from llmeu.api.redaction import redact_all
 from llmeu.calls.record import Attempt, CallStatus, TraceRecord, new_trace_id
 from llmeu.errors import ApiError, NoCompliantRoute, UpstreamError
+from llmeu.evidence.receipts import policy_sha256
 from llmeu.ledger.retention import subject_digest
 from llmeu.ledger.writer import Ledger
 from llmeu.observability.hooks import Headers, Observers
@@ -26,7 +29,7 @@ from llmeu.protocol.json_codec import encoder
 from llmeu.protocol.routing_block import CostEstimate, RoutingBlock
 from llmeu.routing.catalog import Endpoint
 from llmeu.routing.durations import Duration
-from llmeu.routing.policy import DEFAULT_KEEP_METADATA, Policy
+from llmeu.routing.policy import DEFAULT_KEEP_METADATA, Policy, policy_document
 from llmeu.routing.router import RoutePlan
 
 _DURABLE_WAIT = 10.0
@@ -88,9 +91,14 @@ class TraceRecorder:
         if subject:
             self.record.subject_sha256 = subject_digest(subject)
 
+    def received_body(self, body: bytes) -> None:
+        """The request body exactly as received: its digest goes into the call's receipt."""
+        self.record.request_sha256 = hashlib.sha256(body).hexdigest()
+
     def governed_by(self, policy: Policy) -> None:
         self.policy = policy
         self.record.policy_id = policy.policy_id
+        self.record.policy_sha256 = _policy_digest(policy)
 
     def routed(self, plan: RoutePlan) -> None:
         self.governed_by(plan.policy)
@@ -178,14 +186,17 @@ class TraceRecorder:
         self.record.finish_reason = reason
 
     def keep_content(self, prompt: object, completion: object) -> None:
-        """Keep prompt and output only where the policy's `store_content` allows it."""
+        """Keep prompt and output only where the policy's `store_content` allows it; the
+        output's digest (for the receipt) is kept either way."""
         if isinstance(completion, str) and completion:
             self._sensitive.append(completion)
+        text = completion if isinstance(completion, str) else json.dumps(completion)
+        record = self.record
+        record.content_sha256 = hashlib.sha256(text.encode()).hexdigest()
         if not self._stores_content():
             return
-        record = self.record
         record.prompt = encoder.encode(prompt).decode()
-        record.completion = completion if isinstance(completion, str) else json.dumps(completion)
+        record.completion = text
         assert self.policy is not None
         record.content_expires_at = time.time() + self.policy.store_content.seconds
 
@@ -276,3 +287,9 @@ class TraceRecorder:
                 attempt.outcome = "cancelled" if status is CallStatus.CANCELLED else "failed"
                 if error is not None:
                     attempt.error = error.message
+
+
+@functools.lru_cache(maxsize=256)
+def _policy_digest(policy: Policy) -> str:
+    """SHA-256 of the policy as applied; policies are values, and few, so each is hashed once."""
+    return policy_sha256(policy_document(policy))

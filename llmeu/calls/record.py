@@ -100,6 +100,9 @@ class TraceRecord:
     ignored_features: str | None = None  # e.g. `anthropic-beta` values, comma-separated
     personal_data: dict[str, Any] | None = None
     """What the personal-data scan found (detectors, paths, counts; never a value)."""
+    policy_sha256: str | None = None
+    request_sha256: str | None = None
+    content_sha256: str | None = None
 
     @property
     def ttft_ms(self) -> float | None:

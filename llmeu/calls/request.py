@@ -203,6 +203,9 @@ class RoutingRequest(Struct, forbid_unknown_fields=True, omit_defaults=True):
     require_jurisdictions: list[str] | UnsetType = UNSET
     require_certifications: list[str] | UnsetType = UNSET
     min_seal: int | UnsetType = UNSET
+    receipt: bool | UnsetType = UNSET
+    """Ask for the call's signed receipt: `x-llmeu-receipt` on a whole answer, `receipt`
+    in the routing block of a stream's final frame. Narrows nothing."""
 
 
 class ChatRequest(Struct, forbid_unknown_fields=True, omit_defaults=True):

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from llmeu.api.exports import EXPORTS, Period, render
+from llmeu.cli import audit_verify
 from llmeu.config import Settings
 from llmeu.errors import ConfigError, DatabaseError, DatabaseUnavailable
 from llmeu.ledger.api_keys import ApiKey
@@ -45,6 +46,7 @@ def register(subparsers: Any) -> None:
     export.add_argument("--data-dir", type=Path, help="where the SQLite ledger lives")
     export.add_argument("--database-url", help="postgresql://… (a shared ledger)")
     export.set_defaults(func=run_export)
+    audit_verify.register_action(actions)
 
 
 def _moment(text: str) -> float:

@@ -4,6 +4,7 @@
     llmeu keys list
     llmeu keys revoke k3f9a…
     llmeu keys reset-admin      (on the ledger itself: `llmeu.cli.admin_reset`)
+    llmeu keys rotate-signing   (the receipt-signing key: `llmeu.cli.signing_rotate`)
 
 `create` prints the new key's secret once: only its hash is stored. `revoke`
 answers once every gateway process sharing the ledger has confirmed the
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from llmeu.cli import signing_rotate
 from llmeu.cli.admin_reset import register_action
 from llmeu.cli.money import money
 from llmeu.cli.platform_api import (
@@ -55,6 +57,7 @@ def register(subparsers: Any) -> None:
     revoke.set_defaults(func=runner(_revoke))
 
     register_action(actions)
+    signing_rotate.register_action(actions)
 
 
 def _row(key: dict[str, Any]) -> tuple[object, ...]:

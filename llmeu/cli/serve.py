@@ -106,6 +106,19 @@ def register(subparsers: Any) -> None:
         default=[],
         help="an origin browsers may call from (repeatable; `*` for any); CORS is off without it",
     )
+    evidence = parser.add_argument_group("evidence (docs/evidence.md)")
+    evidence.add_argument(
+        "--signing-key-file", type=Path, help="PEM Ed25519 key for receipts (else the data dir's)"
+    )
+    evidence.add_argument(
+        "--audit-checkpoint-dir", type=Path, help="also write each signed checkpoint here"
+    )
+    evidence.add_argument(
+        "--checkpoint-every", type=int, help="sign a checkpoint every N traces (1000)"
+    )
+    evidence.add_argument(
+        "--checkpoint-minutes", type=float, help="or every M minutes if the chain moved (5)"
+    )
     parser.set_defaults(func=run)
 
 
@@ -136,6 +149,12 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         breaker_threshold=args.breaker_threshold,
         breaker_cooldown_seconds=args.breaker_cooldown,
         cors_origins=tuple(args.cors_origin) or None,
+        signing_key_file=args.signing_key_file,
+        audit_checkpoint_dir=args.audit_checkpoint_dir,
+        checkpoint_every_traces=args.checkpoint_every,
+        checkpoint_every_seconds=None
+        if args.checkpoint_minutes is None
+        else args.checkpoint_minutes * 60,
     )
 
 

@@ -54,6 +54,8 @@ class RoutingBlock(msgspec.Struct, frozen=True):
     policy_id: str | None = None
     retention: str | None = None
     cost_estimate: CostEstimate | None = None
+    receipt: str | None = None
+    """The signed receipt, when the request set `llmeu: {"receipt": true}`."""
 
 
 @dataclass(frozen=True, slots=True)

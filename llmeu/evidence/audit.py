@@ -2,6 +2,10 @@
 
 Input: the final trace rows in `chain_seq` order (each with `chain_seq`,
 `chain_link`, `trace_id` and the chained columns) and the checkpoint tokens.
+A row whose metadata was purged by retention (`metadata_purged_at` set) keeps
+its place and its link but not what the link was computed from: its link is
+taken as given where it sits right after its predecessor's `chain_seq`, and
+the row after it must follow it as usual.
 Pure: no database, no files; the caller reads them, and may stream the rows:
 only their sequence numbers, ids and links are kept.
 
@@ -59,12 +63,11 @@ from llmeu.evidence.chain import (
     GENESIS_LINK,
     ChainLink,
     Checkpoint,
-    chain_metadata,
+    chain_body,
     link_after,
     read_checkpoint,
 )
 from llmeu.evidence.diagnosis import ChainWalk, Damage, Finding, diagnose
-from llmeu.evidence.jcs import canonical_json
 from llmeu.evidence.signing_keys import public_keys_from_jwks
 
 __all__ = ["ChainReport", "Damage", "Finding", "verify_chain"]
@@ -144,10 +147,13 @@ def _first_pass(
             walk.start = previous = _start_link(
                 seq, str(trace_id), checkpoints, findings, walk.missing
             )
-        body = canonical_json(chain_metadata(row))
-        walk.add(
-            seq, str(trace_id), link, body, previous is None or link_after(previous, body) == link
-        )
+        body = chain_body(row)
+        follows = previous is None or link_after(previous, body) == link
+        if not follows and row.get("metadata_purged_at") is not None:
+            # A purged row's metadata is gone, so its link cannot be recomputed: it is taken
+            # as given in its place, and the next row must still follow it.
+            follows = seq == (walk.seqs[-1] if walk.seqs else 0) + 1
+        walk.add(seq, str(trace_id), link, body, follows)
         previous = link
     for position, trace_id in outside:
         detail = f"{trace_id} has no valid chain_seq/chain_link: it is not part of the chain"

@@ -44,7 +44,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from llmeu.evidence.jcs import canonical_json
+from llmeu.evidence.jcs import FlatObject, canonical_json
 from llmeu.evidence.jws import CHECKPOINT_TYPE, sign_compact, verify_compact
 from llmeu.evidence.signing_keys import SigningKey
 
@@ -62,9 +62,17 @@ CHAINED_COLUMNS = (
 )  # fmt: skip
 
 
+_CHAINED_OBJECT = FlatObject(CHAINED_COLUMNS)
+
+
 def chain_metadata(row: Mapping[str, Any]) -> dict[str, Any]:
     """The part of a trace row the chain covers: named columns, nulls left out."""
     return {name: row[name] for name in CHAINED_COLUMNS if row.get(name) is not None}
+
+
+def chain_body(row: Mapping[str, Any]) -> bytes:
+    """`canonical_json(chain_metadata(row))`: the bytes a row's link hashes."""
+    return _CHAINED_OBJECT.encode(row)
 
 
 def link_after(previous_link: str, body: bytes) -> str:
@@ -82,8 +90,7 @@ class ChainLink:
 
     def next(self, row: Mapping[str, Any]) -> ChainLink:
         """The link of `row`, written right after this one: its `chain_seq` and `chain_link`."""
-        body = canonical_json(chain_metadata(row))
-        return ChainLink(self.seq + 1, link_after(self.link, body), row.get("trace_id"))
+        return ChainLink(self.seq + 1, link_after(self.link, chain_body(row)), row.get("trace_id"))
 
 
 GENESIS = ChainLink(0, GENESIS_LINK)

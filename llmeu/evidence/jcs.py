@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 _MAX_SAFE_INTEGER = 2**53 - 1
@@ -44,6 +44,34 @@ def canonical_json(value: Any) -> bytes:
         return "".join(parts).encode("utf-8")
     except UnicodeEncodeError as error:
         raise ValueError("JCS input holds a lone surrogate (not valid Unicode)") from error
+
+
+class FlatObject:
+    """The JCS form of objects with fixed ASCII member names and scalar values, null
+    members left out — `canonical_json` of the same object, byte for byte, in half the
+    time: the hot path of every chain link (`llmeu.evidence.chain`)."""
+
+    def __init__(self, names: Iterable[str]):
+        ordered = sorted(names)
+        if not "".join(ordered).isascii():
+            raise ValueError("FlatObject member names must be ASCII")
+        self._members = [(name, _encode_string(name) + ":") for name in ordered]
+
+    def encode(self, values: Mapping[str, Any]) -> bytes:
+        parts = []
+        for name, prefix in self._members:
+            value = values.get(name)
+            if value is None:
+                continue
+            scalar = _SCALARS.get(type(value))
+            if scalar is None:
+                parts.append(prefix + canonical_json(value).decode("utf-8"))
+            else:
+                parts.append(prefix + scalar(value))
+        try:
+            return ("{" + ",".join(parts) + "}").encode("utf-8")
+        except UnicodeEncodeError as error:
+            raise ValueError("JCS input holds a lone surrogate (not valid Unicode)") from error
 
 
 def _integer(value: int) -> str:

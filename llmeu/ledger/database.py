@@ -25,6 +25,18 @@ Listener = Callable[[str], None]
 
 
 @dataclass(frozen=True, slots=True)
+class Followup:
+    """Work a transaction does after its statements, before it commits: `reads` run in
+    order, and `build` turns what they returned into the statements that end the
+    transaction — or into a further `Followup` when it needs to read more. It is how a
+    write links rows to the hash chain's head: the head is read (and, where
+    `Dialect.lock_row` says so, locked) inside the transaction that moves it."""
+
+    reads: Sequence[tuple[str, Params]]
+    build: Callable[[list[list[Row]]], Sequence[Statement] | Followup]
+
+
+@dataclass(frozen=True, slots=True)
 class Dialect:
     """What differs between the databases the ledger runs on.
 
@@ -40,6 +52,9 @@ class Dialect:
     change_notices: bool
     relaxed_commit: str | None
     day_template: str
+    lock_row: str = ""
+    """Appended to a SELECT that must lock the row it reads until commit (PostgreSQL's
+    `FOR UPDATE`); empty where a write transaction is exclusive already (SQLite)."""
 
     def day(self, column: str) -> str:
         """SQL for the UTC day (YYYY-MM-DD) of an epoch-seconds column."""
@@ -71,8 +86,11 @@ class Database(ABC):
     async def fetch(self, sql: str, params: Params = ()) -> list[Row]: ...
 
     @abstractmethod
-    async def transaction(self, statements: Sequence[Statement]) -> list[int]:
-        """Run each statement over its rows in one transaction; rows changed per statement."""
+    async def transaction(
+        self, statements: Sequence[Statement], followup: Followup | None = None
+    ) -> list[int]:
+        """Run each statement over its rows in one transaction, then the `followup`'s work;
+        rows changed per statement (the followup's statements last)."""
 
     async def execute(self, sql: str, params: Params = ()) -> int:
         return (await self.transaction([(sql, [params])]))[0]

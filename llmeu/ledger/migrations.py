@@ -86,6 +86,40 @@ MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
         ),
     ),
     (
+        3,
+        "hash chain over final traces, its checkpoints, receipt digests",
+        (
+            # Digests a receipt carries: the request body as received, the content
+            # produced, the policy as applied (llmeu.evidence.receipts).
+            "ALTER TABLE traces ADD COLUMN policy_sha256 TEXT",
+            "ALTER TABLE traces ADD COLUMN request_sha256 TEXT",
+            "ALTER TABLE traces ADD COLUMN content_sha256 TEXT",
+            # The row's place in the one chain of final traces (llmeu.ledger.chaining).
+            "ALTER TABLE traces ADD COLUMN chain_seq BIGINT",
+            "ALTER TABLE traces ADD COLUMN chain_link TEXT",
+            "CREATE UNIQUE INDEX traces_chain_seq ON traces (chain_seq)",
+            "CREATE INDEX traces_unchained ON traces (received_at) WHERE chain_seq IS NULL",
+            """
+            CREATE TABLE chain_head (
+                head_id INTEGER PRIMARY KEY,
+                seq BIGINT NOT NULL,
+                link TEXT NOT NULL,
+                trace_id TEXT
+            )
+            """,
+            "INSERT INTO chain_head (head_id, seq, link, trace_id) "
+            f"VALUES (1, 0, '{'0' * 64}', NULL)",
+            """
+            CREATE TABLE chain_checkpoints (
+                chain_seq BIGINT PRIMARY KEY,
+                trace_id TEXT,
+                created_at DOUBLE PRECISION NOT NULL,
+                token TEXT NOT NULL
+            )
+            """,
+        ),
+    ),
+    (
         4,
         "personal data found in a call's prompt",
         (

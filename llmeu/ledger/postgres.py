@@ -14,7 +14,15 @@ from typing import Any
 import asyncpg
 
 from llmeu.errors import DatabaseError, DatabaseUnavailable
-from llmeu.ledger.database import Database, Dialect, Listener, Params, Row, Statement
+from llmeu.ledger.database import (
+    Database,
+    Dialect,
+    Followup,
+    Listener,
+    Params,
+    Row,
+    Statement,
+)
 
 POSTGRES = Dialect(
     name="postgres",
@@ -22,6 +30,7 @@ POSTGRES = Dialect(
     change_notices=True,
     relaxed_commit="SET LOCAL synchronous_commit TO OFF",
     day_template="to_char(to_timestamp({column}) AT TIME ZONE 'UTC', 'YYYY-MM-DD')",
+    lock_row=" FOR UPDATE",
 )
 
 _PLACEHOLDER = re.compile(r"\?")
@@ -65,21 +74,33 @@ class PostgresDatabase(Database):
             raise _postgres_error(error) from error
         return [dict(row) for row in rows]
 
-    async def transaction(self, statements: Sequence[Statement]) -> list[int]:
-
+    async def transaction(
+        self, statements: Sequence[Statement], followup: Followup | None = None
+    ) -> list[int]:
         counts: list[int] = []
         try:
             async with self._pool.acquire() as conn, conn.transaction():
-                for sql, rows in statements:
-                    if len(rows) == 1:
-                        status = await conn.execute(self._sql(sql), *rows[0])
-                        counts.append(_rowcount(status))
-                    else:
-                        await conn.executemany(self._sql(sql), rows)
-                        counts.append(len(rows))
+                await self._run(conn, statements, counts)
+                work: Sequence[Statement] | Followup | None = followup
+                while isinstance(work, Followup):
+                    read = [
+                        [dict(row) for row in await conn.fetch(self._sql(sql), *params)]
+                        for sql, params in work.reads
+                    ]
+                    work = work.build(read)
+                await self._run(conn, work or (), counts)
         except _postgres_errors() as error:
             raise _postgres_error(error) from error
         return counts
+
+    async def _run(self, conn: Any, statements: Sequence[Statement], counts: list[int]) -> None:
+        for sql, rows in statements:
+            if len(rows) == 1:
+                status = await conn.execute(self._sql(sql), *rows[0])
+                counts.append(_rowcount(status))
+            else:
+                await conn.executemany(self._sql(sql), rows)
+                counts.append(len(rows))
 
     async def listen(self, channel: str, listener: Listener) -> Any:
         def received(_conn: object, _pid: int, _channel: str, payload: str) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from llmeu.errors import DatabaseError, DatabaseUnavailable
-from llmeu.ledger.database import Database, Dialect, Params, Row, Statement
+from llmeu.ledger.database import Database, Dialect, Followup, Params, Row, Statement
 
 T = TypeVar("T")
 
@@ -111,17 +111,20 @@ class SqliteDatabase(Database):
 
         return await self._run(self._readers, run)
 
-    async def transaction(self, statements: Sequence[Statement]) -> list[int]:
+    async def transaction(
+        self, statements: Sequence[Statement], followup: Followup | None = None
+    ) -> list[int]:
         assert self._loop_conn is not None, "open() the database first"
         async with self._write_lock:
             try:
-                return _run_transaction(self._loop_conn, statements)
+                return _run_transaction(self._loop_conn, statements, followup)
             except sqlite3.Error as error:
                 if _sqlite_code(error) not in _SQLITE_BUSY:
                     raise _sqlite_error(error) from error
             # Another process holds the write lock: wait for it off the loop.
             return await self._run(
-                self._writer, lambda: _run_transaction(self._thread_connection(), statements)
+                self._writer,
+                lambda: _run_transaction(self._thread_connection(), statements, followup),
             )
 
     async def _checkpoint_loop(self) -> None:
@@ -145,11 +148,22 @@ class SqliteDatabase(Database):
         return f"sqlite:///{self._path}"
 
 
-def _run_transaction(conn: sqlite3.Connection, statements: Sequence[Statement]) -> list[int]:
+def _run_transaction(
+    conn: sqlite3.Connection, statements: Sequence[Statement], followup: Followup | None
+) -> list[int]:
     counts: list[int] = []
     conn.execute("BEGIN IMMEDIATE")
     try:
         for sql, rows in statements:
+            counts.append(conn.executemany(sql, rows).rowcount)
+        work: Sequence[Statement] | Followup | None = followup
+        while isinstance(work, Followup):
+            read = [
+                [dict(row) for row in conn.execute(sql, tuple(params))]
+                for sql, params in work.reads
+            ]
+            work = work.build(read)
+        for sql, rows in work or ():
             counts.append(conn.executemany(sql, rows).rowcount)
         conn.execute("COMMIT")
     except BaseException:

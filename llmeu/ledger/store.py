@@ -11,7 +11,8 @@ from typing import Any
 from llmeu.calls.record import TraceRecord
 from llmeu.errors import DatabaseError, DatabaseUnavailable
 from llmeu.ledger.api_keys import ApiKey
-from llmeu.ledger.database import Database, Row, Statement
+from llmeu.ledger.chaining import chain_final_rows
+from llmeu.ledger.database import Database, Followup, Row, Statement
 from llmeu.ledger.migrations import CREATE_MIGRATIONS_TABLE, MIGRATIONS
 from llmeu.ledger.views import (
     STATUS_COUNTS,
@@ -28,8 +29,8 @@ _TRACE_COLUMNS = (
     "sovereignty_class", "retention", "input_tokens", "output_tokens", "tokens_estimated",
     "cost_eur", "finish_reason", "http_status", "error_type", "error_code", "error_message",
     "attempts", "excluded", "prompt", "completion", "content_expires_at", "subject_sha256",
-    "metadata_expires_at", "personal_data", "cache_read_tokens", "cache_creation_tokens",
-    "ignored_features",
+    "metadata_expires_at", "personal_data", "policy_sha256", "request_sha256", "content_sha256",
+    "cache_read_tokens", "cache_creation_tokens", "ignored_features",
 )  # fmt: skip
 _INSERT_TRACE = (
     f"INSERT INTO traces ({', '.join(_TRACE_COLUMNS)}) "
@@ -74,8 +75,15 @@ def trace_row(record: TraceRecord) -> tuple[Any, ...]:
         record.prompt, record.completion, record.content_expires_at, record.subject_sha256,
         record.metadata_expires_at,
         None if record.personal_data is None else json.dumps(record.personal_data),
+        record.policy_sha256, record.request_sha256,
+        record.content_sha256,
         record.cache_read_tokens, record.cache_creation_tokens, record.ignored_features,
     ))  # fmt: skip
+
+
+def record_view(record: TraceRecord) -> dict[str, Any]:
+    """The record as the platform API will show it once stored: what its receipt is made of."""
+    return trace_view(dict(zip(_TRACE_COLUMNS, trace_row(record), strict=True)))
 
 
 def _storable(row: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -87,15 +95,27 @@ def _storable(row: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 class Store:
-    def __init__(self, db: Database):
+    def __init__(self, db: Database, *, interrupted_settle_seconds: float = 3600.0):
+        """`interrupted_settle_seconds`: how long a call found `interrupted` may still be
+        replaced by the final trace of a process that was only slow, before the hash chain
+        takes it as it is (`llmeu.ledger.chaining`)."""
         self.db = db
+        self.interrupted_settle_seconds = interrupted_settle_seconds
         dialect = db.dialect
         self._begin_trace = _INSERT_TRACE + dialect.keep_existing("trace_id")
         # A finished trace replaces its in-progress row; it never overwrites another
-        # final status (a trace is final once).
+        # final status (a trace is final once), nor an `interrupted` row already chained:
+        # the chain vouches for it as it is.
         self._finish_trace = _INSERT_TRACE + dialect.upsert(
-            "trace_id", _TRACE_COLUMNS, only_where="traces.status IN ('in_progress', 'interrupted')"
+            "trace_id",
+            _TRACE_COLUMNS,
+            only_where="traces.status = 'in_progress' "
+            "OR (traces.status = 'interrupted' AND traces.chain_seq IS NULL)",
         )
+
+    def _chain(self, now: float, written: dict[str, Row] | None = None) -> Followup:
+        settled_before = now - self.interrupted_settle_seconds
+        return chain_final_rows(self.db.dialect, settled_before, written)
 
     @property
     def shared(self) -> bool:
@@ -164,7 +184,12 @@ class Store:
             statements.append((self._begin_trace, begins))
         if finishes:
             statements.append((self._finish_trace, finishes))
-        if statements:
+        if finishes:
+            written: dict[str, Row] = {}
+            for row in finishes:  # the first of a trace written twice is the one stored
+                written.setdefault(row[0], dict(zip(_TRACE_COLUMNS, row, strict=True)))
+            await self.db.transaction(statements, self._chain(time.time(), written))
+        elif statements:
             await self.db.transaction(statements)
 
     async def get_trace(self, trace_id: str, *, key_id: str | None = None) -> dict[str, Any] | None:
@@ -291,7 +316,8 @@ class Store:
                     [(now, live_after)],
                 ),
                 ("DELETE FROM instances WHERE heartbeat_at < ?", [(live_after,)]),
-            ]
+            ],
+            self._chain(now),
         )
         return counts[0]
 
@@ -307,7 +333,8 @@ class Store:
                     [(now, instance_id)],
                 ),
                 ("DELETE FROM instances WHERE instance_id = ?", [(instance_id,)]),
-            ]
+            ],
+            self._chain(now),
         )
         return counts[0]
 

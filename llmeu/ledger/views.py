@@ -94,6 +94,14 @@ def trace_view(row: Row, *, summary: bool = False) -> dict[str, Any]:
             "completion": row["completion"],
             "expires_at": row["content_expires_at"],
         }
+        # What a receipt carries besides the trace, and the row's place in the hash chain.
+        view["evidence"] = {
+            "policy_sha256": row.get("policy_sha256"),
+            "request_sha256": row.get("request_sha256"),
+            "content_sha256": row.get("content_sha256"),
+            "chain_seq": row.get("chain_seq"),
+            "chain_link": row.get("chain_link"),
+        }
     return view
 
 

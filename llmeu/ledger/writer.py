@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from llmeu.calls.record import TraceRecord
@@ -49,6 +50,8 @@ class Ledger:
         self.batches = 0
         self.rows_written = 0
         self.last_batch_seconds = 0.0
+        self.on_finals: Callable[[int], None] | None = None
+        """Told how many final traces each committed batch wrote (and chained)."""
 
     @property
     def depth(self) -> int:
@@ -142,6 +145,8 @@ class Ledger:
                 self.batches += 1
                 self.rows_written += len(begins) + len(finishes)
                 self.last_batch_seconds = loop.time() - started
+                if finishes and self.on_finals is not None:
+                    self.on_finals(len(finishes))
                 for pending in batch:
                     if not pending.future.done():
                         pending.future.set_result(None)

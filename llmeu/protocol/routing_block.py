@@ -18,8 +18,11 @@ class CostEstimate(Struct):
     estimated: bool
 
 
-class RoutingBlock(Struct):
-    """The `llmeu` block of DESIGN §3, in every response and in a stream's final frame."""
+class RoutingBlock(Struct, omit_defaults=True):
+    """The `llmeu` block of DESIGN §3, in every response and in a stream's final frame.
+
+    `receipt`, the call's signed receipt (compact JWS), is there only in a stream's final
+    frame, when the request set `llmeu: {"receipt": true}`."""
 
     trace_id: str
     model_used: str
@@ -31,3 +34,4 @@ class RoutingBlock(Struct):
     policy_id: str
     retention: str
     cost_estimate: CostEstimate
+    receipt: str | None = None

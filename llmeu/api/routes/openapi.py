@@ -241,6 +241,20 @@ def openapi_document() -> bytes:
         "/v1/platform/traces/{trace_id}": {
             "get": _operation("One trace", _json(_OBJECT), params=[_path_param("trace_id")])
         },
+        "/v1/platform/traces/{trace_id}/receipt": {
+            "get": _operation(
+                "The trace's signed receipt (compact JWS, EdDSA)",
+                _json(_OBJECT),
+                params=[_path_param("trace_id")],
+            )
+        },
+        "/.well-known/llmeu/jwks.json": {
+            "get": _operation(
+                "The public keys that verify receipts and checkpoints (JWKS)",
+                {"application/jwk-set+json": {"schema": _OBJECT}},
+                public=True,
+            )
+        },
         "/v1/platform/holds": {
             "post": _operation(
                 "Place a legal hold on one key's traces or on all (admin)",

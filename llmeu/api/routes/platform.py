@@ -295,11 +295,16 @@ async def list_traces(p: Platform, request: Request) -> None:
 
 
 async def get_trace(p: Platform, request: Request, trace_id: str) -> None:
+    await _reply(request, await get_trace_view(p, request, trace_id))
+
+
+async def get_trace_view(p: Platform, request: Request, trace_id: str) -> dict[str, Any]:
+    """The trace the calling key may see: any for the admin, else only its own (404)."""
     key = (await _authorize(p, request)).key
     trace = await p.store.get_trace(trace_id, key_id=None if key.is_admin else key.key_id)
     if trace is None:
         raise NotFound(f"no trace `{trace_id}`", param="trace_id", code="trace_not_found")
-    await _reply(request, trace)
+    return trace
 
 
 def _scope(key: ApiKey, requested: str | None) -> str | None:

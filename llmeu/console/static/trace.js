@@ -6,6 +6,7 @@ import { api, ApiError } from "./api.js";
 import { DASH, errorNote, facts, fill, fmtEur, fmtMs, fmtNumber, fmtTime, h, s, statusBadge } from "./dom.js";
 import { responsive } from "./charts.js";
 import { renderMarkdown } from "./markdown.js";
+import { checkReceipt, downloadHref } from "./receipt.js";
 
 const ENDED = {
   cancelled: "the client hung up",
@@ -66,7 +67,30 @@ export async function render(ctx, main, { id }) {
     ),
     section("Attempts", attemptsView(trace), "card wide", "trace-attempts"),
     section("Content", contentView(trace), "card wide", "trace-content"),
+    section("Receipt", receiptView(trace), "card wide", "trace-receipt"),
   );
+}
+
+/** The receipt's verification status, filled in once checked, and its download. */
+function receiptView(trace) {
+  if (trace.status === "in_progress") return h("p", { className: "muted" }, "A receipt is signed once the call has ended.");
+  const status = h("p", { id: "receipt-status", role: "status" }, "Checking the signed receipt…");
+  const view = h("div", null, status);
+  checkReceipt(trace).then(
+    (checked) => {
+      const label = { valid: "Signature valid", invalid: "Signature invalid", unchecked: "Not checked" }[checked.state];
+      status.replaceChildren(
+        h("span", { className: `badge receipt-${checked.state}` }, label),
+        ` ${checked.reason}`,
+      );
+      view.append(
+        h("p", null, h("a", { href: downloadHref(checked.receipt), download: `${trace.id}.jws` }, "Download receipt (JWS)"),
+          " · verify offline with ", h("code", null, "llmeu receipt verify"), " or any JOSE library"),
+      );
+    },
+    (error) => status.replaceChildren(`The receipt could not be fetched: ${error.message}`),
+  );
+  return view;
 }
 
 function backLink() {

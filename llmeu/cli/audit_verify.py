@@ -1,0 +1,105 @@
+"""`llmeu audit verify`: walk the ledger's hash chain and its signed checkpoints.
+
+    llmeu audit verify [--database-url URL | --data-dir DIR] [--checkpoints DIR]
+                       [--jwks FILE_OR_URL]
+
+Reads every final trace in chain order and every checkpoint (those stored in
+the ledger, and those exported to `--checkpoints`, a directory of `*.jws`
+files or one file with a token a line), then prints
+`OK: N traces, chain intact up to <trace_id> (checkpoint <time>)` and exits 0,
+or one line per broken place — `edited`, `deleted`, `inserted`, `reordered`,
+`truncated after checkpoint`, `invalid checkpoint` — with the trace ids
+around it, and exits 1. The checkpoints are checked against `--jwks`, else
+against the gateway's own keys (the same settings as `llmeu serve`). Only
+checkpoints kept outside the database can show that the tail was cut: keep
+the exported ones where whoever can write the database cannot.
+
+Exit status: 0 intact; 1 damage found, or no ledger; 2 for bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from llmeu.api.signing import configured_pem_source, load_signing_keys
+from llmeu.config import Settings
+from llmeu.errors import ConfigError, DatabaseError, DatabaseUnavailable
+from llmeu.evidence.audit import ChainReport, verify_chain
+from llmeu.ledger.chaining import chained_rows, read_checkpoint_files
+from llmeu.ledger.database import Row
+from llmeu.ledger.opening import open_database
+from llmeu.ledger.store import Store
+
+_JWKS_TIMEOUT_SECONDS = 10.0
+
+
+def register_action(actions: Any) -> None:
+    verify = actions.add_parser(
+        "verify", help="check the ledger's hash chain and checkpoints; name each broken place"
+    )
+    verify.add_argument("--data-dir", type=Path, help="where the SQLite ledger lives")
+    verify.add_argument("--database-url", help="postgresql://… (a shared ledger)")
+    verify.add_argument("--checkpoints", type=Path, help="exported checkpoints (dir or file)")
+    verify.add_argument("--jwks", help="keys that sign checkpoints: a JWKS file or URL")
+    verify.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    settings = Settings.from_env(data_dir=args.data_dir, database_url=args.database_url)
+    try:
+        jwks = _jwks(args.jwks, settings)
+        exported = read_checkpoint_files(args.checkpoints) if args.checkpoints else []
+    except (ConfigError, OSError, ValueError, httpx.HTTPError) as error:
+        print(f"llmeu audit verify: {error}", file=sys.stderr)
+        return 2
+    try:
+        rows, stored = asyncio.run(_read(settings))
+    except (DatabaseError, LookupError) as error:
+        print(f"llmeu audit verify: {error}", file=sys.stderr)
+        return 1
+    tokens = list(dict.fromkeys([*stored, *exported]))
+    report: ChainReport = verify_chain(rows, tokens, jwks)
+    for line in report.lines():
+        print(line)
+    return 0 if report.ok else 1
+
+
+def _jwks(source: str | None, settings: Settings) -> dict[str, Any]:
+    if source is None:
+        if configured_pem_source(settings) is None and not any(
+            settings.signing_key_dir.glob("*.key")
+        ):
+            return {"keys": []}  # no keys here: never generate one just to verify
+        return load_signing_keys(settings).jwks()
+    if source.startswith(("http://", "https://")):
+        response = httpx.get(source, timeout=_JWKS_TIMEOUT_SECONDS)
+        response.raise_for_status()
+        document = response.json()
+    else:
+        document = json.loads(Path(source).read_text(encoding="utf-8"))
+    if not isinstance(document, dict):
+        raise ValueError(f"{source} is not a JWKS document")
+    return document
+
+
+async def _read(settings: Settings) -> tuple[list[Row], list[str]]:
+    database = open_database(settings.effective_database_url)
+    try:
+        await database.open(create=False)
+    except DatabaseUnavailable as error:
+        raise LookupError(f"no ledger at {database.describe()}: {error}") from None
+    try:
+        if not await Store(database).has_schema():
+            raise LookupError(f"no ledger in {database.describe()}")
+        rows = await chained_rows(database)
+        checkpoints = await database.fetch("SELECT token FROM chain_checkpoints ORDER BY chain_seq")
+        return rows, [r["token"] for r in checkpoints]
+    finally:
+        await database.close()
