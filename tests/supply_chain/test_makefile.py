@@ -22,6 +22,7 @@ SIDE_INSTALLS = (
         "tests/evidence/jose/package-lock.json",
         "tests/evidence/jose/node_modules/.package-lock.json",
     ),
+    ("tests/node/package-lock.json", "tests/node/node_modules/.package-lock.json"),
     ("tests/clients/node/package-lock.json", "tests/clients/node/node_modules/.installed"),
     ("tests/clients/llamaindex-requirements.txt", "build/llamaindex-venv/.installed"),
 )
