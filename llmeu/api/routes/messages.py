@@ -18,6 +18,7 @@ errors have Anthropic's shape and statuses (`AnthropicErrors`).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from msgspec import UNSET
@@ -32,6 +33,7 @@ from llmeu.calls.hangup import Hangup
 from llmeu.calls.output import StreamOutput, Usage
 from llmeu.calls.request import ChatRequest, RoutingRequest, end_user
 from llmeu.errors import ApiError, InvalidRequest, UpstreamError
+from llmeu.personal.chat_text import chat_parts, rewritten
 from llmeu.protocol.json_codec import MAX_NESTING, encoder, nesting_depth
 from llmeu.protocol.messages_codec import (
     MessagesRequest,
@@ -86,8 +88,15 @@ async def handle_messages(calls: Calls, request: Request) -> None:
             prompt=chat.messages,
             prompt_tokens=lambda: prompt_tokens,
             subject=end_user(chat.user),
+            max_output_tokens=wire.max_tokens if isinstance(wire.max_tokens, int) else None,
         )
         _note_betas(call, request)
+        # The policy's personal-data rules, as on chat completions: a masked prompt goes
+        # upstream and into the trace; answers get the values back (streams: the lifecycle).
+        screening = call.screen(lambda: chat_parts(chat))
+        if screening is not None and screening.masking is not None:
+            chat = rewritten(chat, screening.masked)
+            call.keep_prompt(chat.messages)
         await call.admit()
         call.route(wire.model, _CHAT_TOOLS if chat.tools else _CHAT, chat.llmeu)
         if wire.stream:
@@ -176,7 +185,28 @@ async def _complete(call: Call, chat: ChatRequest, prompt_tokens: int) -> None:
     body = got.assembler.message(
         call.trace_id, endpoint.model, got.finish_reason, usage, call.routing_block()
     )
+    body["content"] = [_restored_block(block, call.restore) for block in body["content"]]
     await call.respond(encoder.encode(body))
+
+
+def _restored_block(block: dict[str, Any], restore: Callable[[str], str]) -> dict[str, Any]:
+    """A content block of a whole answer with what a masking took out put back: its text,
+    and every string in a tool call's input (thinking is left as signed)."""
+    if block.get("type") == "text" and isinstance(block.get("text"), str):
+        return {**block, "text": restore(block["text"])}
+    if block.get("type") == "tool_use":
+        return {**block, "input": _restored_value(block.get("input"), restore)}
+    return block
+
+
+def _restored_value(value: Any, restore: Callable[[str], str]) -> Any:
+    if isinstance(value, str):
+        return restore(value)
+    if isinstance(value, dict):
+        return {k: _restored_value(v, restore) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_restored_value(v, restore) for v in value]
+    return value
 
 
 def with_cache(usage: Usage, reported: Usage | None) -> Usage:
