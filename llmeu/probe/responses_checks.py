@@ -195,11 +195,13 @@ def _ids(events: list[dict[str, Any]]) -> Check:
         problems.append(f"{len(responses)} response ids: {sorted(map(str, responses))}")
     if not used <= items:
         problems.append(f"item ids {sorted(used - items)} were never added")
+    stray = [e for e in events if "item_id" in e and str(e["item_id"]) not in items]
     return Check(
         "metadata",
         "ids",
         FAIL if problems else PASS,
         "; ".join(problems) or f"one response id, {len(items)} item id(s) used as added",
+        (*(json.dumps(e)[:200] for e in stray[:2]), *problems[:1]) if problems else (),
     )
 
 

@@ -22,6 +22,11 @@ FAULTS = {
     "sequence_gap": "framing/sequence_number",  # one number skipped
     "event_name": "framing/event names",  # an `event:` line naming another type
     "done": "transport/no [DONE]",  # chat completions' `[DONE]` after the terminal event
+    "no_content_part": "content/event order",  # output_text.delta before any content part
+    "text_mismatch": "content/text",  # output_text.done says other than the deltas
+    "stray_item": "metadata/ids",  # a delta for an item never added
+    "bad_arguments": "content/tool calls",  # the function's arguments are not JSON
+    "usage_total": "usage/streamed",  # total_tokens is not input + output
 }
 WORDS = ["1\n", "2\n", "3\n", "4\n", "5\n"]
 ARGUMENTS = ['{"city"', ': "Paris"}']
@@ -71,9 +76,7 @@ def events(model: str, tools: bool) -> list[dict[str, Any]]:
 
 def frames(model: str, tools: bool) -> Iterator[bytes]:
     fault = dict(p.split("=", 1) for p in model.split(";")[1:] if "=" in p).get("fault", "")
-    listed = events(model, tools)
-    if fault == "missing_terminal":
-        listed = listed[:-1]
+    listed = broken(events(model, tools), fault)
     number = 0
     for index, event in enumerate(listed):
         if fault == "sequence_gap" and index == 3:
@@ -86,12 +89,36 @@ def frames(model: str, tools: bool) -> Iterator[bytes]:
         yield b"data: [DONE]\n\n"
 
 
+def broken(listed: list[dict[str, Any]], fault: str) -> list[dict[str, Any]]:
+    """The correct events with the content-level `fault` in them."""
+    kinds = [e["type"] for e in listed]
+    if fault == "missing_terminal":
+        return listed[:-1]
+    if fault == "no_content_part" and "response.content_part.added" in kinds:
+        return [e for e in listed if e["type"] != "response.content_part.added"]
+    out = [dict(e) for e in listed]
+    for event in out:
+        if fault == "text_mismatch" and event["type"] == "response.output_text.done":
+            event["text"] += "13\n"
+        if fault == "stray_item" and event["type"] == "response.output_text.delta":
+            event["item_id"] = "msg_2"
+        if fault == "bad_arguments" and event["type"].startswith("response.function_call_arg"):
+            event[
+                {"response.function_call_arguments.done": "arguments"}.get(event["type"], "delta")
+            ] = "{"
+        if fault == "usage_total" and event["type"] == "response.completed":
+            usage = {**event["response"]["usage"], "total_tokens": 15}
+            event["response"] = {**event["response"], "usage": usage}
+    return out
+
+
 class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *args: Any) -> None:
         pass
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
+        self.server.seen.append(self.path)  # type: ignore[attr-defined]
         model = str(body.get("model"))
         if not self.path.endswith("/responses"):
             return self._error(404, "not_found", f"no route {self.path}")
@@ -126,14 +153,21 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
+class _Server(ThreadingHTTPServer):
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.seen: list[str] = []  # the path of every request, in order
+        self.base_url = f"http://127.0.0.1:{self.server_address[1]}/v1"
+
+
 @contextmanager
-def fake_responses() -> Iterator[str]:
-    """The server's base URL (`http://127.0.0.1:PORT/v1`) while the block runs."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+def fake_responses() -> Iterator[_Server]:
+    """The running server (`base_url` is `http://127.0.0.1:PORT/v1`) while the block runs."""
+    server = _Server()
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+        yield server
     finally:
         server.shutdown()
         server.server_close()

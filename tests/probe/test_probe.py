@@ -120,17 +120,30 @@ def test_llmeu_passes_every_responses_check_and_records_the_hang_up(
 
 
 def test_a_faultless_responses_server_passes_every_check() -> None:
-    with fake_responses() as base_url:
-        status, report = probe(base_url, "fake", "--api", "responses")
+    with fake_responses() as fake:
+        status, report = probe(fake.base_url, "fake", "--api", "responses")
+    assert len(fake.seen) == 7 and set(fake.seen) == {"/v1/responses"}
     assert status == 0, report
     assert set(verdicts(report).values()) == {"pass"}, verdicts(report)
 
 
 @pytest.mark.parametrize("fault", sorted(FAULTS))
 def test_a_broken_responses_stream_fails_the_check_it_breaks(fault: str) -> None:
-    with fake_responses() as base_url:
-        status, report = probe(base_url, f"fake;fault={fault}", "--api", "responses")
+    with fake_responses() as fake:
+        status, report = probe(fake.base_url, f"fake;fault={fault}", "--api", "responses")
     assert status == 1
     broken = next(c for c in report["checks"] if f"{c['group']}/{c['check']}" == FAULTS[fault])
     assert broken["result"] == "fail" and broken["evidence"], broken
     assert report["suggested_entry"]["capabilities"] == []
+
+
+def test_the_responses_probe_asks_before_it_spends() -> None:
+    with fake_responses() as fake:
+        done = subprocess.run(
+            [sys.executable, "-m", "llmeu.cli.main", "probe", fake.base_url, "--model", "x",
+             "--api", "responses"],
+            capture_output=True, text=True, cwd=REPO, timeout=60, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+    assert done.returncode == 2
+    assert "7 calls" in done.stderr and "/responses" in done.stderr and "--yes" in done.stderr
+    assert fake.seen == []
