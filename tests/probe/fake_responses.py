@@ -2,13 +2,15 @@
 
 It answers `POST …/responses` as OpenAI's wire does — `event:` lines naming
 their data's type, sequence numbers from 0, one terminal event, no `[DONE]`
-— unless the model name asks for a fault (`fake;fault=NAME`, see `FAULTS`).
+— unless the model name asks for a fault (`fake;fault=NAME`, see `FAULTS`); `fake;chop=1`
+cuts and joins events across writes, which a reader must not mind.
 A real HTTP server on 127.0.0.1 in a thread of the test process; the probe
 reaches it from its own process.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 import time
@@ -112,6 +114,19 @@ def broken(listed: list[dict[str, Any]], fault: str) -> list[dict[str, Any]]:
     return out
 
 
+def writes(frames: Iterator[bytes], *, chopped: bool) -> Iterator[bytes]:
+    """One event per write, or (`chop=1`, not a fault) three events to two writes, the first
+    holding two whole events and half the third, so events arrive several to a read and split
+    across reads."""
+    if not chopped:
+        yield from frames
+        return
+    for group in itertools.zip_longest(frames, frames, frames, fillvalue=b""):
+        data = b"".join(group)
+        cut = len(data) - len(group[2]) // 2
+        yield from (data[:cut], data[cut:])
+
+
 class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *args: Any) -> None:
         pass
@@ -134,7 +149,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("content-type", "text/event-stream")
         self.end_headers()
         try:
-            for frame in frames(model, tools):
+            for frame in writes(frames(model, tools), chopped=";chop=1" in model):
                 self.wfile.write(frame)
                 self.wfile.flush()
                 time.sleep(0.01)
