@@ -41,11 +41,16 @@ serve: $(VENV)/.installed-local
 	$(BIN)/llmeu serve
 
 install: $(VENV)/.installed-test tests/evidence/jose/node_modules/.package-lock.json \
-	$(NODE_CLIENTS)/node_modules/.installed $(LLAMAINDEX)/.installed
+	tests/node/node_modules/.package-lock.json $(NODE_CLIENTS)/node_modules/.installed \
+	$(LLAMAINDEX)/.installed
 
 # An independent JOSE implementation (Node's `jose`) checks receipts in tests/evidence.
 tests/evidence/jose/node_modules/.package-lock.json: tests/evidence/jose/package-lock.json
 	cd tests/evidence/jose && npm ci --no-audit --no-fund
+
+# The TypeScript SDK the end-to-end tests drive with Node, exactly as locked.
+tests/node/node_modules/.package-lock.json: tests/node/package-lock.json
+	cd tests/node && npm ci --no-audit --no-fund
 
 # The Node clients from their lock (`npm ci` checks every integrity hash); without npm,
 # a note says their snippets will not run.

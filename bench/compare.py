@@ -65,7 +65,8 @@ class Plan:
         return names
 
     def loads(self, target: str = "") -> list[Load]:
-        """The loads of one target; llmeu's add the same streams through the Responses API."""
+        """The loads of one target; llmeu's add the same streams through the Responses and
+        the Messages APIs."""
         loads = [
             Load(c, stream, self.chunks, self.duration_s)
             for stream in (False, True)
@@ -73,7 +74,8 @@ class Plan:
         ]
         if target.startswith("llmeu"):
             loads += [
-                Load(c, True, self.chunks, self.duration_s, api="responses")
+                Load(c, True, self.chunks, self.duration_s, api=api)
+                for api in ("responses", "messages")
                 for c in self.concurrency
             ]
         return loads
@@ -171,6 +173,20 @@ async def compare(plan: Plan, workdir: Path) -> tuple[list[CellResult], dict[str
     return cells, failures
 
 
+def messages_ratios(cells: Sequence[CellResult]) -> dict[int, float]:
+    """CPU per streamed Messages call / CPU per streamed chat call of llmeu, per concurrency
+    (the same 64 deltas from the same upstream; target at most 1.3)."""
+    chat = {c.concurrency: c for c in cells if c.target == "llmeu" and c.stream}
+    ratios = {}
+    for cell in cells:
+        base = chat.get(cell.concurrency)
+        if cell.target != "llmeu/messages" or base is None:
+            continue
+        if cell.gateway_cpu_ms_per_call and base.gateway_cpu_ms_per_call:
+            ratios[cell.concurrency] = cell.gateway_cpu_ms_per_call / base.gateway_cpu_ms_per_call
+    return ratios
+
+
 def write_results(
     meta: dict[str, object], cells: list[CellResult], failures: dict[str, str]
 ) -> Path:
@@ -229,6 +245,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     path = write_results(meta, cells, failures)
     print()
     print(report.markdown(meta, cells, failures))
+    for concurrency, ratio in messages_ratios(cells).items():
+        print(f"llmeu CPU per streamed call, messages / chat, c={concurrency}: {ratio:.2f}x")
     print(f"written to {path} (and .json); logs and configs in {workdir}")
     return 1 if failures else 0
 

@@ -2,9 +2,10 @@
 
 It does the least work a correct client can do per response, so that the load
 generator is not what limits a benchmark: it never decodes JSON; for streams it
-only looks for the first non-empty `"content"` (a Responses stream: `"delta"`)
-for the time to first content, and for `data: [DONE]` (a Responses stream:
-`event: response.completed`) for a complete stream, with a byte-level search
+only looks for the first non-empty `"content"` (a Responses stream: `"delta"`; a
+Messages stream: `"text"`) for the time to first content, and for `data: [DONE]`
+(a Responses stream: `event: response.completed`; a Messages stream:
+`event: message_stop`) for a complete stream, with a byte-level search
 that also catches a pattern split across two reads.
 """
 
@@ -18,8 +19,8 @@ from typing import cast
 
 import httptools
 
-_FIRST_CONTENT = re.compile(rb'"(?:content|delta)":\s*"(?:[^"\\]|\\.)')
-_DONE = re.compile(rb"data: \[DONE\]|event: response\.completed\n")
+_FIRST_CONTENT = re.compile(rb'"(?:content|delta|text)":\s*"(?:[^"\\]|\\.)')
+_DONE = re.compile(rb"data: \[DONE\]|event: response\.completed\n|event: message_stop\n")
 _TAIL = 64
 
 

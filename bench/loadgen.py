@@ -33,6 +33,7 @@ from httpclient import Connection, ConnectionClosed, Exchange, build_request
 
 CHAT_PATH = "/chat/completions"
 RESPONSES_PATH = "/responses"
+MESSAGES_PATH = "/messages"
 
 
 @dataclass(frozen=True)
@@ -64,12 +65,12 @@ class Load:
     chunks: int = 64
     duration_s: float = 3.0
     max_cell_s: float = 60.0
-    api: str = "chat"  # or "responses": the same answer through POST /v1/responses
+    api: str = "chat"  # or "responses" / "messages": the same answer through that API
 
     @property
     def label(self) -> str:
         kind = f"stream {self.chunks}" if self.stream else "non-stream"
-        api = " responses" if self.api == "responses" else ""
+        api = "" if self.api == "chat" else f" {self.api}"
         return f"c={self.concurrency}{api} {kind}"
 
 
@@ -112,6 +113,14 @@ def chat_body(model: str, stream: bool, directive: str, prompt: str = "Say hello
     if stream:
         body["stream_options"] = {"include_usage": True}
     return msgspec.json.encode(body)
+
+
+def messages_body(model: str, stream: bool, directive: str, prompt: str = "Say hello.") -> bytes:
+    """The Anthropic Messages request asking for the same answer as `chat_body`."""
+    return msgspec.json.encode(
+        {"model": model, "max_tokens": 1024, "stream": stream,
+         "messages": [{"role": "user", "content": f"{prompt} bench: {directive}"}]}
+    )  # fmt: skip
 
 
 def responses_body(model: str, stream: bool, directive: str, prompt: str = "Say hello.") -> bytes:
@@ -193,10 +202,12 @@ def _cpu(pid: int | None) -> float:
 async def run_cell(target: Target, load: Load) -> CellResult:
     """Warm up, then measure one cell; connections are closed at the end."""
     host, port = target.host_port
-    responses = load.api == "responses"
-    make_body = responses_body if responses else chat_body
+    make_body, api_path = {
+        "responses": (responses_body, RESPONSES_PATH),
+        "messages": (messages_body, MESSAGES_PATH),
+    }.get(load.api, (chat_body, CHAT_PATH))
     body = make_body(target.model, load.stream, f"chunks={load.chunks}")
-    path = target.path_prefix + (RESPONSES_PATH if responses else CHAT_PATH)
+    path = target.path_prefix + api_path
     request = build_request(host, port, path, body, target.api_key)
     workers = [_Worker(target, request, load.stream) for _ in range(load.concurrency)]
     try:
@@ -225,7 +236,7 @@ async def run_cell(target: Target, load: Load) -> CellResult:
     calls = len(samples.latencies)
     ms = 1000.0
     return CellResult(
-        target=f"{target.name}/responses" if responses else target.name,
+        target=target.name if load.api == "chat" else f"{target.name}/{load.api}",
         concurrency=load.concurrency,
         stream=load.stream,
         calls=calls,

@@ -17,6 +17,7 @@ from llmeu.api.identifiers import check_identifier
 from llmeu.api.routes import compliance, console, platform, receipt_keys, service
 from llmeu.api.routes.chat_completions import handle_chat
 from llmeu.api.routes.embeddings import handle_embeddings
+from llmeu.api.routes.messages import ANTHROPIC_ERRORS, handle_count_tokens, handle_messages
 from llmeu.api.routes.models import handle_models
 from llmeu.api.routes.openapi import handle_openapi
 from llmeu.api.routes.responses import (
@@ -93,6 +94,13 @@ def route_table(gw: Gateway) -> list[Route]:
             partial(handle_input_items, calls, stored),
         ),
         Route("POST", "/v1/embeddings", partial(handle_embeddings, calls)),
+        Route("POST", "/v1/messages", partial(handle_messages, calls), ANTHROPIC_ERRORS),
+        Route(
+            "POST",
+            "/v1/messages/count_tokens",
+            partial(handle_count_tokens, calls),
+            ANTHROPIC_ERRORS,
+        ),
         Route("GET", "/v1/models", partial(handle_models, calls, gw.started_at)),
         Route("GET", "/v1/models/{model}", partial(handle_models, calls, gw.started_at)),
         *platform_routes,
@@ -129,6 +137,8 @@ class App:
             )
         )
         self._exact = {(r.method, r.path): r for r in self.routes if not r.templated}
+        # A path's own error shape, also for a method it does not have (405).
+        self._shapes = {r.path: r.shape for r in self.routes if not r.templated}
         self._templated = [r for r in self.routes if r.templated]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -139,7 +149,7 @@ class App:
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive, send, self._intake)
-        shape: ErrorShape = OPENAI_ERRORS
+        shape: ErrorShape = self._shapes.get(request.path, OPENAI_ERRORS)
         try:
             route, values = self._find(request.method, request.path, request.scope.get("raw_path"))
             shape = route.shape

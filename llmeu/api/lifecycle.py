@@ -325,7 +325,7 @@ class Call:
         self._count_stream(upstream.usage)
         reason = upstream.finish_reason or "stop"
         self.trace.finish_reason(reason)
-        usage = self._usage()
+        usage = self._usage(upstream.usage)
         if completing is not None:
             await completing(reason, usage)
         await self._finish(CallStatus.COMPLETED)
@@ -343,6 +343,15 @@ class Call:
 
     def counted(self, counts: Counts) -> None:
         self.trace.usage(counts.input_tokens, counts.output_tokens, estimated=counts.estimated)
+
+    def reported(self, usage: Usage | None) -> None:
+        """The prompt cache's share of the input, where the upstream's usage says it."""
+        if usage is not None:
+            read, created = usage.cache_read_input_tokens, usage.cache_creation_input_tokens
+            self.trace.cache_tokens(
+                read if isinstance(read, int) else None,
+                created if isinstance(created, int) else None,
+            )
 
     def keep_content(self, completion: object) -> None:
         self.trace.keep_content(self._prompt, completion)
@@ -464,14 +473,20 @@ class Call:
     def _count_stream(self, usage: Usage | None) -> None:
         """What a stream produced: counts (the upstream's, else estimates) and content."""
         self.counted(streamed_counts(usage, self._output, self._prompt_tokens))
+        self.reported(usage)
         self.trace.keep_content(self._prompt, self._output.stored())
 
-    def _usage(self) -> Usage:
+    def _usage(self, reported: Usage | None = None) -> Usage:
+        """The call's counts; the cache's share of the prompt where the upstream reported it."""
         record = self.trace.record
         assert record.input_tokens is not None and record.output_tokens is not None
-        return Usage(
+        usage = Usage(
             record.input_tokens, record.output_tokens, record.input_tokens + record.output_tokens
         )
+        if reported is not None:
+            usage.cache_creation_input_tokens = reported.cache_creation_input_tokens
+            usage.cache_read_input_tokens = reported.cache_read_input_tokens
+        return usage
 
     async def _finish(
         self, status: CallStatus, error: ApiError | None = None, http_status: int | None = None

@@ -173,6 +173,15 @@ class TraceRecorder:
         if self.endpoint is not None and input_tokens is not None and output_tokens is not None:
             record.cost_eur = self.endpoint.prices.cost(input_tokens, output_tokens)
 
+    def cache_tokens(self, read: int | None, created: int | None) -> None:
+        """The prompt cache's share of the input tokens, where the upstream reported it."""
+        self.record.cache_read_tokens = read
+        self.record.cache_creation_tokens = created
+
+    def ignored(self, features: str) -> None:
+        """Protocol features the caller asked for that the gateway does not apply."""
+        self.record.ignored_features = features[:500]
+
     def finish_reason(self, reason: str | None) -> None:
         self.record.finish_reason = reason
 

@@ -55,10 +55,15 @@ class Delta(Struct, omit_defaults=True):
         )
 
 
-class Usage(Struct):
+class Usage(Struct, omit_defaults=True):
+    """Token counts; `prompt_tokens` counts every input token, cached ones included (as
+    OpenAI's do), and the cache's share is apart where an upstream reports it (Anthropic)."""
+
     prompt_tokens: int
     completion_tokens: int
     total_tokens: int
+    cache_creation_input_tokens: int | UnsetType = UNSET
+    cache_read_input_tokens: int | UnsetType = UNSET
 
 
 class AssistantOutput(Struct):

@@ -95,6 +95,9 @@ class TraceRecord:
     content_expires_at: float | None = None
     subject_sha256: str | None = None
     metadata_expires_at: float | None = None
+    cache_read_tokens: int | None = None  # the prompt cache's share of input_tokens
+    cache_creation_tokens: int | None = None
+    ignored_features: str | None = None  # e.g. `anthropic-beta` values, comma-separated
     personal_data: dict[str, Any] | None = None
     """What the personal-data scan found (detectors, paths, counts; never a value)."""
     policy_sha256: str | None = None

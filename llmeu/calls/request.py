@@ -185,9 +185,11 @@ class StreamOptions(_In):
 
 
 class Thinking(_In):
-    """Extended reasoning asked of the upstream (Anthropic's `thinking`)."""
+    """Extended reasoning asked of the upstream (Anthropic's `thinking`): `enabled` requires
+    it, `adaptive` lets the model decide (so an upstream without it serves by not thinking),
+    `disabled` asks for none."""
 
-    type: Literal["enabled", "disabled"]
+    type: Literal["enabled", "disabled", "adaptive"]
     budget_tokens: Annotated[int, Meta(ge=1)] | UnsetType = UNSET
 
 

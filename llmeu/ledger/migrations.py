@@ -128,6 +128,18 @@ MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
         ),
     ),
     (
+        6,
+        "cache tokens and ignored protocol features on traces",
+        (
+            # Input tokens the upstream read from or wrote to its prompt cache (a share of
+            # input_tokens, where it reports them), and the `anthropic-beta` features a
+            # Messages call asked for and the gateway ignored (comma-separated).
+            "ALTER TABLE traces ADD COLUMN cache_read_tokens BIGINT",
+            "ALTER TABLE traces ADD COLUMN cache_creation_tokens BIGINT",
+            "ALTER TABLE traces ADD COLUMN ignored_features TEXT",
+        ),
+    ),
+    (
         7,
         "metadata retention, legal holds, erasure by data subject, key purposes",
         (

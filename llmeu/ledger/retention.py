@@ -45,6 +45,7 @@ _PURGED = (
     "error_code = NULL, error_message = NULL, attempts = '[]', excluded = '[]', "
     "prompt = NULL, completion = NULL, content_expires_at = NULL, subject_sha256 = NULL, "
     "first_token_at = NULL, finished_at = NULL, ttft_ms = NULL, tpot_ms = NULL, "
+    "cache_read_tokens = NULL, cache_creation_tokens = NULL, ignored_features = NULL, "
     "personal_data = NULL"
 )
 _NOT_HELD = (

@@ -30,6 +30,7 @@ _TRACE_COLUMNS = (
     "cost_eur", "finish_reason", "http_status", "error_type", "error_code", "error_message",
     "attempts", "excluded", "prompt", "completion", "content_expires_at", "subject_sha256",
     "metadata_expires_at", "personal_data", "policy_sha256", "request_sha256", "content_sha256",
+    "cache_read_tokens", "cache_creation_tokens", "ignored_features",
 )  # fmt: skip
 _INSERT_TRACE = (
     f"INSERT INTO traces ({', '.join(_TRACE_COLUMNS)}) "
@@ -76,6 +77,7 @@ def trace_row(record: TraceRecord) -> tuple[Any, ...]:
         None if record.personal_data is None else json.dumps(record.personal_data),
         record.policy_sha256, record.request_sha256,
         record.content_sha256,
+        record.cache_read_tokens, record.cache_creation_tokens, record.ignored_features,
     ))  # fmt: skip
 
 

@@ -75,6 +75,13 @@ def trace_view(row: Row, *, summary: bool = False) -> dict[str, Any]:
             "http_status": row["http_status"],
         },
     }
+    # Present where they apply: the cache's share of the input where the upstream reported
+    # it, and the protocol features a call asked for that the gateway ignored.
+    for column in ("cache_read_tokens", "cache_creation_tokens"):
+        if row[column] is not None:
+            view["usage"][column] = row[column]
+    if row["ignored_features"]:
+        view["ignored_features"] = row["ignored_features"]
     if not summary:
         view["attempts"] = json.loads(row["attempts"])
         view["excluded"] = json.loads(row["excluded"])

@@ -30,6 +30,9 @@ class ChatStream(ABC):
 
     finish_reason: str | None = None
     usage: Usage | None = None
+    input_tokens: int | None = None
+    """The prompt's uncached input tokens as the upstream counted them, where known before
+    the end (the local model, Anthropic's `message_start`): a surface can say it early."""
 
     @abstractmethod
     async def next_delta(self) -> Delta | None:
@@ -69,6 +72,11 @@ class Provider(ABC):
     @abstractmethod
     async def complete_chat(self, request: ChatRequest, hangup: Hangup) -> Completion:
         """A whole completion in one response."""
+
+    async def count_tokens(self, request: ChatRequest, hangup: Hangup) -> int | None:
+        """The prompt's input tokens as this endpoint's model counts them; None when the
+        endpoint cannot count (the caller then estimates)."""
+        return None
 
     async def embed(
         self, inputs: EmbeddingInputs, dimensions: int | None, hangup: Hangup

@@ -22,7 +22,7 @@ from msgspec import UNSET
 
 from llmeu.calls.hangup import Hangup
 from llmeu.calls.output import AssistantOutput, Completion, Delta, Usage
-from llmeu.calls.request import ChatRequest, Message, role_of, text_of
+from llmeu.calls.request import ChatRequest, Message, Thinking, role_of, text_of
 from llmeu.errors import ConfigError, UnsupportedByEndpoint, UpstreamError
 from llmeu.providers.base import ChatStream, Provider
 from llmeu.routing.catalog import LOCAL_CHAT_MODEL, Endpoint
@@ -108,7 +108,23 @@ class LocalChatProvider(Provider):
         message = AssistantOutput(role="assistant", content="".join(parts))
         return Completion(message, stream.finish_reason, stream.usage)
 
+    async def count_tokens(self, request: ChatRequest, hangup: Hangup) -> int | None:
+        """The prompt's tokens as the model sees it: its chat template, its tokenizer."""
+        return len(self._prompt_tokens(request))
+
+    def _prompt_tokens(self, request: ChatRequest) -> list[int]:
+        messages = [_plain_message(m) for m in request.messages]
+        prompt = self._formatter(messages=messages).prompt
+        tokens: list[int] = self._llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+        return tokens
+
     async def _prepare(self, request: ChatRequest) -> _Job:
+        if isinstance(request.thinking, Thinking) and request.thinking.type == "enabled":
+            raise UnsupportedByEndpoint(
+                f"endpoint {self.endpoint.endpoint_id} ({self.endpoint.model}) does not support "
+                "`thinking` (extended reasoning)",
+                param="thinking",
+            )
         if request.tools or (
             request.response_format not in (UNSET, None)
             and getattr(request.response_format, "type", "text") != "text"
@@ -119,9 +135,7 @@ class LocalChatProvider(Provider):
                 f"`{param}`",
                 param=param,
             )
-        messages = [_plain_message(m) for m in request.messages]
-        prompt = self._formatter(messages=messages).prompt
-        tokens = self._llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+        tokens = self._prompt_tokens(request)
         room = self._context_tokens - len(tokens)
         if room <= 0:
             raise UnsupportedByEndpoint(
@@ -219,6 +233,7 @@ class _LocalChatStream(ChatStream):
         self._provider = provider
         self._job = job
         self._prompt_tokens = prompt_tokens
+        self.input_tokens = prompt_tokens
         self._queue: asyncio.Queue[object] = asyncio.Queue()
         self._cancelled = threading.Event()
         self._future: asyncio.Future[None] | None = None

@@ -22,6 +22,7 @@ from llmeu.calls.request import (
     EmbeddingInputs,
     Message,
     StreamOptions,
+    Thinking,
     ToolMessage,
 )
 from llmeu.errors import UpstreamError, UpstreamRejected, UpstreamTimeout
@@ -153,11 +154,14 @@ class OpenAIProvider(Provider):
 def _openai_request(request: ChatRequest) -> ChatRequest:
     """The request as an OpenAI-compatible upstream takes it: the canonical fields it has no
     use for (reasoning blocks to hand back, a tool result's error flag) left out; asking for
-    `thinking` it cannot do is the request's error, not the endpoint's."""
-    if request.thinking not in (UNSET, None):
-        raise UpstreamRejected(
-            "this endpoint does not support `thinking` (extended reasoning)", param="thinking"
-        )
+    `thinking` it cannot do is the request's error, not the endpoint's (`adaptive` or
+    `disabled` thinking it serves by not thinking)."""
+    if isinstance(request.thinking, Thinking):
+        if request.thinking.type == "enabled":
+            raise UpstreamRejected(
+                "this endpoint does not support `thinking` (extended reasoning)", param="thinking"
+            )
+        request = msgspec.structs.replace(request, thinking=UNSET)
     if not any(_has_extensions(m) for m in request.messages):
         return request
     messages = [_without_extensions(m) for m in request.messages]

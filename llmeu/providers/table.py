@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from llmeu.providers.anthropic import AnthropicProvider
 from llmeu.providers.base import Provider
 from llmeu.providers.local_chat import LocalChatProvider
 from llmeu.providers.local_embeddings import LocalEmbeddingsProvider
@@ -51,6 +52,10 @@ class ProviderKind:
 
 def _openai(endpoint: Endpoint, context: ProviderContext) -> Provider:
     return OpenAIProvider(endpoint, context.http, context.secret(endpoint.api_key_env))
+
+
+def _anthropic(endpoint: Endpoint, context: ProviderContext) -> Provider:
+    return AnthropicProvider(endpoint, context.http, context.secret(endpoint.api_key_env))
 
 
 def _local(endpoint: Endpoint, context: ProviderContext) -> Provider:
@@ -117,6 +122,7 @@ PROVIDER_KINDS: Mapping[EndpointKind, ProviderKind] = {
     EndpointKind.AZURE_OPENAI: ProviderKind(_azure_openai, _missing_azure),
     EndpointKind.BEDROCK: ProviderKind(_bedrock, _missing_aws),
     EndpointKind.VERTEX: ProviderKind(_vertex, _missing_google),
+    EndpointKind.ANTHROPIC: ProviderKind(_anthropic, _missing_key),
 }
 
 

@@ -56,6 +56,7 @@ class EndpointKind(StrEnum):
     AZURE_OPENAI = "azure_openai"
     BEDROCK = "bedrock"
     VERTEX = "vertex"
+    ANTHROPIC = "anthropic"  # Anthropic's Messages API, natively
 
 
 class AzureAuth(StrEnum):

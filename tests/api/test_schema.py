@@ -55,6 +55,14 @@ def assert_openai_error(status: int, body: bytes) -> None:
     assert isinstance(error["type"], str)
 
 
+def assert_anthropic_error(body: bytes) -> None:
+    payload = json.loads(body)
+    assert isinstance(payload, dict) and set(payload) <= {"type", "error", "llmeu"}, payload
+    assert payload["type"] == "error"
+    assert isinstance(payload["error"]["type"], str)
+    assert isinstance(payload["error"]["message"], str) and payload["error"]["message"]
+
+
 @schema.parametrize()
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 def test_every_route_answers_generated_input_without_a_5xx(
@@ -65,7 +73,9 @@ def test_every_route_answers_generated_input_without_a_5xx(
         headers={"authorization": f"Bearer {schema_gateway.admin_key}"},
     )
     assert response.status_code < 500, (response.status_code, response.content[:500])
-    if response.status_code >= 400:
+    if response.status_code >= 400 and case.path.startswith("/v1/messages"):
+        assert_anthropic_error(response.content)
+    elif response.status_code >= 400:
         assert_openai_error(response.status_code, response.content)
 
 

@@ -54,6 +54,7 @@ CLIENTS = {
     "Python `openai`": Expected("python"),
     "Node `openai`": Expected("js"),
     "Vercel AI SDK": Expected("js"),
+    "Vercel AI SDK, Responses API": Expected("js"),
     "`@ai-sdk/openai-compatible`": Expected("js"),
     "LangChain": Expected(
         "python", ("completed", "completed"), shows_routing_block=False, prints=("384",)

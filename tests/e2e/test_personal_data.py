@@ -13,6 +13,7 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import anthropic
 import httpx
 import openai
 import pytest
@@ -350,4 +351,41 @@ def test_responses_surface_blocks_like_chat(
         client(gateway, keys["pd-block"]).responses.create(model="shared", input=PROMPT)
     assert refused.value.code == "personal_data_detected"
     assert IBAN not in str(refused.value.body)
+    assert seen_bodies(upstreams) == []
+
+
+def test_messages_surface_masks_and_restores_whole_and_streamed(
+    gateway: Gateway, keys: dict[str, str], upstreams: dict[str, FakeUpstream]
+) -> None:
+    with anthropic.Anthropic(base_url=gateway.url, api_key=keys["pd-mask"], max_retries=0) as sdk:
+        whole = sdk.messages.create(
+            model="shared",
+            max_tokens=200,
+            messages=[{"role": "user", "content": PROMPT + "[[reply=echo]]"}],
+        )
+        assert [b.text for b in whole.content if b.type == "text"] == [PROMPT]
+        with sdk.messages.stream(
+            model="shared",
+            max_tokens=200,
+            messages=[{"role": "user", "content": PROMPT + "[[reply=echo;piece=3]]"}],
+        ) as stream:
+            deltas = list(stream.text_stream)
+    assert "".join(deltas) == PROMPT
+    assert not any("[" in d or "_1" in d for d in deltas)
+    bodies = seen_bodies(upstreams)
+    assert len(bodies) == 2 and all("[IBAN_1]" in body for body in bodies)
+    assert not any(value in body for body in bodies for value in VALUES)
+
+
+def test_messages_surface_blocks_like_chat(
+    gateway: Gateway, keys: dict[str, str], upstreams: dict[str, FakeUpstream]
+) -> None:
+    sdk = anthropic.Anthropic(base_url=gateway.url, api_key=keys["pd-block"], max_retries=0)
+    with sdk, pytest.raises(anthropic.PermissionDeniedError) as refused:
+        sdk.messages.create(
+            model="shared", max_tokens=20, messages=[{"role": "user", "content": PROMPT}]
+        )
+    body = refused.value.body
+    assert isinstance(body, dict) and body["error"]["type"] == "permission_error"
+    assert "iban" in body["error"]["message"] and IBAN not in json.dumps(body)
     assert seen_bodies(upstreams) == []

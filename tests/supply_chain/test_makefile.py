@@ -17,6 +17,16 @@ from tests.support.processes import REPO
 
 RECORDER = '#!/bin/sh\necho "$(basename "$0") $*" >> "$(dirname "$0")/../calls.log"\n'
 
+SIDE_INSTALLS = (
+    (
+        "tests/evidence/jose/package-lock.json",
+        "tests/evidence/jose/node_modules/.package-lock.json",
+    ),
+    ("tests/node/package-lock.json", "tests/node/node_modules/.package-lock.json"),
+    ("tests/clients/node/package-lock.json", "tests/clients/node/node_modules/.installed"),
+    ("tests/clients/llamaindex-requirements.txt", "build/llamaindex-venv/.installed"),
+)
+
 pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 
 
@@ -28,6 +38,15 @@ def project(tmp_path: Path) -> Path:
     (tmp_path / "requirements").mkdir()
     for lock in ("build", "local", "test"):
         (tmp_path / "requirements" / f"{lock}.txt").write_text(f"# {lock}\n")
+    # What `install` builds beside the venv (the Node packages, LlamaIndex's environment)
+    # is up to date here: this test is about the venv's stamps.
+    for lock, stamp in SIDE_INSTALLS:
+        (tmp_path / lock).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / lock).write_text("{}\n")
+        (tmp_path / stamp).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / stamp).write_text("")
+        later = (tmp_path / lock).stat().st_mtime + 60
+        os.utime(tmp_path / stamp, (later, later))
     bin_dir = tmp_path / ".venv" / "bin"
     bin_dir.mkdir(parents=True)
     for tool in ("python", "llmeu"):

@@ -22,6 +22,7 @@ from llmeu.ledger.store import USAGE_GROUPS
 from llmeu.protocol.chat_wire import ChatCompletion, ChatCompletionChunk
 from llmeu.protocol.embeddings_wire import EmbeddingsRequest, EmbeddingsResponse
 from llmeu.protocol.error_shape import ErrorDetail
+from llmeu.protocol.messages_codec import MessagesRequest
 from llmeu.protocol.responses_object import ResponseObject
 from llmeu.protocol.responses_wire import ResponsesRequest
 
@@ -76,6 +77,28 @@ def _operation(
     return operation
 
 
+_ANTHROPIC_ERROR = {
+    "type": "object",
+    "required": ["type", "error"],
+    "properties": {
+        "type": {"const": "error"},
+        "error": {
+            "type": "object",
+            "required": ["type", "message"],
+            "properties": {"type": {"type": "string"}, "message": {"type": "string"}},
+        },
+    },
+}
+
+
+def _anthropic_errors(operation: dict[str, Any]) -> dict[str, Any]:
+    """The Messages routes answer errors in Anthropic's shape (and 529 when overloaded)."""
+    for status, response in operation["responses"].items():
+        if status != "200":
+            response["content"] = _json(_ANTHROPIC_ERROR)
+    return operation
+
+
 def _path_param(name: str) -> dict[str, Any]:
     return {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
 
@@ -96,9 +119,10 @@ def openapi_document() -> bytes:
         KeyCreate,
         ResponsesRequest,
         ResponseObject,
+        MessagesRequest,
     ]
     refs, components = msgspec.json.schema_components(types, ref_template=_REF)
-    chat_req, chat, chunk, emb_req, emb, _, key_create, resp_req, resp = refs
+    chat_req, chat, chunk, emb_req, emb, _, key_create, resp_req, resp, messages_req = refs
     # The canonical request is this route's body: published under the route's own name.
     components["ChatCompletionRequest"] = components.pop("ChatRequest")
     chat_req = {"$ref": _REF.format(name="ChatCompletionRequest")}
@@ -142,6 +166,20 @@ def openapi_document() -> bytes:
             )
         },
         "/v1/embeddings": {"post": _operation("Embeddings", _json(emb), body=emb_req)},
+        "/v1/messages": {
+            "post": _anthropic_errors(
+                _operation(
+                    "Anthropic Messages; streams Anthropic's events with `stream: true`",
+                    {**_json(_OBJECT), "text/event-stream": {"schema": _OBJECT}},
+                    body=messages_req,
+                )
+            )
+        },
+        "/v1/messages/count_tokens": {
+            "post": _anthropic_errors(
+                _operation("A Messages prompt's input tokens", _json(_OBJECT), body=messages_req)
+            )
+        },
         "/v1/models": {"get": _operation("Models the caller's policy can reach", _json(_OBJECT))},
         "/v1/models/{model}": {
             "get": _operation("One model", _json(_OBJECT), params=[_path_param("model")])

@@ -1,0 +1,190 @@
+"""Anthropic's Messages API, natively: `x-api-key`, `anthropic-version`, Anthropic's events.
+
+The canonical request is written as Anthropic's (`protocol.messages_upstream`)
+and its streamed events read into canonical deltas
+(`protocol.messages_stream.MessagesEventDecoder`): text, tool use, thinking
+with its signature, usage with the cache's share. A stream is complete only
+at `message_stop`; one that ends before it, or sends an `error` event, is a
+failed stream (`overloaded_error` keeps its 529). Counting a prompt's tokens
+asks the upstream's `/messages/count_tokens`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+
+import msgspec
+
+from llmeu.calls.hangup import Hangup
+from llmeu.calls.output import Completion, Delta
+from llmeu.calls.request import ChatRequest
+from llmeu.errors import UpstreamError, UpstreamTimeout
+from llmeu.protocol.json_codec import encoder
+from llmeu.protocol.messages_codec import ANTHROPIC_VERSION
+from llmeu.protocol.messages_stream import MessagesEventDecoder
+from llmeu.protocol.messages_upstream import anthropic_request, completion_of
+from llmeu.protocol.sse import ServerSentEvent, SSEDecoder
+from llmeu.providers.base import ChatStream, Provider
+from llmeu.providers.transport import HttpClient, Response, TransportError, TransportTimeout
+from llmeu.providers.upstream_http import HttpUpstream
+from llmeu.routing.catalog import Endpoint
+
+
+class _Count(msgspec.Struct):
+    input_tokens: int
+
+
+_count_decoder = msgspec.json.Decoder(_Count)
+
+
+class AnthropicProvider(Provider):
+    def __init__(self, endpoint: Endpoint, client: HttpClient, api_key: str | None):
+        super().__init__(endpoint)
+        self._http = HttpUpstream(endpoint, client)
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"user-agent", b"llmeu"),
+            (b"anthropic-version", ANTHROPIC_VERSION.encode()),
+        ]
+        if api_key:
+            headers.append((b"x-api-key", api_key.encode()))
+        self._headers = headers
+        self._stream_headers = [*headers, (b"accept", b"text/event-stream")]
+
+    def _body(self, request: ChatRequest, *, stream: bool) -> bytes:
+        endpoint = self.endpoint
+        return encoder.encode(
+            anthropic_request(
+                request, endpoint.model, stream=stream,
+                default_max_tokens=endpoint.default_max_tokens,
+            )
+        )  # fmt: skip
+
+    async def stream_chat(self, request: ChatRequest, hangup: Hangup) -> ChatStream:
+        body = self._body(request, stream=True)
+        started = time.monotonic()
+        response = await self._http.post("/messages", body, self._stream_headers, hangup)
+        return _AnthropicStream(self.endpoint, response, started, hangup)
+
+    async def complete_chat(self, request: ChatRequest, hangup: Hangup) -> Completion:
+        body = self._body(request, stream=False)
+        started = time.monotonic()
+        response = await self._http.post("/messages", body, self._headers, hangup)
+        raw = await self._http.read_all(response, started, hangup)
+        try:
+            return completion_of(raw)
+        except (msgspec.DecodeError, RecursionError) as error:
+            raise UpstreamError(f"upstream sent an invalid message: {error}") from None
+
+    async def count_tokens(self, request: ChatRequest, hangup: Hangup) -> int | None:
+        payload = anthropic_request(request, self.endpoint.model, stream=False,
+                                    default_max_tokens=None)  # fmt: skip
+        del payload["max_tokens"]
+        started = time.monotonic()
+        body = encoder.encode(payload)
+        response = await self._http.post("/messages/count_tokens", body, self._headers, hangup)
+        raw = await self._http.read_all(response, started, hangup)
+        try:
+            return _count_decoder.decode(raw).input_tokens
+        except (msgspec.DecodeError, RecursionError) as error:
+            raise UpstreamError(f"upstream sent an invalid token count: {error}") from None
+
+
+class _AnthropicStream(ChatStream):
+    __slots__ = (
+        "_deadline", "_decoder", "_done", "_endpoint", "_events", "_first", "_hangup",
+        "_messages", "_response",
+    )  # fmt: skip
+
+    def __init__(self, endpoint: Endpoint, response: Response, started: float, hangup: Hangup):
+        self._endpoint = endpoint
+        self._response = response
+        self._decoder = SSEDecoder()
+        self._messages = MessagesEventDecoder()
+        self._events: deque[ServerSentEvent] = deque()
+        self._done = False
+        self._first = True
+        self._deadline = started + endpoint.timeouts.total
+        self._hangup = hangup
+        hangup.bind(response.abort)
+
+    async def next_delta(self) -> Delta | None:
+        while True:
+            delta = self.buffered_delta()
+            if delta is not None:
+                return delta
+            if self._messages.done:
+                if not self._done:
+                    self.usage = self._messages.usage
+                    self.finish_reason = self._messages.finish_reason or "stop"
+                    await self._finish()
+                return None
+            chunk = await self._read()
+            if chunk is None:
+                self._events.extend(self._decoder.close())
+                if not self._events:
+                    await self.aclose()
+                    raise UpstreamError("upstream stream ended before message_stop")
+            else:
+                self._events.extend(self._decoder.feed(chunk))
+
+    def buffered_delta(self) -> Delta | None:
+        events = self._events
+        messages = self._messages
+        while not messages.done:
+            while events:
+                try:
+                    delta = messages.decode(events.popleft().data)
+                except UpstreamError:
+                    self._done = True
+                    self._response.abort()
+                    raise
+                if delta is not None:
+                    self.input_tokens = messages.input_tokens
+                    return delta
+                if messages.done:
+                    return None
+            chunk = self._response.read_buffered() if not self._done else None
+            if chunk is None:
+                return None
+            events.extend(self._decoder.feed(chunk))
+        return None
+
+    async def _read(self) -> bytes | None:
+        timeouts = self._endpoint.timeouts
+        budget = timeouts.first_token if self._first else timeouts.idle
+        remaining = self._deadline - time.monotonic()
+        try:
+            if remaining <= 0:
+                raise TransportTimeout("")
+            chunk = await self._response.read_chunk(min(budget, remaining))
+        except TransportTimeout as error:
+            await self.aclose()
+            message = str(error)
+            if budget >= remaining:
+                message = f"upstream call exceeded its total timeout of {timeouts.total:g} s"
+            raise UpstreamTimeout(message) from None
+        except TransportError as error:
+            await self.aclose()
+            raise UpstreamError(f"upstream stream broke: {error}") from None
+        self._first = False
+        return chunk
+
+    async def _finish(self) -> None:
+        """After `message_stop`: read to the end of the body so the connection can be reused."""
+        self._done = True
+        self._hangup.unbind(self._response.abort)
+        try:
+            while await self._response.read_chunk(self._endpoint.timeouts.idle) is not None:
+                pass
+        except TransportError:
+            self._response.abort()
+            return
+        self._response.release()
+
+    async def aclose(self) -> None:
+        self._hangup.unbind(self._response.abort)
+        if not self._done:
+            self._done = True
+            self._response.abort()
