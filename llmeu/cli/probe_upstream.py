@@ -2,8 +2,11 @@
 
     llmeu probe https://api.example.eu/v1 --model mistral-small --api-key-env EXAMPLE_KEY
     llmeu probe http://127.0.0.1:8080/v1 --model smollm2 --api-key-env LLMEU_API_KEY --yes --json
+    llmeu probe http://127.0.0.1:8080/v1 --model fake-model --api responses --yes
 
-Makes eight small calls (see `llmeu.probe.plan`) and prints a table of checks —
+Makes eight small calls to `/chat/completions` (see `llmeu.probe.plan`), or
+with `--api responses` seven to `/responses` (`llmeu.probe.responses_plan`),
+and prints a table of checks —
 transport, framing, content, usage, cancellation, errors, metadata — with the
 evidence of every failure, and a suggested catalog entry. The calls and their
 most output tokens are printed first and confirmed unless `--yes` (required
@@ -29,7 +32,8 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-from llmeu.probe.plan import CALLS, MAX_OUTPUT_TOKENS, Report, probe
+from llmeu.probe import plan, responses_plan
+from llmeu.probe.plan import Report
 
 _STYLES = {"pass": "green", "warn": "yellow", "fail": "bold red", "n/a": "dim"}
 
@@ -39,7 +43,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("base_url", help="the OpenAI-compatible API, e.g. https://host/v1")
     parser.add_argument("--model", required=True, help="the model name the upstream knows")
     parser.add_argument("--api-key-env", help="the environment variable holding the API key")
-    parser.add_argument("--api", choices=["chat"], default="chat", help="the protocol to probe")
+    parser.add_argument(
+        "--api", choices=["chat", "responses"], default="chat", help="the protocol to probe (chat)"
+    )
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per call (60)")
     parser.add_argument("--yes", action="store_true", help="make the calls without asking")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -52,19 +58,21 @@ def run(args: argparse.Namespace) -> int:
     if args.api_key_env and not key:
         print(f"llmeu probe: {args.api_key_env} is not set", file=sys.stderr)
         return 2
-    plan = (
-        f"{CALLS} calls to {base} with model {args.model}, at most {MAX_OUTPUT_TOKENS} "
-        "output tokens in all"
+    calls = responses_plan if args.api == "responses" else plan
+    path = "/responses" if args.api == "responses" else "/chat/completions"
+    asked = (
+        f"{calls.CALLS} calls to {base}{path} with model {args.model}, at most "
+        f"{calls.MAX_OUTPUT_TOKENS} output tokens in all"
     )
     if not args.yes:
         if not sys.stdin.isatty():
-            print(f"llmeu probe: {plan}; confirm with --yes", file=sys.stderr)
+            print(f"llmeu probe: {asked}; confirm with --yes", file=sys.stderr)
             return 2
-        if input(f"{plan}. Go on? [y/N] ").strip().lower() not in ("y", "yes"):
+        if input(f"{asked}. Go on? [y/N] ").strip().lower() not in ("y", "yes"):
             return 2
     headers = {"authorization": f"Bearer {key}"} if key else {}
     with httpx.Client(base_url=base, headers=headers, timeout=args.timeout) as client:
-        report = probe(client, base, args.model, lambda trace_id: _recorded(client, trace_id))
+        report = calls.probe(client, base, args.model, lambda trace_id: _recorded(client, trace_id))
     if args.json:
         print(json.dumps(report.as_dict(), indent=2))
     else:

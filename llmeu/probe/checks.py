@@ -72,10 +72,12 @@ def transport(stream: Exchange) -> Iterator[Check]:
     yield pacing(stream)
 
 
-def pacing(stream: Exchange) -> Check:
-    """Deltas that arrive in one burst were buffered somewhere on the way."""
-    delta_reads = [r for r in stream.reads if any(_carries_delta(e.data) for e in r.events)]
-    deltas = sum(sum(_carries_delta(e.data) for e in r.events) for r in delta_reads)
+def pacing(stream: Exchange, carries_delta: Callable[[str], bool] | None = None) -> Check:
+    """Deltas that arrive in one burst were buffered somewhere on the way; `carries_delta`
+    tells a delta event's data (chat completions' by default)."""
+    carries = carries_delta or _carries_delta
+    delta_reads = [r for r in stream.reads if any(carries(e.data) for e in r.events)]
+    deltas = sum(sum(carries(e.data) for e in r.events) for r in delta_reads)
     if deltas < 3:
         return Check("transport", "pacing", NOT_APPLICABLE, f"{deltas} deltas: too few to tell")
     gaps = [b.at - a.at for a, b in itertools.pairwise(delta_reads)]
@@ -178,8 +180,13 @@ def content(stream: Exchange) -> Iterator[Check]:
         PASS,
         ", ".join(sorted(fingerprints)) if fingerprints else "not sent",
     )
+    yield residency(stream)
+
+
+def residency(stream: Exchange) -> Check:
+    """Response headers that state a region or retention, where the provider sends any."""
     hints = {k: v for k, v in stream.headers.items() if any(h in k for h in _HEADER_HINTS)}
-    yield Check(
+    return Check(
         "metadata",
         "residency headers",
         PASS,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,12 +73,16 @@ def call(
     body: Mapping[str, Any],
     *,
     hang_up_after_first_delta: bool = False,
+    path: str = "/chat/completions",
+    has_delta: Callable[[tuple[ServerSentEvent, ...]], bool] | None = None,
 ) -> Exchange:
-    """POST `body` to `/chat/completions`, reading the answer as it arrives."""
+    """POST `body` to `path`, reading the answer as it arrives; `has_delta` tells which
+    events carry a delta to hang up after (chat completions' by default)."""
+    has_delta = has_delta or _has_delta
     exchange = Exchange(name)
     started = time.monotonic()
     try:
-        with client.stream("POST", "/chat/completions", json=dict(body)) as response:
+        with client.stream("POST", path, json=dict(body)) as response:
             exchange.status = response.status_code
             exchange.headers = dict(response.headers)
             if not response.headers.get("content-type", "").startswith("text/event-stream"):
@@ -89,7 +93,7 @@ def call(
                 events = tuple(decoder.feed(data))
                 pending = decoder.pending
                 exchange.reads.append(Read(time.monotonic() - started, data, events, pending))
-                if hang_up_after_first_delta and _has_delta(events):
+                if hang_up_after_first_delta and has_delta(events):
                     exchange.hung_up = True
                     exchange.hung_up_at = time.time()
                     break

@@ -22,7 +22,7 @@ from llmeu.probe.checks import FAIL, WARN, Check, Recorded
 from llmeu.probe.exchange import Exchange, call
 
 PROMPT = [{"role": "user", "content": "Count from 1 to 12, one number per line."}]
-TOOL = {
+TOOL: dict[str, Any] = {
     "type": "function",
     "function": {
         "name": "get_time",

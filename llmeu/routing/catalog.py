@@ -22,6 +22,9 @@ class Capability(StrEnum):
     CHAT = "chat"
     EMBEDDINGS = "embeddings"
     TOOLS = "tools"
+    # Speaks OpenAI's Responses API itself, as `llmeu probe --api responses` qualifies it.
+    # llmeu's own `/v1/responses` runs over chat upstreams and routes on `chat`.
+    RESPONSES = "responses"
 
 
 class Certification(StrEnum):

@@ -307,7 +307,7 @@ def _capabilities(
     items = _sequence(fields["capabilities"], "capabilities")
     if not items:
         raise ConfigError(
-            "capabilities must not be empty (chat, embeddings, tools)",
+            "capabilities must not be empty (chat, embeddings, tools, responses)",
             field="capabilities",
             line=_line(fields["capabilities"]),
         )

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.probe.fake_responses import FAULTS, fake_responses
 from tests.support.client_llama_server import llama_server
 from tests.support.processes import (
     ADMIN_KEY,
@@ -99,3 +100,54 @@ def test_llama_cpp_server_shows_its_known_deviations(tmp_path: Path) -> None:
     found = verdicts(report)
     deviations = {name: v for name, v in found.items() if v in ("warn", "fail")}
     assert deviations == LLAMA_DEVIATIONS, json.dumps(report, indent=1)
+
+
+def test_llmeu_passes_every_responses_check_and_records_the_hang_up(
+    gateway_factory: Any, fake_upstream: FakeUpstream
+) -> None:
+    gateway: Gateway = gateway_factory(
+        config=config_yaml(fake_endpoint("fakeprov-fr-a", fake_upstream, model=PACED))
+    )
+    status, report = probe(gateway.base_url, "fake-model", "--api", "responses", key=ADMIN_KEY)
+    assert status == 0, report
+    found = verdicts(report)
+    assert "fail" not in found.values() and "warn" not in found.values(), found
+    assert {"transport/terminal event", "framing/sequence_number", "content/event order",
+            "content/tool calls", "usage/streamed"} <= set(found)  # fmt: skip
+    hang_up = next(c for c in report["checks"] if c["check"] == "hang-up")
+    assert hang_up["detail"] == "the server recorded the call cancelled"
+    assert report["suggested_entry"]["capabilities"] == ["responses", "tools"]
+
+
+@pytest.mark.parametrize("model", ["fake", "fake;chop=1"])
+def test_a_faultless_responses_server_passes_every_check(model: str) -> None:
+    with fake_responses() as fake:
+        status, report = probe(fake.base_url, model, "--api", "responses")
+    assert len(fake.seen) == 7 and set(fake.seen) == {"/v1/responses"}
+    reads = next(c for c in report["checks"] if c["check"] == "reads")
+    if "chop" in model:  # a write of two whole events is read as one at least
+        assert " 0 held several" not in reads["detail"], reads
+    assert status == 0, report
+    assert set(verdicts(report).values()) == {"pass"}, verdicts(report)
+
+
+@pytest.mark.parametrize("fault", sorted(FAULTS))
+def test_a_broken_responses_stream_fails_the_check_it_breaks(fault: str) -> None:
+    with fake_responses() as fake:
+        status, report = probe(fake.base_url, f"fake;fault={fault}", "--api", "responses")
+    assert status == 1
+    broken = next(c for c in report["checks"] if f"{c['group']}/{c['check']}" == FAULTS[fault])
+    assert broken["result"] == "fail" and broken["evidence"], broken
+    assert report["suggested_entry"]["capabilities"] == []
+
+
+def test_the_responses_probe_asks_before_it_spends() -> None:
+    with fake_responses() as fake:
+        done = subprocess.run(
+            [sys.executable, "-m", "llmeu.cli.main", "probe", fake.base_url, "--model", "x",
+             "--api", "responses"],
+            capture_output=True, text=True, cwd=REPO, timeout=60, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+    assert done.returncode == 2
+    assert "7 calls" in done.stderr and "/responses" in done.stderr and "--yes" in done.stderr
+    assert fake.seen == []

@@ -354,3 +354,9 @@ def test_a_forged_log_line_in_a_policy_id_is_refused_by_the_platform_api_parser(
         parse_policy(json.dumps(document))
     assert (caught.value.field, caught.value.line) == ("policy_id", 1)
     assert "found '\\n' at position 2" in str(caught.value)
+
+
+def test_an_endpoint_may_declare_the_responses_capability_the_probe_suggests() -> None:
+    text = edit("capabilities: [chat, tools]", "capabilities: [responses, tools]")
+    scw, _ = parse_config(text, base_policies=BUILTIN_POLICIES).catalog.endpoints
+    assert scw.capabilities == {Capability.RESPONSES, Capability.TOOLS}
