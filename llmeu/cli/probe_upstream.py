@@ -3,10 +3,12 @@
     llmeu probe https://api.example.eu/v1 --model mistral-small --api-key-env EXAMPLE_KEY
     llmeu probe http://127.0.0.1:8080/v1 --model smollm2 --api-key-env LLMEU_API_KEY --yes --json
     llmeu probe http://127.0.0.1:8080/v1 --model fake-model --api responses --yes
+    llmeu probe https://api.anthropic.com/v1 --model claude-x --api messages --api-key-env K
 
 Makes eight small calls to `/chat/completions` (see `llmeu.probe.plan`), or
 with `--api responses` seven to `/responses` (`llmeu.probe.responses_plan`),
-and prints a table of checks —
+with `--api messages` seven to Anthropic's `/messages` (`llmeu.probe.messages_plan`;
+the key in `x-api-key`), and prints a table of checks —
 transport, framing, content, usage, cancellation, errors, metadata — with the
 evidence of every failure, and a suggested catalog entry. The calls and their
 most output tokens are printed first and confirmed unless `--yes` (required
@@ -32,9 +34,14 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-from llmeu.probe import plan, responses_plan
+from llmeu.probe import messages_plan, plan, responses_plan
 from llmeu.probe.plan import Report
 
+_APIS: dict[str, tuple[Any, str]] = {
+    "chat": (plan, "/chat/completions"),
+    "responses": (responses_plan, "/responses"),
+    "messages": (messages_plan, "/messages"),
+}
 _STYLES = {"pass": "green", "warn": "yellow", "fail": "bold red", "n/a": "dim"}
 
 
@@ -44,7 +51,10 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--model", required=True, help="the model name the upstream knows")
     parser.add_argument("--api-key-env", help="the environment variable holding the API key")
     parser.add_argument(
-        "--api", choices=["chat", "responses"], default="chat", help="the protocol to probe (chat)"
+        "--api",
+        choices=list(_APIS),
+        default="chat",
+        help="the protocol to probe (chat)",
     )
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per call (60)")
     parser.add_argument("--yes", action="store_true", help="make the calls without asking")
@@ -58,8 +68,7 @@ def run(args: argparse.Namespace) -> int:
     if args.api_key_env and not key:
         print(f"llmeu probe: {args.api_key_env} is not set", file=sys.stderr)
         return 2
-    calls = responses_plan if args.api == "responses" else plan
-    path = "/responses" if args.api == "responses" else "/chat/completions"
+    calls, path = _APIS[args.api]
     asked = (
         f"{calls.CALLS} calls to {base}{path} with model {args.model}, at most "
         f"{calls.MAX_OUTPUT_TOKENS} output tokens in all"
@@ -70,9 +79,15 @@ def run(args: argparse.Namespace) -> int:
             return 2
         if input(f"{asked}. Go on? [y/N] ").strip().lower() not in ("y", "yes"):
             return 2
-    headers = {"authorization": f"Bearer {key}"} if key else {}
+    bearer = {"authorization": f"Bearer {key}"} if key else {}
+    headers = bearer
+    if args.api == "messages":  # Anthropic's clients: the key in x-api-key, a pinned version
+        headers = {"anthropic-version": messages_plan.ANTHROPIC_VERSION}
+        headers |= {"x-api-key": key} if key else {}
     with httpx.Client(base_url=base, headers=headers, timeout=args.timeout) as client:
-        report = calls.probe(client, base, args.model, lambda trace_id: _recorded(client, trace_id))
+        report = calls.probe(
+            client, base, args.model, lambda trace_id: _recorded(client, trace_id, bearer)
+        )
     if args.json:
         print(json.dumps(report.as_dict(), indent=2))
     else:
@@ -80,13 +95,15 @@ def run(args: argparse.Namespace) -> int:
     return 1 if report.failed else 0
 
 
-def _recorded(client: httpx.Client, trace_id: str) -> tuple[str, float | None] | None:
+def _recorded(
+    client: httpx.Client, trace_id: str, bearer: dict[str, str]
+) -> tuple[str, float | None] | None:
     """How an llmeu gateway recorded a call (the probe's key may read its own traces)."""
     root = str(client.base_url).rstrip("/").removesuffix("/v1")
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         try:
-            response = client.get(f"{root}/v1/platform/traces/{trace_id}")
+            response = client.get(f"{root}/v1/platform/traces/{trace_id}", headers=bearer)
         except httpx.HTTPError:
             return None
         if response.status_code != 200:

@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from tests.probe.fake_messages import FAULTS as MESSAGES_FAULTS
+from tests.probe.fake_messages import fake_messages
 from tests.probe.fake_responses import FAULTS, fake_responses
 from tests.support.client_llama_server import llama_server
 from tests.support.processes import (
@@ -150,4 +152,60 @@ def test_the_responses_probe_asks_before_it_spends() -> None:
         )  # fmt: skip
     assert done.returncode == 2
     assert "7 calls" in done.stderr and "/responses" in done.stderr and "--yes" in done.stderr
+    assert fake.seen == []
+
+
+def test_llmeu_passes_every_messages_check_and_records_the_hang_up(
+    gateway_factory: Any, fake_upstream: FakeUpstream
+) -> None:
+    gateway: Gateway = gateway_factory(
+        config=config_yaml(fake_endpoint("fakeprov-fr-a", fake_upstream, model=PACED))
+    )
+    status, report = probe(gateway.base_url, "fake-model", "--api", "messages", key=ADMIN_KEY)
+    assert status == 0, report
+    found = verdicts(report)
+    assert "fail" not in found.values() and "warn" not in found.values(), found
+    assert {"transport/message_stop", "framing/event names", "content/event order",
+            "content/block indexes", "content/tool calls", "usage/streamed",
+            "errors/unknown model", "metadata/message id"} <= set(found)  # fmt: skip
+    hang_up = next(c for c in report["checks"] if c["check"] == "hang-up")
+    assert hang_up["detail"] == "the server recorded the call cancelled"
+    assert report["suggested_entry"]["kind"] == "anthropic"
+    assert report["suggested_entry"]["capabilities"] == ["chat", "tools"]
+
+
+@pytest.mark.parametrize("model", ["fake", "fake;chop=1"])
+def test_a_faultless_messages_server_passes_every_check(model: str) -> None:
+    with fake_messages() as fake:
+        status, report = probe(fake.base_url, model, "--api", "messages", key="sk-ant-test")
+    assert len(fake.seen) == 7
+    assert set(fake.seen) == {("/v1/messages", "sk-ant-test", "2023-06-01")}
+    reads = next(c for c in report["checks"] if c["check"] == "reads")
+    if "chop" in model:  # events several to a read and split across reads, read alike
+        assert " 0 held several" not in reads["detail"], reads
+        assert " 0 ended inside" not in reads["detail"], reads
+    assert status == 0, report
+    assert set(verdicts(report).values()) == {"pass"}, verdicts(report)
+
+
+@pytest.mark.parametrize("fault", sorted(MESSAGES_FAULTS))
+def test_a_broken_messages_stream_fails_the_check_it_breaks(fault: str) -> None:
+    with fake_messages() as fake:
+        status, report = probe(fake.base_url, f"fake;fault={fault}", "--api", "messages")
+    assert status == 1
+    name = MESSAGES_FAULTS[fault]
+    broken = next(c for c in report["checks"] if f"{c['group']}/{c['check']}" == name)
+    assert broken["result"] == "fail" and broken["evidence"], broken
+    assert report["suggested_entry"]["capabilities"] == []
+
+
+def test_the_messages_probe_asks_before_it_spends() -> None:
+    with fake_messages() as fake:
+        done = subprocess.run(
+            [sys.executable, "-m", "llmeu.cli.main", "probe", fake.base_url, "--model", "x",
+             "--api", "messages"],
+            capture_output=True, text=True, cwd=REPO, timeout=60, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+    assert done.returncode == 2
+    assert "7 calls" in done.stderr and "/messages" in done.stderr and "--yes" in done.stderr
     assert fake.seen == []
