@@ -297,7 +297,7 @@ def test_azure_content_filter_refusal_is_a_400_with_its_code(client: openai.Open
     assert raised.value.code == "content_filter"
 
 
-@pytest.mark.parametrize("model", ["bedrock-model", "vertex-model"])
+@pytest.mark.parametrize("model", ["bedrock-model", "vertex-model", "vertex-claude-model"])
 def test_an_error_quoting_the_prompt_is_scrubbed(client: openai.OpenAI, model: str) -> None:
     prompt = "the quarterly figures of project nightingale are confidential"
     with pytest.raises(openai.BadRequestError) as raised:
