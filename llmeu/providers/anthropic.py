@@ -12,7 +12,9 @@ asks the upstream's `/messages/count_tokens`.
 from __future__ import annotations
 
 import time
+from abc import abstractmethod
 from collections import deque
+from typing import Any
 
 import msgspec
 
@@ -38,10 +40,46 @@ class _Count(msgspec.Struct):
 _count_decoder = msgspec.json.Decoder(_Count)
 
 
-class AnthropicProvider(Provider):
-    def __init__(self, endpoint: Endpoint, client: HttpClient, api_key: str | None):
+class AnthropicWire(Provider):
+    """Anthropic's Messages wire over some transport: the request written as Anthropic's,
+    the answer and the events read back. A subclass says where and how the body is sent
+    (`_post`) and how the payload differs from Anthropic's own API (`_payload`)."""
+
+    def __init__(self, endpoint: Endpoint, client: HttpClient):
         super().__init__(endpoint)
         self._http = HttpUpstream(endpoint, client)
+
+    def _payload(self, request: ChatRequest, *, stream: bool) -> dict[str, Any]:
+        endpoint = self.endpoint
+        return anthropic_request(
+            request, endpoint.model, stream=stream,
+            default_max_tokens=endpoint.default_max_tokens,
+        )  # fmt: skip
+
+    @abstractmethod
+    async def _post(self, body: bytes, *, stream: bool, hangup: Hangup) -> Response:
+        """Send `body` for a streamed or a whole answer; an HTTP error leaves as raised."""
+
+    async def stream_chat(self, request: ChatRequest, hangup: Hangup) -> ChatStream:
+        body = encoder.encode(self._payload(request, stream=True))
+        started = time.monotonic()
+        response = await self._post(body, stream=True, hangup=hangup)
+        return _AnthropicStream(self.endpoint, response, started, hangup)
+
+    async def complete_chat(self, request: ChatRequest, hangup: Hangup) -> Completion:
+        body = encoder.encode(self._payload(request, stream=False))
+        started = time.monotonic()
+        response = await self._post(body, stream=False, hangup=hangup)
+        raw = await self._http.read_all(response, started, hangup)
+        try:
+            return completion_of(raw)
+        except (msgspec.DecodeError, RecursionError) as error:
+            raise UpstreamError(f"upstream sent an invalid message: {error}") from None
+
+
+class AnthropicProvider(AnthropicWire):
+    def __init__(self, endpoint: Endpoint, client: HttpClient, api_key: str | None):
+        super().__init__(endpoint, client)
         headers = [
             (b"content-type", b"application/json"),
             (b"user-agent", b"llmeu"),
@@ -52,30 +90,9 @@ class AnthropicProvider(Provider):
         self._headers = headers
         self._stream_headers = [*headers, (b"accept", b"text/event-stream")]
 
-    def _body(self, request: ChatRequest, *, stream: bool) -> bytes:
-        endpoint = self.endpoint
-        return encoder.encode(
-            anthropic_request(
-                request, endpoint.model, stream=stream,
-                default_max_tokens=endpoint.default_max_tokens,
-            )
-        )  # fmt: skip
-
-    async def stream_chat(self, request: ChatRequest, hangup: Hangup) -> ChatStream:
-        body = self._body(request, stream=True)
-        started = time.monotonic()
-        response = await self._http.post("/messages", body, self._stream_headers, hangup)
-        return _AnthropicStream(self.endpoint, response, started, hangup)
-
-    async def complete_chat(self, request: ChatRequest, hangup: Hangup) -> Completion:
-        body = self._body(request, stream=False)
-        started = time.monotonic()
-        response = await self._http.post("/messages", body, self._headers, hangup)
-        raw = await self._http.read_all(response, started, hangup)
-        try:
-            return completion_of(raw)
-        except (msgspec.DecodeError, RecursionError) as error:
-            raise UpstreamError(f"upstream sent an invalid message: {error}") from None
+    async def _post(self, body: bytes, *, stream: bool, hangup: Hangup) -> Response:
+        headers = self._stream_headers if stream else self._headers
+        return await self._http.post("/messages", body, headers, hangup)
 
     async def count_tokens(self, request: ChatRequest, hangup: Hangup) -> int | None:
         payload = anthropic_request(request, self.endpoint.model, stream=False,

@@ -37,7 +37,7 @@ def missing_aws_credentials(environ: Mapping[str, str]) -> str | None:
 
 
 def google_key_file(endpoint: Endpoint, environ: Mapping[str, str]) -> str | None:
-    """The service-account key file a `vertex` endpoint uses."""
+    """The service-account key file a `vertex` or `vertex_anthropic` endpoint uses."""
     return endpoint.upstream.credentials_file or environ.get("GOOGLE_APPLICATION_CREDENTIALS")
 
 

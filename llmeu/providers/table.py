@@ -89,6 +89,12 @@ def _vertex(endpoint: Endpoint, context: ProviderContext) -> Provider:
     return VertexProvider(endpoint, context.http, context.environ)
 
 
+def _vertex_anthropic(endpoint: Endpoint, context: ProviderContext) -> Provider:
+    from llmeu.providers.vertex_anthropic import VertexAnthropicProvider
+
+    return VertexAnthropicProvider(endpoint, context.http, context.environ)
+
+
 def _missing_key(endpoint: Endpoint, environ: Mapping[str, str]) -> str | None:
     if endpoint.api_key_env and not environ.get(endpoint.api_key_env):
         return f"{endpoint.api_key_env} is not set"
@@ -123,6 +129,7 @@ PROVIDER_KINDS: Mapping[EndpointKind, ProviderKind] = {
     EndpointKind.BEDROCK: ProviderKind(_bedrock, _missing_aws),
     EndpointKind.VERTEX: ProviderKind(_vertex, _missing_google),
     EndpointKind.ANTHROPIC: ProviderKind(_anthropic, _missing_key),
+    EndpointKind.VERTEX_ANTHROPIC: ProviderKind(_vertex_anthropic, _missing_google),
 }
 
 

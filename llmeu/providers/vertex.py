@@ -44,7 +44,7 @@ from llmeu.providers.decoded_stream import DecodedStream
 from llmeu.providers.native_credentials import google_key_file
 from llmeu.providers.sdk_logging import quiet_sdk_loggers
 from llmeu.providers.transport import HttpClient, Response
-from llmeu.providers.upstream_http import HttpUpstream
+from llmeu.providers.upstream_http import Headers, HttpUpstream
 from llmeu.providers.vertex_request import (
     Candidate,
     GenerateResponse,
@@ -59,56 +59,72 @@ _decoder = msgspec.json.Decoder(GenerateResponse)
 _HEADERS = [(b"content-type", b"application/json"), (b"user-agent", b"llmeu")]
 
 
-class VertexProvider(Provider):
+class GoogleAuthorized:
+    """The OAuth2 side every Vertex publisher shares: the service account's token source,
+    the project (the endpoint's, else the key's) and `POST` with a bearer that a 401
+    refreshes once. The key file is read on `start`, before the first call."""
+
     def __init__(self, endpoint: Endpoint, client: HttpClient, environ: Mapping[str, str]):
-        super().__init__(endpoint)
-        options = endpoint.upstream
-        self._http = HttpUpstream(endpoint, client)
+        self.endpoint = endpoint
+        self.http = HttpUpstream(endpoint, client)
+        self.project = endpoint.upstream.project
         self._key_file = google_key_file(endpoint, environ) or ""
-        self._paths = _paths(endpoint, options.project)
         self._tokens: TokenSource | None = None
         quiet_sdk_loggers()
 
     async def start(self) -> None:
         fetch, project = await asyncio.to_thread(service_account_fetch, self._key_file)
-        if not self.endpoint.upstream.project:
+        if not self.project:
             if not project:
                 raise ConfigError("the service-account key names no project: set `project`")
-            self._paths = _paths(self.endpoint, project)
+            self.project = project
         self._tokens = TokenSource(fetch)
+
+    def model_path(self, publisher: str) -> str:
+        """`/v1/projects/{project}/locations/{region}/publishers/{publisher}/models/{model}`."""
+        endpoint = self.endpoint
+        return (
+            f"/v1/projects/{quote(self.project, safe='')}/locations/"
+            f"{quote(endpoint.upstream.region, safe='')}/publishers/{publisher}/models/"
+            f"{quote(endpoint.model, safe='')}"
+        )
+
+    async def post(
+        self, method: str, publisher: str, body: bytes, headers: Headers, hangup: Hangup
+    ) -> Response:
+        """POST `body` to the model's `:{method}` with a bearer token."""
+        if self._tokens is None:
+            await self.start()
+        assert self._tokens is not None
+        path = f"{self.model_path(publisher)}:{method}"
+        return await post_with_token(self.http, self._tokens, path, body, headers, hangup)
+
+
+class VertexProvider(Provider):
+    def __init__(self, endpoint: Endpoint, client: HttpClient, environ: Mapping[str, str]):
+        super().__init__(endpoint)
+        self._google = GoogleAuthorized(endpoint, client, environ)
+
+    async def start(self) -> None:
+        await self._google.start()
 
     async def stream_chat(self, request: ChatRequest, hangup: Hangup) -> ChatStream:
         started = time.monotonic()
         headers = [*_HEADERS, (b"accept", b"text/event-stream")]
-        response = await self._post(self._paths[1], gemini_body(request), headers, hangup)
+        response = await self._google.post("streamGenerateContent?alt=sse", "google",
+                                           gemini_body(request), headers, hangup)  # fmt: skip
         return _GeminiStream(self.endpoint, response, started, hangup)
 
     async def complete_chat(self, request: ChatRequest, hangup: Hangup) -> Completion:
         started = time.monotonic()
-        response = await self._post(self._paths[0], gemini_body(request), _HEADERS, hangup)
-        raw = await self._http.read_all(response, started, hangup)
+        response = await self._google.post("generateContent", "google", gemini_body(request),
+                                           _HEADERS, hangup)  # fmt: skip
+        raw = await self._google.http.read_all(response, started, hangup)
         try:
             parsed = _decoder.decode(raw)
         except (msgspec.DecodeError, RecursionError) as error:
             raise UpstreamError(f"vertex sent an invalid response: {error}") from None
         return _completion(parsed)
-
-    async def _post(
-        self, path: str, body: bytes, headers: list[tuple[bytes, bytes]], hangup: Hangup
-    ) -> Response:
-        if self._tokens is None:
-            await self.start()
-        assert self._tokens is not None
-        return await post_with_token(self._http, self._tokens, path, body, headers, hangup)
-
-
-def _paths(endpoint: Endpoint, project: str) -> tuple[str, str]:
-    model = (
-        f"/v1/projects/{quote(project, safe='')}/locations/"
-        f"{quote(endpoint.upstream.region, safe='')}/publishers/google/models/"
-        f"{quote(endpoint.model, safe='')}"
-    )
-    return f"{model}:generateContent", f"{model}:streamGenerateContent?alt=sse"
 
 
 def service_account_fetch(path: str) -> tuple[Fetch, str]:

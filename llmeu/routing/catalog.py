@@ -57,6 +57,7 @@ class EndpointKind(StrEnum):
     BEDROCK = "bedrock"
     VERTEX = "vertex"
     ANTHROPIC = "anthropic"  # Anthropic's Messages API, natively
+    VERTEX_ANTHROPIC = "vertex_anthropic"  # Claude on Vertex AI: Anthropic's wire, Google's auth
 
 
 class AzureAuth(StrEnum):
@@ -71,16 +72,17 @@ class UpstreamOptions:
     the name of an environment variable (`Endpoint.api_key_env`) or a file's path."""
 
     region: str = ""
-    """AWS region (`bedrock`) or Google Cloud location (`vertex`)."""
+    """AWS region (`bedrock`) or Google Cloud location (`vertex`, `vertex_anthropic`)."""
     project: str = ""
-    """Google Cloud project id (`vertex`; default: the service-account key's project)."""
+    """Google Cloud project id (`vertex`, `vertex_anthropic`; default: the service-account
+    key's project)."""
     deployment: str = ""
     """Azure OpenAI deployment name; empty: the v1 API with `model` in the body."""
     api_version: str = ""
     """Azure OpenAI `api-version` query parameter."""
     auth: AzureAuth = AzureAuth.API_KEY
     credentials_file: str = ""
-    """Path of a Google service-account key file (`vertex`; default:
+    """Path of a Google service-account key file (`vertex`, `vertex_anthropic`; default:
     GOOGLE_APPLICATION_CREDENTIALS)."""
     base_url_env: str = ""
     """The variable holding the base URL (`azure_openai`: each customer's resource has its

@@ -170,18 +170,20 @@ def _endpoint(node: _Node) -> Endpoint:
     )
 
 
+_GOOGLE = frozenset({EndpointKind.VERTEX, EndpointKind.VERTEX_ANTHROPIC})
 _KIND_FIELDS: dict[str, frozenset[EndpointKind]] = {
-    "region": frozenset({EndpointKind.BEDROCK, EndpointKind.VERTEX}),
-    "project": frozenset({EndpointKind.VERTEX}),
+    "region": frozenset({EndpointKind.BEDROCK}) | _GOOGLE,
+    "project": _GOOGLE,
     "deployment": frozenset({EndpointKind.AZURE_OPENAI}),
     "api_version": frozenset({EndpointKind.AZURE_OPENAI}),
     "auth": frozenset({EndpointKind.AZURE_OPENAI}),
-    "credentials_file": frozenset({EndpointKind.VERTEX}),
+    "credentials_file": _GOOGLE,
     "base_url_env": frozenset({EndpointKind.AZURE_OPENAI}),
 }
 _KIND_REQUIRED = {
     EndpointKind.BEDROCK: ("region",),
     EndpointKind.VERTEX: ("region",),
+    EndpointKind.VERTEX_ANTHROPIC: ("region",),
 }
 _REGION = re.compile(r"^[a-z]{2,}(-[a-z]+)+-?[0-9]+$")
 _TOKEN = re.compile(r"^[A-Za-z0-9._:-]+$")
@@ -236,7 +238,7 @@ def _default_base_url(kind: EndpointKind, upstream: UpstreamOptions) -> str:
     """The public endpoint of a region, so a catalog entry need not spell it out."""
     if kind is EndpointKind.BEDROCK:
         return f"https://bedrock-runtime.{upstream.region}.amazonaws.com"
-    if kind is EndpointKind.VERTEX:
+    if kind in _GOOGLE:
         return f"https://{upstream.region}-aiplatform.googleapis.com"
     return ""
 

@@ -160,10 +160,10 @@ def test_without_a_configuration_every_builtin_endpoint_is_listed(
 ) -> None:
     status, rows, out = routes(capsys)
     assert status == 0
-    assert len(rows) == 31
+    assert len(rows) == 33
     assert rows["local-minilm-l6-v2"]["models"] == "minilm all-minilm-l6-v2 local-embeddings"
     assert out.startswith("Policy eu-strict: classes eu_sovereign, on_premise;")
-    assert "2 admitted, 19 excluded by the policy, 10 skipped" in out
+    assert "2 admitted, 21 excluded by the policy, 10 skipped" in out
     assert all(line == line.rstrip() for line in out.splitlines())
 
 

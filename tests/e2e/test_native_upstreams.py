@@ -3,7 +3,9 @@
 Each kind talks to its fake upstream (`tests/support/fake_<kind>.py`), a real
 process speaking the provider's wire: Bedrock's binary event stream with
 SigV4 checked on every request, Vertex's SSE with OAuth2 tokens from a
-service-account key, Azure's deployment and v1 URLs with its `api-key`.
+service-account key, Azure's deployment and v1 URLs with its `api-key`, and
+Claude on Vertex (`kind: vertex_anthropic`): Anthropic's events from
+`:streamRawPredict` behind the same OAuth2 tokens.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ KINDS = {
     "azure-v1-model": ("azure", "azure", "swedencentral", 2),
     "bedrock-model": ("bedrock", "bedrock", "eu-central-1", 1),
     "vertex-model": ("vertex", "vertex", "europe-west4", 0),
+    "vertex-claude-model": ("vertex", "vertex", "europe-west1", 3),  # kind: vertex_anthropic
 }
 MODELS = list(KINDS)
 
@@ -130,7 +133,7 @@ def test_a_tool_result_goes_back_to_the_upstream(client: openai.OpenAI, model: s
 
 
 @pytest.mark.parametrize("stream", [True, False], ids=["streamed", "whole"])
-@pytest.mark.parametrize("kind", ["azure", "bedrock", "vertex"])
+@pytest.mark.parametrize("kind", ["azure", "bedrock", "vertex", "vertex-claude"])
 def test_throttling_falls_back_to_another_admitted_endpoint(
     client: openai.OpenAI, gateway: Gateway, kind: str, stream: bool
 ) -> None:
@@ -179,7 +182,7 @@ def test_a_throttling_event_before_any_content_falls_back(client: openai.OpenAI)
     [("azure-model", "error_event"), ("bedrock-model", "error_event"),
      ("bedrock-model", "crc"), ("bedrock-model", "truncated"),
      ("vertex-model", "error_event"), ("vertex-model", "malformed"),
-     ("vertex-model", "truncated")],
+     ("vertex-model", "truncated"), ("vertex-claude-model", "overloaded_event")],
 )  # fmt: skip
 def test_a_broken_stream_ends_with_an_error_not_done(
     client: openai.OpenAI, model: str, fault: str
@@ -294,7 +297,7 @@ def test_azure_content_filter_refusal_is_a_400_with_its_code(client: openai.Open
     assert raised.value.code == "content_filter"
 
 
-@pytest.mark.parametrize("model", ["bedrock-model", "vertex-model"])
+@pytest.mark.parametrize("model", ["bedrock-model", "vertex-model", "vertex-claude-model"])
 def test_an_error_quoting_the_prompt_is_scrubbed(client: openai.OpenAI, model: str) -> None:
     prompt = "the quarterly figures of project nightingale are confidential"
     with pytest.raises(openai.BadRequestError) as raised:
@@ -345,3 +348,47 @@ def _tokens(fake: FakeUpstream) -> int:
             "counters"
         ]
     return counters.get("tokens", 0)
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["streamed", "whole"])
+def test_claude_on_vertex_overloaded_falls_back(
+    client: openai.OpenAI, gateway: Gateway, stream: bool
+) -> None:
+    messages: Any = [{"role": "user", "content": "hi"}]
+    if stream:
+        chunks = list(client.chat.completions.create(model="vertex-claude-overloaded",
+                                                     stream=True, messages=messages))  # fmt: skip
+        routing = next(c.model_extra["llmeu"] for c in chunks if "llmeu" in (c.model_extra or {}))
+        text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    else:
+        completion = client.chat.completions.create(model="vertex-claude-overloaded",
+                                                    messages=messages)  # fmt: skip
+        routing = (completion.model_extra or {})["llmeu"]
+        text = completion.choices[0].message.content or ""
+    assert text == "tok0 tok1 tok2 tok3 "
+    assert (routing["endpoint_id"], routing["inference_region"]) == (
+        "vertex-claude-spare", "europe-west1")  # fmt: skip
+    attempts = _trace(gateway, routing["trace_id"])["attempts"]
+    assert [(a["endpoint_id"], a["outcome"]) for a in attempts] == [
+        ("vertex-claude-529", "failed"), ("vertex-claude-spare", "served")]  # fmt: skip
+    assert "529" in str(attempts[0]) or "overloaded" in str(attempts[0]).lower()
+
+
+def test_claude_on_vertex_refreshes_an_expired_token_and_retries_once(
+    client: openai.OpenAI, fakes: NativeFakes
+) -> None:
+    client.chat.completions.create(
+        model="vertex-claude-model", messages=[{"role": "user", "content": "a"}]
+    )
+    before = _tokens(fakes.vertex)
+    completion = client.chat.completions.create(
+        model="vertex-claude-model",
+        messages=[{"role": "user", "content": "b [[fault=expire_token]]"}],
+    )
+    assert completion.choices[0].message.content == "tok0 tok1 tok2 tok3 "
+    assert _tokens(fakes.vertex) == before + 1
+    calls = [s for s in fakes.vertex.stats() if s["path"] != "/token"]
+    assert [s["status"] for s in calls[-2:]] == [401, 200]
+    path = calls[-1]["path"]
+    assert "/locations/europe-west1/publishers/anthropic/models/claude-test" in path
+    assert path.endswith(":rawPredict")

@@ -40,6 +40,16 @@ def test_vertex_gets_its_regional_url_project_and_key_file() -> None:
         "acme", "/etc/llmeu/sa.json")  # fmt: skip
 
 
+def test_claude_on_vertex_gets_the_regional_url_project_and_key_file() -> None:
+    text = one("vertex_anthropic", "    region: europe-west1\n    project: acme\n"
+                                   "    credentials_file: /etc/llmeu/sa.json\n")  # fmt: skip
+    (endpoint,) = parse_endpoints(text)
+    assert endpoint.kind is EndpointKind.VERTEX_ANTHROPIC
+    assert endpoint.base_url == "https://europe-west1-aiplatform.googleapis.com"
+    assert (endpoint.upstream.region, endpoint.upstream.project) == ("europe-west1", "acme")
+    assert endpoint.upstream.credentials_file == "/etc/llmeu/sa.json"
+
+
 def test_azure_deployment_with_an_unquoted_api_version() -> None:
     text = one("azure_openai", "    base_url: https://acme.openai.azure.com\n"
                "    api_key_env: AZ_KEY\n    deployment: gpt-4o-eu\n    api_version: 2024-10-21\n")  # fmt: skip
@@ -52,6 +62,12 @@ def test_azure_deployment_with_an_unquoted_api_version() -> None:
 REFUSED = [
     pytest.param("bedrock", "", "region", "needs `region`", id="bedrock-without-region"),
     pytest.param("vertex", "    project: p\n", "region", "needs `region`", id="vertex-no-region"),
+    pytest.param("vertex_anthropic", "    project: p\n", "region", "needs `region`",
+                 id="vertex-anthropic-no-region"),
+    pytest.param("vertex_anthropic", "    region: europe-west1\n    deployment: d\n",
+                 "deployment", "applies to", id="deployment-on-vertex-anthropic"),
+    pytest.param("vertex_anthropic", "    region: europe-west1\n    credentials_file: '{}'\n",
+                 "credentials_file", "never the key itself", id="inline-key-vertex-anthropic"),
     pytest.param("bedrock", "    region: Frankfurt\n", "region", "must look like",
                  id="bad-region"),
     pytest.param("openai", "    base_url: https://x\n    region: eu-west-1\n", "region",

@@ -20,6 +20,14 @@ Directives (`[[...]]` in the last user text, or `;k=v` in the model name):
     fault=error_event     an error object after half the chunks
     fault=malformed       invalid JSON after half the chunks
     fault=truncated       the body ends after half the chunks, without a finishReason
+
+Claude on Vertex (`publishers/anthropic/models/{model}:rawPredict` and
+`:streamRawPredict`) speaks Anthropic's Messages wire, built by
+`tests/support/fake_anthropic.py`: a body with `model`, or without
+`"anthropic_version": "vertex-2023-10-16"`, is refused with Anthropic's 400.
+Besides `chunks`, `delay`, `tools`, `fault=status_429` and `fault=expire_token`
+above, `fault=status_529` answers Anthropic's `overloaded_error` and
+`fault=overloaded_event` sends it as an `error` event after half the deltas.
 """
 
 from __future__ import annotations
@@ -36,9 +44,11 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
+from tests.support.fake_anthropic import block_delta, error, message, sse, usage
 from tests.support.fake_http import Reply, Request, State, arguments, directives, run
 
 ARGUMENTS = {"city": "Paris"}
+VERTEX_ANTHROPIC_VERSION = "vertex-2023-10-16"
 UNAUTHENTICATED = {"error": {"code": 401, "status": "UNAUTHENTICATED",
                              "message": "Request had invalid authentication credentials."}}  # fmt: skip
 
@@ -57,11 +67,20 @@ class FakeVertex:
         model = request.path.rsplit("/", 1)[-1].split(":")[0]
         texts = []
         try:
-            for content in request.json().get("contents", []):
+            body = request.json()
+            for content in body.get("contents", []):
                 texts.extend(str(p.get("text", "")) for p in content.get("parts", []))
+            for turn in body.get("messages", []):  # Claude on Vertex
+                content = turn.get("content")
+                if isinstance(content, list):
+                    content = " ".join(str(b.get("text", "")) for b in content)
+                texts.append(str(content or ""))
         except (ValueError, AttributeError):
             pass
-        return directives(model, texts[-1:])
+        found = directives(model, texts[-1:])
+        if "/publishers/anthropic/" in request.path:
+            found.setdefault("chunks", "4")
+        return found
 
     async def handle(self, request: Request, reply: Reply, state: State) -> None:
         if request.path == "/token":
@@ -89,7 +108,9 @@ class FakeVertex:
             error = {"code": 429, "status": "RESOURCE_EXHAUSTED", "message": "Quota exceeded."}
             await reply.json(429, {"error": error})
             return
-        if request.path.endswith(":streamGenerateContent") and request.query == "alt=sse":
+        if "/publishers/anthropic/" in request.path:
+            await self.anthropic(request, d, reply)
+        elif request.path.endswith(":streamGenerateContent") and request.query == "alt=sse":
             await self.stream(d, reply)
         elif request.path.endswith(":generateContent"):
             await reply.json(200, self.whole(d))
@@ -174,6 +195,59 @@ class FakeVertex:
             last["usageMetadata"] = {"promptTokenCount": 11, "candidatesTokenCount": n,
                                      "totalTokenCount": 11 + n}  # fmt: skip
             await send(last)
+            await reply.end()
+        except ConnectionError:
+            reply.keep_alive = False
+
+    async def anthropic(self, request: Request, d: dict[str, str], reply: Reply) -> None:
+        body = request.json()
+        if "model" in body or body.get("anthropic_version") != VERTEX_ANTHROPIC_VERSION:
+            await reply.json(400, error("invalid_request_error",
+                                        "model must be in the URL; anthropic_version: "
+                                        f"{VERTEX_ANTHROPIC_VERSION} is required"))  # fmt: skip
+            return
+        if d.get("fault") == "status_529":
+            await reply.json(529, error("overloaded_error", "Overloaded"))
+        elif request.path.endswith(":streamRawPredict"):
+            await self.anthropic_stream(body, d, reply)
+        elif request.path.endswith(":rawPredict"):
+            await reply.json(200, message(body, d))
+        else:
+            await reply.json(404, {"error": {"code": 404, "message": "not found"}})
+
+    async def anthropic_stream(self, body: dict[str, Any], d: dict[str, str], reply: Reply) -> None:
+        n = int(d["chunks"])
+        delay = float(d.get("delay", "0")) / 1000
+        tools = d.get("tools") == "1"
+        await reply.start("text/event-stream")
+        try:
+            start = message(body, d, empty=True)
+            await reply.chunk(sse("message_start", {"type": "message_start", "message": start}))
+            await reply.chunk(sse("ping", {"type": "ping"}))
+            block = ({"type": "tool_use", "id": "toolu_fake1", "name": "get_weather",
+                      "input": {}} if tools else {"type": "text", "text": ""})  # fmt: skip
+            await reply.chunk(sse("content_block_start", {"type": "content_block_start",
+                                                          "index": 0, "content_block": block}))  # fmt: skip
+            arguments = json.dumps(ARGUMENTS)
+            for i in range(n):
+                if delay:
+                    await asyncio.sleep(delay)
+                if d.get("fault") == "overloaded_event" and i == n // 2:
+                    await reply.chunk(sse("error", error("overloaded_error", "Overloaded")))
+                    await reply.end()
+                    return
+                if tools:
+                    piece = arguments[i * len(arguments) // n : (i + 1) * len(arguments) // n]
+                    delta = {"type": "input_json_delta", "partial_json": piece}
+                else:
+                    delta = {"type": "text_delta", "text": f"tok{i} "}
+                await reply.chunk(block_delta(0, delta))
+            await reply.chunk(sse("content_block_stop", {"type": "content_block_stop", "index": 0}))
+            reason = "tool_use" if tools else "end_turn"
+            await reply.chunk(sse("message_delta", {"type": "message_delta",
+                "delta": {"stop_reason": reason, "stop_sequence": None},
+                "usage": usage(d, n)}))  # fmt: skip
+            await reply.chunk(sse("message_stop", {"type": "message_stop"}))
             await reply.end()
         except ConnectionError:
             reply.keep_alive = False

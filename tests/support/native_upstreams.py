@@ -1,7 +1,8 @@
 """The three native fake upstreams as real processes, and a gateway configuration that uses them.
 
 `NativeFakes.start(tmp)` starts fake Azure OpenAI, Bedrock and Vertex (with a
-freshly generated service-account key whose token URI is the fake Vertex)
+freshly generated service-account key whose token URI is the fake Vertex,
+which also serves Claude on Vertex for the `vertex_anthropic` kind)
 and `config()` gives `llmeu serve` a configuration with, per kind, a normal
 endpoint, a throttling one tried first for `<kind>-fallback`, and their
 aliases; `environ()` the variables holding their credentials.
@@ -108,8 +109,12 @@ class NativeFakes:
 
         azure = f"    base_url: {url(self.azure)}\n    api_key_env: AZURE_TEST_KEY\n"
         bedrock = f"    base_url: {url(self.bedrock)}\n    region: eu-central-1\n"
-        vertex = (f"    base_url: {url(self.vertex)}\n    region: europe-west4\n"
-                  f"    project: llmeu-test\n    credentials_file: {self.key_file}\n")  # fmt: skip
+
+        def google(region: str) -> str:
+            return (f"    base_url: {url(self.vertex)}\n    region: {region}\n"
+                    f"    project: llmeu-test\n    credentials_file: {self.key_file}\n")  # fmt: skip
+
+        vertex = google("europe-west4")
         endpoints = [
             endpoint("azure-swedencentral-gpt", "azure_openai", "gpt-4o", "azure-model",
                      "swedencentral", azure + "    deployment: gpt-4o-eu\n"
@@ -139,6 +144,16 @@ class NativeFakes:
                      "europe-west1", vertex),
             endpoint("vertex-spare", "vertex", "gemini-test", "vertex-fallback",
                      "europe-west4", vertex, priority=20),
+            endpoint("vertex-europe-west1-claude", "vertex_anthropic", "claude-test@20250101",
+                     "vertex-claude-model", "europe-west1", google("europe-west1")),
+            endpoint("vertex-claude-throttled", "vertex_anthropic", "fake;fault=status_429",
+                     "vertex-claude-fallback", "europe-west4", vertex),
+            endpoint("vertex-claude-529", "vertex_anthropic", "fake;fault=status_529",
+                     "vertex-claude-overloaded", "europe-west4", vertex),
+            endpoint("vertex-claude-spare", "vertex_anthropic", "claude-test@20250101",
+                     "vertex-claude-fallback, vertex-claude-overloaded", "europe-west1",
+                     google("europe-west1"),
+                     priority=20),
             endpoint("vertex-unreadable-key", "vertex", "gemini-test", "vertex-broken",
                      "europe-west4", f"    base_url: {url(self.vertex)}\n    region: europe-west4\n"
                      "    credentials_file: /nonexistent/sa.json\n"),
