@@ -14,21 +14,28 @@ batch's rows to the hash chain inside its transaction — against the same
 statements without the chain, alternating in one run, batches of 1 and of 16
 traces; and what every call pays besides (the digests of its request body and
 of its answer). Prints the difference per trace and the ratio.
+
+Then the head: the CPU per final trace, written alone, of a store that reads the chain
+head in every transaction against one that moves on from the head it wrote last
+(`llmeu.ledger.chaining.ChainTail`), on SQLite and, with `--postgres`, on a throwaway
+PostgreSQL database at 127.0.0.1:5432 (bench/pgdb.py).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import hashlib
 import json
 import statistics
 import tempfile
 import time
 import timeit
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
+import pgdb
 from llmeu.calls.record import Attempt, CallStatus, TraceRecord, new_trace_id
 from llmeu.evidence import (
     GENESIS,
@@ -41,6 +48,8 @@ from llmeu.evidence import (
     verify_receipt,
 )
 from llmeu.evidence.chain import chain_metadata
+from llmeu.ledger.database import Database
+from llmeu.ledger.postgres import PostgresDatabase
 from llmeu.ledger.sqlite import SqliteDatabase
 from llmeu.ledger.store import Store, trace_row
 
@@ -97,6 +106,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--number", type=int, default=2000)
     parser.add_argument("--ledger-batches", type=int, default=200)
+    parser.add_argument("--postgres", action="store_true", help="also the head on PostgreSQL")
     args = parser.parse_args()
 
     key = SigningKey.generate()
@@ -120,6 +130,7 @@ def main() -> None:
         number = max(args.number // 10, 1) if name.startswith("verify") else args.number
         print(f"{per_call_us(function, number, args.rounds):9.1f} µs  {name}")
     ledger_report(args.ledger_batches, args.rounds, args.number)
+    head_report(args.ledger_batches, args.rounds, args.postgres)
 
 
 def record() -> TraceRecord:
@@ -192,6 +203,52 @@ def ledger_report(batches: int, rounds: int, number: int) -> None:
               f"{chained:7.1f} µs with it: +{chained - plain:5.1f} µs "
               f"({chained / plain:.2f}x)")  # fmt: skip
     print(f"  every call also hashes its request body and answer: {digests:.1f} µs")
+
+
+@contextlib.asynccontextmanager
+async def databases(kind: str, names: tuple[str, ...]) -> AsyncIterator[dict[str, Database]]:
+    """One fresh ledger per name, migrated: SQLite files, or PostgreSQL databases."""
+    with tempfile.TemporaryDirectory() as directory, contextlib.ExitStack() as stack:
+        opened: dict[str, Database] = {}
+        for name in names:
+            if kind == "sqlite":
+                opened[name] = SqliteDatabase(Path(directory) / f"{name}.db")
+            else:
+                url = stack.enter_context(pgdb.temporary_database(suffix=name))
+                opened[name] = PostgresDatabase(url)
+            await opened[name].open()
+        try:
+            yield opened
+        finally:
+            for db in opened.values():
+                await db.close()
+
+
+async def head_cost(kind: str, batches: int) -> tuple[float, float]:
+    """CPU µs per final trace written alone: (head read every time, head remembered)."""
+    async with databases(kind, ("read", "remembered")) as opened:
+        stores = {name: Store(db) for name, db in opened.items()}
+        for store in stores.values():
+            await store.migrate()
+        stores["read"]._chain_tail = None  # type: ignore[assignment]
+        spent = dict.fromkeys(stores, 0.0)
+        for n in range(batches * 2):
+            name = "read" if n % 2 == 0 else "remembered"
+            rows = [trace_row(record())]
+            started = time.process_time()
+            await stores[name].write_traces([], rows)
+            spent[name] += time.process_time() - started
+    return spent["read"] / batches * 1e6, spent["remembered"] / batches * 1e6
+
+
+def head_report(batches: int, rounds: int, postgres: bool) -> None:
+    print(f"\nthe chain head, CPU per final trace written alone, median of {rounds} runs:")
+    for kind in ("sqlite", "postgres") if postgres else ("sqlite",):
+        runs = [asyncio.run(head_cost(kind, batches)) for _ in range(rounds)]
+        read = statistics.median(r[0] for r in runs)
+        remembered = statistics.median(r[1] for r in runs)
+        print(f"  {kind:8s}: {read:7.1f} µs reading the head, {remembered:7.1f} µs remembering "
+              f"it: {remembered - read:+6.1f} µs ({remembered / read:.2f}x)")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -21,9 +21,9 @@ def _psql(sql: str) -> None:
 
 
 @contextlib.contextmanager
-def temporary_database() -> Iterator[str]:
+def temporary_database(suffix: str = "") -> Iterator[str]:
     """Yield the URL of a fresh database; it is dropped on exit."""
-    name = f"llmeu_bench_{os.getpid()}"
+    name = f"llmeu_bench_{os.getpid()}" + (f"_{suffix}" if suffix else "")
     _psql(f"DROP DATABASE IF EXISTS {name}")
     _psql(f"CREATE DATABASE {name}")
     try:

@@ -11,6 +11,14 @@ row, so there is one chain, in commit order, without gaps: a database
 sequence would leave a gap at every rolled-back transaction, and a gap means
 "deleted" to the verifier.
 
+A process that moved the head last need not read it again: it remembers the
+head it wrote (`ChainTail`), reads the unchained ids first and moves the head
+with `UPDATE … WHERE seq = ? AND link = ?` — which takes the same row lock on
+PostgreSQL. When another process (or a rolled-back transaction) moved it since,
+nothing is updated and the transaction goes the locked way above, from the head
+read. The head's link names the whole chain before it, so a head that matches
+is the head this process wrote, committed.
+
 Picking up every unchained final row, rather than the rows this transaction
 wrote, also chains final rows written before the chain existed (migration 3)
 the first time anything is written after it.
@@ -37,6 +45,10 @@ _CHAINED_SELECT = ", ".join(CHAINED_COLUMNS)
 _SET_LINK = "UPDATE traces SET chain_seq = ?, chain_link = ? WHERE trace_id = ?"
 _MOVE_HEAD = "UPDATE chain_head SET seq = ?, link = ?, trace_id = ? WHERE head_id = 1"
 _HEAD = "SELECT seq, link, trace_id FROM chain_head WHERE head_id = 1"
+_MOVE_HEAD_FROM = (
+    "UPDATE chain_head SET seq = ?, link = ?, trace_id = ? "
+    "WHERE head_id = 1 AND seq = ? AND link = ? RETURNING seq"
+)
 # Columns a verifier reads: the chained ones, the row's place, and whether its metadata
 # was purged (then its link is taken as given).
 VERIFY_COLUMNS = (*CHAINED_COLUMNS, "chain_seq", "chain_link", "metadata_purged_at")
@@ -52,8 +64,24 @@ _UNCHAINED_IDS = f"SELECT trace_id {_UNCHAINED_WHERE}"
 _UNCHAINED = f"SELECT {_CHAINED_SELECT} {_UNCHAINED_WHERE}"
 
 
+class ChainTail:
+    """The chain head this process wrote last, as a guess of the head at its next write.
+
+    Set inside the transaction that moves the head, before it commits: a guess that
+    turns out wrong (rolled back, or moved by another process) only costs the locked
+    read the head would have needed anyway."""
+
+    __slots__ = ("head",)
+
+    def __init__(self) -> None:
+        self.head: ChainLink | None = None
+
+
 def chain_final_rows(
-    dialect: Dialect, settled_before: float, written: Mapping[str, Row] | None = None
+    dialect: Dialect,
+    settled_before: float,
+    written: Mapping[str, Row] | None = None,
+    tail: ChainTail | None = None,
 ) -> Followup:
     """The end of a transaction that may have made rows final: link them to the head.
 
@@ -64,12 +92,16 @@ def chain_final_rows(
     never among those ids. Any other unchained row (a call found `interrupted`, a row
     written before the chain existed) sends the whole batch through a full read.
 
+    With a `tail` that knows the head, and only rows of `written` to chain, the head is
+    not read: it is moved on from the remembered one if it is still there.
+
     An `interrupted` row joins the chain once it was marked before `settled_before`:
     until then the call's own process, judged stopped while only slow, may still
     record how the call ended (`Store.write_traces` replaces the row).
     """
     known = written or {}
     full_read = ((_UNCHAINED, (settled_before,)),)
+    ids_read = (_UNCHAINED_IDS, (settled_before,))
 
     def link(read: list[list[Row]]) -> list[Statement] | Followup:
         heads, ids = read
@@ -77,20 +109,52 @@ def chain_final_rows(
             return []
         head = _head(heads)
         if all(row["trace_id"] in known for row in ids):
-            return _link_rows(head, [known[row["trace_id"]] for row in ids])
-        return Followup(full_read, lambda rows: _link_rows(head, rows[0]))
+            return _link_rows(head, [known[row["trace_id"]] for row in ids], tail)
+        return Followup(full_read, lambda rows: _link_rows(head, rows[0], tail))
 
-    reads = ((_HEAD + dialect.lock_row, ()), (_UNCHAINED_IDS, (settled_before,)))
-    return Followup(reads=reads, build=link)
+    locked = Followup(reads=((_HEAD + dialect.lock_row, ()), ids_read), build=link)
+    if tail is None or tail.head is None or not known:
+        return locked
+    remembered, guess = tail, tail.head
+
+    def move_on(read: list[list[Row]]) -> list[Statement] | Followup:
+        ids = read[0]
+        if not ids:
+            return []
+        if not all(row["trace_id"] in known for row in ids):
+            return locked
+        links, head = _links(guess, [known[row["trace_id"]] for row in ids])
+        moved = (_MOVE_HEAD_FROM, (head.seq, head.link, head.trace_id, guess.seq, guess.link))
+
+        def moved_or_locked(read: list[list[Row]]) -> list[Statement] | Followup:
+            if not read[0]:  # the head moved since this process wrote it
+                return locked
+            remembered.head = head
+            return [(_SET_LINK, links)]
+
+        return Followup(reads=(moved,), build=moved_or_locked)
+
+    return Followup(reads=(ids_read,), build=move_on)
 
 
-def _link_rows(head: ChainLink, rows: Sequence[Mapping[str, Any]]) -> list[Statement]:
-    if not rows:
-        return []
+def _links(
+    head: ChainLink, rows: Sequence[Mapping[str, Any]]
+) -> tuple[list[tuple[int, str, Any]], ChainLink]:
     links = []
     for row in rows:
         head = head.next(row)
         links.append((head.seq, head.link, row["trace_id"]))
+    return links, head
+
+
+def _link_rows(
+    head: ChainLink, rows: Sequence[Mapping[str, Any]], tail: ChainTail | None = None
+) -> list[Statement]:
+    if not rows:
+        return []
+    links, head = _links(head, rows)
+    if tail is not None:
+        tail.head = head
     return [(_SET_LINK, links), (_MOVE_HEAD, [(head.seq, head.link, head.trace_id)])]
 
 

@@ -11,7 +11,7 @@ from typing import Any
 from llmeu.calls.record import TraceRecord
 from llmeu.errors import DatabaseError, DatabaseUnavailable
 from llmeu.ledger.api_keys import ApiKey
-from llmeu.ledger.chaining import chain_final_rows
+from llmeu.ledger.chaining import ChainTail, chain_final_rows
 from llmeu.ledger.database import Database, Followup, Row, Statement
 from llmeu.ledger.migrations import CREATE_MIGRATIONS_TABLE, MIGRATIONS
 from llmeu.ledger.views import (
@@ -101,6 +101,7 @@ class Store:
         takes it as it is (`llmeu.ledger.chaining`)."""
         self.db = db
         self.interrupted_settle_seconds = interrupted_settle_seconds
+        self._chain_tail = ChainTail()
         dialect = db.dialect
         self._begin_trace = _INSERT_TRACE + dialect.keep_existing("trace_id")
         # A finished trace replaces its in-progress row; it never overwrites another
@@ -115,7 +116,7 @@ class Store:
 
     def _chain(self, now: float, written: dict[str, Row] | None = None) -> Followup:
         settled_before = now - self.interrupted_settle_seconds
-        return chain_final_rows(self.db.dialect, settled_before, written)
+        return chain_final_rows(self.db.dialect, settled_before, written, self._chain_tail)
 
     @property
     def shared(self) -> bool:

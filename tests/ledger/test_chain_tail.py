@@ -1,0 +1,81 @@
+"""A process moves the chain head on from the head it wrote last, without reading it, and
+takes the locked way whenever that head is not the head any more: the chain stays one
+chain, in commit order, without gaps, on SQLite and on PostgreSQL."""
+
+from __future__ import annotations
+
+from llmeu.calls.record import CallStatus
+from llmeu.evidence.chain import GENESIS, ChainLink
+from llmeu.ledger.chaining import ChainTail, chain_final_rows, chain_head, chained_rows
+from llmeu.ledger.database import Database
+from llmeu.ledger.sqlite import SQLITE
+from llmeu.ledger.store import _TRACE_COLUMNS, Store, trace_row
+from tests.ledger.conftest import trace, write
+
+
+async def assert_one_chain(db: Database, ids: list[str]) -> None:
+    """Every final row in `ids` order, each linked to the one before, and the head on the last."""
+    head = GENESIS
+    rows = await chained_rows(db)
+    assert [r["trace_id"] for r in rows] == ids
+    for row in rows:
+        head = head.next(row)
+        assert (row["chain_seq"], row["chain_link"]) == (head.seq, head.link)
+    assert await chain_head(db) == head
+
+
+def test_a_remembered_head_spares_the_head_read() -> None:
+    tail, written = ChainTail(), {"trc_a": trace_row_of("trc_a")}
+    first = chain_final_rows(SQLITE, 0.0, written, tail)
+    assert any("chain_head" in sql for sql, _ in first.reads)  # nothing remembered yet
+    tail.head = ChainLink(3, "ab" * 32, "trc_z")
+    later = chain_final_rows(SQLITE, 0.0, written, tail)
+    assert not any("chain_head" in sql for sql, _ in later.reads)
+    without_rows = chain_final_rows(SQLITE, 0.0, {}, tail)  # chain_pending: always locked
+    assert any("chain_head" in sql for sql, _ in without_rows.reads)
+
+
+def trace_row_of(trace_id: str) -> dict[str, object]:
+    return dict(zip(_TRACE_COLUMNS, trace_row(trace(trace_id=trace_id)), strict=True))
+
+
+async def test_two_writers_alternating_make_one_chain(store: Store) -> None:
+    other = Store(store.db)  # another process: its own remembered head
+    ids: list[str] = []
+    for n in range(6):
+        batch = [trace() for _ in range(1 + n % 3)]
+        await write(store if n % 2 == 0 else other, *batch)
+        ids += [r.trace_id for r in batch]
+    await write(store, (last := trace()))
+    await write(store, (again := trace()))  # the head is this store's own again
+    await assert_one_chain(store.db, [*ids, last.trace_id, again.trace_id])
+    assert store._chain_tail.head == await chain_head(store.db)
+
+
+async def test_a_head_that_was_never_committed_is_not_trusted(store: Store) -> None:
+    first = trace()
+    await write(store, first)
+    head = await chain_head(store.db)
+    # What a rolled-back transaction leaves remembered: the right place, another link.
+    store._chain_tail.head = ChainLink(head.seq, "f" * 64, "trc_rolled_back")
+    second = trace()
+    await write(store, second)
+    store._chain_tail.head = ChainLink(head.seq + 5, "e" * 64, "trc_ahead")
+    third = trace()
+    await write(store, third)
+    await assert_one_chain(store.db, [first.trace_id, second.trace_id, third.trace_id])
+
+
+async def test_rows_of_others_go_the_locked_way_with_a_remembered_head(store: Store) -> None:
+    mine = trace()
+    await write(store, mine)
+    interrupted = trace(CallStatus.INTERRUPTED)
+    interrupted.finished_at = 1.0  # settled long ago: any write chains it
+    await store.db.transaction([(store._finish_trace, [trace_row(interrupted)])])
+    after = trace()
+    await write(store, after)
+    chained = [r["trace_id"] for r in await chained_rows(store.db)]
+    assert chained[0] == mine.trace_id and sorted(chained[1:]) == sorted(
+        [interrupted.trace_id, after.trace_id]
+    )
+    await assert_one_chain(store.db, chained)
