@@ -100,8 +100,10 @@ def _payment_card(d: str) -> bool:
     return d[0] in "23456" and _luhn(d) and luhn.is_valid(d)
 
 
+Table = dict[int, tuple[tuple[Detector, Check, frozenset[str]], ...]]
+
 # By number of digits, in the order tried, with the marks each published format uses.
-BY_LENGTH: dict[int, tuple[tuple[Detector, Check, frozenset[str]], ...]] = {
+BY_LENGTH: Table = {
     9: (
         (Detector.NL_BSN, _nl_bsn, frozenset(" .")),
         (Detector.PT_NIF, _pt_nif, frozenset(" ")),
@@ -131,20 +133,21 @@ def identifiers(
     text: str, form: bytes, detectors: frozenset[Detector]
 ) -> Iterator[tuple[Detector, int, int]]:
     """(detector, start, end) of each digit-only identifier of `detectors` in `text`."""
+    table = _by_length(detectors)
     for start, end in candidates(RUN, form, _NOT_AFTER):
         run = text[start:end]
         if run.isdigit():  # the common case: one plain number
-            found = _identify(run, _NO_MARKS, detectors)
+            found = _identify(run, _NO_MARKS, table)
             if found is not None:
                 yield found, start, end
             continue
         if _WINDOW.search(form, start, end) is None:  # `2024-01-15 12`: no window is long enough
             continue
-        for found, a, b in _in_run(run, detectors):
+        for found, a, b in _in_run(run, table):
             yield found, start + a, start + b
 
 
-def _in_run(run: str, detectors: frozenset[Detector]) -> Iterator[tuple[Detector, int, int]]:
+def _in_run(run: str, table: Table) -> Iterator[tuple[Detector, int, int]]:
     """Windows of whole groups, longest first; a hit consumes its groups. A window never
     joins groups by spaces and by other marks both (`2024-01-15 12` are two numbers)."""
     spans = [(m.start(), m.end()) for m in _DIGITS.finditer(run)]
@@ -155,7 +158,7 @@ def _in_run(run: str, detectors: frozenset[Detector]) -> Iterator[tuple[Detector
         sums.append(sums[-1] + len(part))
     i = 0
     while i < len(parts):
-        hit = _longest(parts, marks, sums, i, detectors)
+        hit = _longest(parts, marks, sums, i, table)
         if hit is None:
             i += 1
             continue
@@ -165,15 +168,15 @@ def _in_run(run: str, detectors: frozenset[Detector]) -> Iterator[tuple[Detector
 
 
 def _longest(
-    parts: list[str], marks: list[str], sums: list[int], i: int, detectors: frozenset[Detector]
+    parts: list[str], marks: list[str], sums: list[int], i: int, table: Table
 ) -> tuple[Detector, int] | None:
     """The longest window of groups from `i` that is an identifier, and where it ends."""
     for j in range(_reach(marks, i, min(len(parts), i + _MAX_GROUPS)), i, -1):
         length = sums[j] - sums[i]
         if length < _SHORTEST:
             return None
-        if length in BY_LENGTH:
-            found = _identify("".join(parts[i:j]), frozenset(marks[i : j - 1]), detectors)
+        if length in table:
+            found = _identify("".join(parts[i:j]), frozenset(marks[i : j - 1]), table)
             if found is not None:
                 return found, j
     return None
@@ -188,19 +191,15 @@ def _reach(marks: list[str], i: int, limit: int) -> int:
     return j
 
 
-def _identify(
-    digits: str, marks: frozenset[str], detectors: frozenset[Detector]
-) -> Detector | None:
-    for detector, check, allowed in _by_length(detectors).get(len(digits), ()):
+def _identify(digits: str, marks: frozenset[str], table: Table) -> Detector | None:
+    for detector, check, allowed in table.get(len(digits), ()):
         if marks <= allowed and check(digits):
             return detector
     return None
 
 
 @lru_cache(maxsize=64)
-def _by_length(
-    detectors: frozenset[Detector],
-) -> dict[int, tuple[tuple[Detector, Check, frozenset[str]], ...]]:
+def _by_length(detectors: frozenset[Detector]) -> Table:
     """`BY_LENGTH` narrowed to `detectors`, once per set a policy has."""
     narrowed = {
         n: tuple(row for row in rows if row[0] in detectors) for n, rows in BY_LENGTH.items()
