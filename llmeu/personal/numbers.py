@@ -26,12 +26,12 @@ from stdnum.pt import nif
 from stdnum.se import personnummer
 
 from llmeu.personal.rules import Detector
-from llmeu.personal.shape import WORD, candidates
 
 Check = Callable[[str], bool]
 
-RUN = re.compile(rb"9(?<!99)(?:[ .-]?9){8,}(?![Aa9_])")
-_NOT_AFTER = WORD | frozenset(b".+/-")
+# Not after a word's character nor after `.+/-` (a decimal, a signed or a slashed number):
+# a look-behind, so the whole text is one `finditer` in the regex engine.
+RUN = re.compile(rb"9(?<![Aa9_?.+/-]9)(?:[ .-]?9){8,}(?![Aa9_])")
 _DIGITS = re.compile(r"\d+")
 # Nine digits joined the way one window may join them: by dots and dashes, or by spaces.
 _WINDOW = re.compile(rb"9(?:[.-]?9){8}|9(?: ?9){8}")
@@ -134,7 +134,8 @@ def identifiers(
 ) -> Iterator[tuple[Detector, int, int]]:
     """(detector, start, end) of each digit-only identifier of `detectors` in `text`."""
     table = _by_length(detectors)
-    for start, end in candidates(RUN, form, _NOT_AFTER):
+    for match in RUN.finditer(form):
+        start, end = match.span()
         run = text[start:end]
         if run.isdigit():  # the common case: one plain number
             found = _identify(run, _NO_MARKS, table)
