@@ -74,11 +74,16 @@ def _se_personnummer(d: str) -> bool:
 
 
 def _pl_pesel(d: str) -> bool:
+    if int(d[2:4]) % 20 not in range(1, 13):  # the birth month, before the weighted sum
+        return False
     check = (10 - _weighted(d, (1, 3, 7, 9, 1, 3, 7, 9, 1, 3)) % 10) % 10
-    return check == int(d[10]) and int(d[2:4]) % 20 in range(1, 13) and pesel.is_valid(d)
+    return check == int(d[10]) and pesel.is_valid(d)
 
 
 def _de_steuer_id(d: str) -> bool:
+    """Exactly one of the first ten digits repeats, twice or three times; then the check."""
+    if d[0] == "0" or len(set(d[:10])) not in (8, 9):
+        return False
     product = 10
     for digit in d[:10]:
         total = (int(digit) + product) % 10 or 10
