@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from functools import lru_cache
+from operator import mul
 
 from stdnum import luhn
 from stdnum.at import vnr
@@ -40,7 +41,7 @@ _NO_MARKS: frozenset[str] = frozenset()
 
 
 def _weighted(digits: str, weights: tuple[int, ...]) -> int:
-    return sum(int(d) * w for d, w in zip(digits, weights, strict=False))
+    return sum(map(mul, map(int, digits), weights))  # stops at the shorter, like zip
 
 
 _DOUBLED = str.maketrans("0123456789", "0246813579")
