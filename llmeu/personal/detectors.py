@@ -38,7 +38,8 @@ Validator = Callable[[str], bool]
 _IBAN = re.compile(rb"AA99[A9]{0,30}(?: [A9]{1,4}){0,8}")
 _IPV4_MIDDLE = re.compile(rb"9\.9{1,3}\.9{1,3}\.9")
 _IPV4 = re.compile(r"\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}(?![\w]|\.\d)")
-_IPV6_HINT = re.compile(r":[0-9A-Fa-f]{0,4}:")
+# `::`, or three groups between colons: what every address has and a time of day lacks.
+_IPV6_HINT = re.compile(r"::|:[0-9A-Fa-f]{1,4}:[0-9A-Fa-f]{1,4}:[0-9A-Fa-f]{1,4}:")
 _IPV6 = re.compile(r"[0-9A-Fa-f:]+(?![\w])")
 _EMAIL_LOCAL = re.compile(rb"[Aa9._%+-]{1,64}\Z")
 _EMAIL_DOMAIN = re.compile(rb"[Aa9-]+(?:\.[Aa9-]+)*\.[Aa]{2,}")
@@ -50,6 +51,9 @@ _NIE = re.compile(rb"A-?9999999-?[Aa](?![Aa9_])")
 _AFTER_ADDRESS = WORD | frozenset(b".:")
 _AFTER_PHONE = WORD | frozenset(b"+")
 _HEX_COLON = frozenset("0123456789abcdefABCDEF:")
+_IBAN_DIGITS = str.maketrans(
+    {chr(c): str(c - 55) for c in range(ord("A"), ord("Z") + 1)} | {" ": ""}
+)
 
 
 def find(text: str, detectors: frozenset[Detector]) -> list[Hit]:
@@ -177,13 +181,18 @@ def _ibans(text: str, form: bytes) -> Iterator[Hit]:
     for start, end in candidates(_IBAN, form):
         candidate = text[start:end]
         while len(candidate) >= 15:
-            if iban.is_valid(candidate):
+            if _mod97(candidate) and iban.is_valid(candidate):
                 yield Hit(Detector.IBAN, start, start + len(candidate))
                 break
             cut = candidate.rfind(" ")
             if cut < 0:
                 break
             candidate = candidate[:cut]
+
+
+def _mod97(candidate: str) -> bool:
+    """ISO 7064 mod 97-10 in one integer, before `python-stdnum` checks country and length."""
+    return int((candidate[4:] + candidate[:4]).translate(_IBAN_DIGITS)) % 97 == 1
 
 
 def _without_overlaps(hits: Iterable[Hit]) -> list[Hit]:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
+from functools import lru_cache
+from operator import mul
 
 from stdnum import luhn
 from stdnum.at import vnr
@@ -25,18 +27,30 @@ from stdnum.pt import nif
 from stdnum.se import personnummer
 
 from llmeu.personal.rules import Detector
-from llmeu.personal.shape import WORD, candidates
 
 Check = Callable[[str], bool]
 
-RUN = re.compile(rb"9(?<!99)(?:[ .-]?9){8,}(?![Aa9_])")
-_NOT_AFTER = WORD | frozenset(b".+/-")
+# Not after a word's character nor after `.+/-` (a decimal, a signed or a slashed number):
+# a look-behind, so the whole text is one `finditer` in the regex engine.
+RUN = re.compile(rb"9(?<![Aa9_?.+/-]9)(?:[ .-]?9){8,}(?![Aa9_])")
 _DIGITS = re.compile(r"\d+")
+# Nine digits joined the way one window may join them: by dots and dashes, or by spaces.
+_WINDOW = re.compile(rb"9(?:[.-]?9){8}|9(?: ?9){8}")
 _MAX_GROUPS = 12
+_NO_MARKS: frozenset[str] = frozenset()
 
 
 def _weighted(digits: str, weights: tuple[int, ...]) -> int:
-    return sum(int(d) * w for d, w in zip(digits, weights, strict=False))
+    return sum(map(mul, map(int, digits), weights))  # stops at the shorter, like zip
+
+
+_DOUBLED = str.maketrans("0123456789", "0246813579")
+"""Each digit to the digit sum of its double, as Luhn adds them."""
+
+
+def _luhn(digits: str) -> bool:
+    """The Luhn check in C-speed string steps, before `python-stdnum` parses the number."""
+    return sum(map(int, digits[-1::-2] + digits[-2::-2].translate(_DOUBLED))) % 10 == 0
 
 
 def _nl_bsn(d: str) -> bool:
@@ -56,15 +70,21 @@ def _at_social_security(d: str) -> bool:
 def _se_personnummer(d: str) -> bool:
     date = d[-10:-4]
     month, day = int(date[2:4]), int(date[4:6])
-    return 1 <= month <= 12 and (1 <= day <= 31 or 61 <= day <= 91) and personnummer.is_valid(d)
+    valid_date = 1 <= month <= 12 and (1 <= day <= 31 or 61 <= day <= 91)
+    return valid_date and _luhn(d[-10:]) and personnummer.is_valid(d)
 
 
 def _pl_pesel(d: str) -> bool:
+    if int(d[2:4]) % 20 not in range(1, 13):  # the birth month, before the weighted sum
+        return False
     check = (10 - _weighted(d, (1, 3, 7, 9, 1, 3, 7, 9, 1, 3)) % 10) % 10
-    return check == int(d[10]) and int(d[2:4]) % 20 in range(1, 13) and pesel.is_valid(d)
+    return check == int(d[10]) and pesel.is_valid(d)
 
 
 def _de_steuer_id(d: str) -> bool:
+    """Exactly one of the first ten digits repeats, twice or three times; then the check."""
+    if d[0] == "0" or len(set(d[:10])) not in (8, 9):
+        return False
     product = 10
     for digit in d[:10]:
         total = (int(digit) + product) % 10 or 10
@@ -83,11 +103,13 @@ def _fr_nir(d: str) -> bool:
 
 def _payment_card(d: str) -> bool:
     """Luhn and an issuer prefix (Visa, Mastercard, Amex, Diners, Discover, JCB, Maestro)."""
-    return d[0] in "23456" and luhn.is_valid(d)
+    return d[0] in "23456" and _luhn(d) and luhn.is_valid(d)
 
+
+Table = dict[int, tuple[tuple[Detector, Check, frozenset[str]], ...]]
 
 # By number of digits, in the order tried, with the marks each published format uses.
-BY_LENGTH: dict[int, tuple[tuple[Detector, Check, frozenset[str]], ...]] = {
+BY_LENGTH: Table = {
     9: (
         (Detector.NL_BSN, _nl_bsn, frozenset(" .")),
         (Detector.PT_NIF, _pt_nif, frozenset(" ")),
@@ -117,18 +139,22 @@ def identifiers(
     text: str, form: bytes, detectors: frozenset[Detector]
 ) -> Iterator[tuple[Detector, int, int]]:
     """(detector, start, end) of each digit-only identifier of `detectors` in `text`."""
-    for start, end in candidates(RUN, form, _NOT_AFTER):
+    table = _by_length(detectors)
+    for match in RUN.finditer(form):
+        start, end = match.span()
         run = text[start:end]
         if run.isdigit():  # the common case: one plain number
-            found = _identify(run, frozenset(), detectors)
+            found = _identify(run, _NO_MARKS, table)
             if found is not None:
                 yield found, start, end
             continue
-        for found, a, b in _in_run(run, detectors):
+        if _WINDOW.search(form, start, end) is None:  # `2024-01-15 12`: no window is long enough
+            continue
+        for found, a, b in _in_run(run, table):
             yield found, start + a, start + b
 
 
-def _in_run(run: str, detectors: frozenset[Detector]) -> Iterator[tuple[Detector, int, int]]:
+def _in_run(run: str, table: Table) -> Iterator[tuple[Detector, int, int]]:
     """Windows of whole groups, longest first; a hit consumes its groups. A window never
     joins groups by spaces and by other marks both (`2024-01-15 12` are two numbers)."""
     spans = [(m.start(), m.end()) for m in _DIGITS.finditer(run)]
@@ -139,7 +165,7 @@ def _in_run(run: str, detectors: frozenset[Detector]) -> Iterator[tuple[Detector
         sums.append(sums[-1] + len(part))
     i = 0
     while i < len(parts):
-        hit = _longest(parts, marks, sums, i, detectors)
+        hit = _longest(parts, marks, sums, i, table)
         if hit is None:
             i += 1
             continue
@@ -149,15 +175,15 @@ def _in_run(run: str, detectors: frozenset[Detector]) -> Iterator[tuple[Detector
 
 
 def _longest(
-    parts: list[str], marks: list[str], sums: list[int], i: int, detectors: frozenset[Detector]
+    parts: list[str], marks: list[str], sums: list[int], i: int, table: Table
 ) -> tuple[Detector, int] | None:
     """The longest window of groups from `i` that is an identifier, and where it ends."""
     for j in range(_reach(marks, i, min(len(parts), i + _MAX_GROUPS)), i, -1):
         length = sums[j] - sums[i]
         if length < _SHORTEST:
             return None
-        if length in BY_LENGTH:
-            found = _identify("".join(parts[i:j]), frozenset(marks[i : j - 1]), detectors)
+        if length in table:
+            found = _identify("".join(parts[i:j]), frozenset(marks[i : j - 1]), table)
             if found is not None:
                 return found, j
     return None
@@ -172,10 +198,17 @@ def _reach(marks: list[str], i: int, limit: int) -> int:
     return j
 
 
-def _identify(
-    digits: str, marks: frozenset[str], detectors: frozenset[Detector]
-) -> Detector | None:
-    for detector, check, allowed in BY_LENGTH.get(len(digits), ()):
-        if detector in detectors and marks <= allowed and check(digits):
+def _identify(digits: str, marks: frozenset[str], table: Table) -> Detector | None:
+    for detector, check, allowed in table.get(len(digits), ()):
+        if marks <= allowed and check(digits):
             return detector
     return None
+
+
+@lru_cache(maxsize=64)
+def _by_length(detectors: frozenset[Detector]) -> Table:
+    """`BY_LENGTH` narrowed to `detectors`, once per set a policy has."""
+    narrowed = {
+        n: tuple(row for row in rows if row[0] in detectors) for n, rows in BY_LENGTH.items()
+    }
+    return {n: rows for n, rows in narrowed.items() if rows}
