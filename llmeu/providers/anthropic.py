@@ -21,15 +21,15 @@ import msgspec
 from llmeu.calls.hangup import Hangup
 from llmeu.calls.output import Completion, Delta
 from llmeu.calls.request import ChatRequest
-from llmeu.errors import UpstreamError, UpstreamTimeout
+from llmeu.errors import UpstreamError
 from llmeu.protocol.json_codec import encoder
 from llmeu.protocol.messages_codec import ANTHROPIC_VERSION
 from llmeu.protocol.messages_stream import MessagesEventDecoder
 from llmeu.protocol.messages_upstream import anthropic_request, completion_of
 from llmeu.protocol.sse import ServerSentEvent, SSEDecoder
 from llmeu.providers.base import ChatStream, Provider
-from llmeu.providers.transport import HttpClient, Response, TransportError, TransportTimeout
-from llmeu.providers.upstream_http import HttpUpstream
+from llmeu.providers.transport import HttpClient, Response, TransportError
+from llmeu.providers.upstream_http import HttpUpstream, read_stream_chunk
 from llmeu.routing.catalog import Endpoint
 
 
@@ -169,22 +169,10 @@ class _AnthropicStream(ChatStream):
         return None
 
     async def _read(self) -> bytes | None:
-        timeouts = self._endpoint.timeouts
-        budget = timeouts.first_token if self._first else timeouts.idle
-        remaining = self._deadline - time.monotonic()
-        try:
-            if remaining <= 0:
-                raise TransportTimeout("")
-            chunk = await self._response.read_chunk(min(budget, remaining))
-        except TransportTimeout as error:
-            await self.aclose()
-            message = str(error)
-            if budget >= remaining:
-                message = f"upstream call exceeded its total timeout of {timeouts.total:g} s"
-            raise UpstreamTimeout(message) from None
-        except TransportError as error:
-            await self.aclose()
-            raise UpstreamError(f"upstream stream broke: {error}") from None
+        chunk = await read_stream_chunk(
+            self._response, self._endpoint, first=self._first, deadline=self._deadline,
+            close=self.aclose,
+        )  # fmt: skip
         self._first = False
         return chunk
 

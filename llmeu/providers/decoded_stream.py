@@ -11,16 +11,16 @@ the body ended before the answer did).
 
 from __future__ import annotations
 
-import time
 from abc import abstractmethod
 from collections import deque
 from collections.abc import Iterable
 
 from llmeu.calls.hangup import Hangup
 from llmeu.calls.output import Delta
-from llmeu.errors import UpstreamError, UpstreamTimeout
+from llmeu.errors import UpstreamError
 from llmeu.providers.base import ChatStream
-from llmeu.providers.transport import Response, TransportError, TransportTimeout
+from llmeu.providers.transport import Response
+from llmeu.providers.upstream_http import read_stream_chunk
 from llmeu.routing.catalog import Endpoint
 
 
@@ -77,22 +77,10 @@ class DecodedStream(ChatStream):
         return self._pending.popleft()
 
     async def _read(self) -> bytes | None:
-        timeouts = self._endpoint.timeouts
-        budget = timeouts.first_token if self._first else timeouts.idle
-        remaining = self._deadline - time.monotonic()
-        try:
-            if remaining <= 0:
-                raise TransportTimeout("")
-            chunk = await self._response.read_chunk(min(budget, remaining))
-        except TransportTimeout as error:
-            await self.aclose()
-            message = str(error)
-            if budget >= remaining:
-                message = f"upstream call exceeded its total timeout of {timeouts.total:g} s"
-            raise UpstreamTimeout(message) from None
-        except TransportError as error:
-            await self.aclose()
-            raise UpstreamError(f"upstream stream broke: {error}") from None
+        chunk = await read_stream_chunk(
+            self._response, self._endpoint, first=self._first, deadline=self._deadline,
+            close=self.aclose,
+        )  # fmt: skip
         self._first = False
         return chunk
 

@@ -25,12 +25,12 @@ from llmeu.calls.request import (
     Thinking,
     ToolMessage,
 )
-from llmeu.errors import UpstreamError, UpstreamRejected, UpstreamTimeout
+from llmeu.errors import UpstreamError, UpstreamRejected
 from llmeu.protocol.json_codec import encoder
 from llmeu.protocol.sse import DONE_DATA, ServerSentEvent, SSEDecoder
 from llmeu.providers.base import ChatStream, Provider
-from llmeu.providers.transport import HttpClient, Response, TransportError, TransportTimeout
-from llmeu.providers.upstream_http import Headers, HttpUpstream
+from llmeu.providers.transport import HttpClient, Response, TransportError
+from llmeu.providers.upstream_http import Headers, HttpUpstream, read_stream_chunk
 from llmeu.routing.catalog import Endpoint
 
 _INCLUDE_USAGE = StreamOptions(include_usage=True)
@@ -266,22 +266,10 @@ class _OpenAIChatStream(ChatStream):
         return None
 
     async def _read(self) -> bytes | None:
-        timeouts = self._endpoint.timeouts
-        budget = timeouts.first_token if self._first else timeouts.idle
-        remaining = self._deadline - time.monotonic()
-        try:
-            if remaining <= 0:
-                raise TransportTimeout("")
-            chunk = await self._response.read_chunk(min(budget, remaining))
-        except TransportTimeout as error:
-            await self.aclose()
-            message = str(error)
-            if budget >= remaining:
-                message = f"upstream call exceeded its total timeout of {timeouts.total:g} s"
-            raise UpstreamTimeout(message) from None
-        except TransportError as error:
-            await self.aclose()
-            raise UpstreamError(f"upstream stream broke: {error}") from None
+        chunk = await read_stream_chunk(
+            self._response, self._endpoint, first=self._first, deadline=self._deadline,
+            close=self.aclose,
+        )  # fmt: skip
         self._first = False
         return chunk
 

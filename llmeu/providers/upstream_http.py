@@ -10,7 +10,7 @@ or 422 describes the request itself and is answered as it is.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 import msgspec
 from msgspec import Struct
@@ -155,6 +155,35 @@ class HttpUpstream:
             hangup.unbind(response.abort)
         response.release()
         return b"".join(parts)
+
+
+async def read_stream_chunk(
+    response: Response,
+    endpoint: Endpoint,
+    *,
+    first: bool,
+    deadline: float,
+    close: Callable[[], Awaitable[None]],
+) -> bytes | None:
+    """The next chunk of a streamed answer within its timeouts: first-token for the first
+    read, idle after it, and never past the call's total `deadline`; on a timeout or a
+    broken stream, `close()` the stream and raise the upstream error saying which."""
+    timeouts = endpoint.timeouts
+    budget = timeouts.first_token if first else timeouts.idle
+    remaining = deadline - time.monotonic()
+    try:
+        if remaining <= 0:
+            raise TransportTimeout("")
+        return await response.read_chunk(min(budget, remaining))
+    except TransportTimeout as error:
+        await close()
+        message = str(error)
+        if budget >= remaining:
+            message = f"upstream call exceeded its total timeout of {timeouts.total:g} s"
+        raise UpstreamTimeout(message) from None
+    except TransportError as error:
+        await close()
+        raise UpstreamError(f"upstream stream broke: {error}") from None
 
 
 def _error_hints(response: Response) -> str:
