@@ -91,10 +91,17 @@ class CallLogObserver(CallObserver):
     def call_finished(self, record: TraceRecord) -> None:
         overhead_ms = self._overhead_ms.pop(record.trace_id, None)
         level = logging.WARNING if record.status is CallStatus.FAILED else logging.INFO
-        if not self._log.isEnabledFor(level):
+        logger = self._log
+        if not logger.isEnabledFor(level):
             return
         fields = call_fields(record, overhead_ms)
-        self._log.log(level, "call %s", record.status.value, extra={_FIELDS_ATTRIBUTE: fields})
+        # Made and handled directly: `Logger.log` would walk the stack for a caller's
+        # file and line, always this line, on every call.
+        line = logger.makeRecord(
+            logger.name, level, __file__, 0, "call %s", (record.status.value,), None,
+            extra={_FIELDS_ATTRIBUTE: fields},
+        )  # fmt: skip
+        logger.handle(line)
 
 
 def _escaped_character(match: re.Match[str]) -> str:
@@ -113,14 +120,48 @@ def escape(text: str) -> str:
     return _UNSAFE.sub(_escaped_character, text)
 
 
+# Most values of a call line recur (route, model, provider, policy, key): each is checked
+# once. The cache is cleared when it fills, so client-chosen values cannot grow it.
+_FIELD_VALUES: dict[str, str] = {}
+_FIELD_VALUES_MAX = 4096
+
+
 def field_value(value: object) -> str:
     """A value of a key=value pair: bare when it can be, else quoted with escapes."""
-    if isinstance(value, int | float):
+    if value.__class__ is str:
+        known = _FIELD_VALUES.get(value)
+        if known is not None:
+            return known
+    elif isinstance(value, int | float):
         return str(value)
     text = str(value)
     if _BARE_VALUE.fullmatch(text) and _UNSAFE.search(text) is None:
-        return text
-    return '"' + escape(text.replace("\\", "\\\\").replace('"', '\\"')) + '"'
+        shown = text
+    else:
+        shown = '"' + escape(text.replace("\\", "\\\\").replace('"', '\\"')) + '"'
+    if value.__class__ is str and len(text) <= 128:
+        if len(_FIELD_VALUES) >= _FIELD_VALUES_MAX:
+            _FIELD_VALUES.clear()
+        _FIELD_VALUES[text] = shown
+    return shown
+
+
+def _pairs(fields: dict[str, Any]) -> str:
+    """`key=value ...` of the fields that have a value (one call line: kept tight)."""
+    known = _FIELD_VALUES
+    shown: list[str] = []
+    for key, value in fields.items():
+        if value is None:
+            continue
+        kind = value.__class__
+        if kind is str:
+            text = known.get(value)
+            shown.append(f"{key}={text if text is not None else field_value(value)}")
+        elif kind is int or kind is float or kind is bool:
+            shown.append(f"{key}={value}")
+        else:
+            shown.append(f"{key}={field_value(value)}")
+    return " ".join(shown)
 
 
 def _indented(block: str) -> str:
@@ -160,15 +201,26 @@ class TextFormatter(logging.Formatter):
 
     def __init__(self) -> None:
         super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
+        self._second = -1
+        self._stamp = ""
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+        """As `logging.Formatter`'s, with the date and time formatted once per second."""
+        if datefmt is not None:
+            return super().formatTime(record, datefmt)
+        second = int(record.created)
+        if second != self._second:
+            self._stamp = time.strftime(self.default_time_format, self.converter(record.created))
+            self._second = second
+        return f"{self._stamp},{int(record.msecs):03d}"
 
     def format(self, record: logging.LogRecord) -> str:
         record.message = record.getMessage()
         record.asctime = self.formatTime(record, self.datefmt)
-        line = escape(self.formatMessage(record))
+        line = escape(f"{record.asctime} {record.levelname} {record.name}: {record.message}")
         fields = getattr(record, _FIELDS_ATTRIBUTE, None)
         if isinstance(fields, dict):
-            pairs = " ".join(f"{k}={field_value(v)}" for k, v in fields.items() if v is not None)
-            line = f"{line} {pairs}"
+            line = f"{line} {_pairs(fields)}"
         # Formatted here rather than taken from `record.exc_text`, which another
         # handler's formatter may have filled without indenting it.
         if record.exc_info:

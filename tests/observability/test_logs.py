@@ -346,3 +346,19 @@ def test_serve_writes_json_lines(
         "fakeprov-fr-a",
     )
     assert any(line["logger"].startswith("uvicorn") for line in lines)
+
+
+@pytest.mark.parametrize(("value", "written"), VALUES)
+def test_a_value_seen_before_is_written_the_same_way(value: object, written: str) -> None:
+    """Recurring values are checked once and remembered: the second line must not differ."""
+    assert [field_value(value) for _ in range(3)] == [written] * 3
+
+
+def test_the_text_time_is_the_logging_default() -> None:
+    """The date and time, formatted once per second, read as `logging.Formatter` writes them."""
+    ours, standard = TextFormatter(), logging.Formatter()
+    for created in (1_700_000_000.0, 1_700_000_000.999, 1_700_000_001.5, 1_700_000_000.25):
+        record = record_of("call completed")
+        record.created, record.msecs = created, (created - int(created)) * 1000
+        assert ours.formatTime(record) == standard.formatTime(record)
+        assert ours.formatTime(record, "%H") == standard.formatTime(record, "%H")
