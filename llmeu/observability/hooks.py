@@ -13,7 +13,7 @@ stream's first delta; `call_finished` once, with the final status.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from llmeu.calls.record import Attempt, TraceRecord
 from llmeu.observability.timing import ResponseTiming
@@ -43,39 +43,88 @@ class CallObserver:
         """The call has its final status; its trace is queued for the ledger."""
 
 
+_HOOKS = (
+    "call_started", "attempt_started", "attempt_finished", "response_started", "first_token",
+    "call_finished",
+)  # fmt: skip
+
+
 class Observers:
-    """The observers of a gateway, called in order; failures are contained."""
+    """The observers of a gateway, called in order; failures are contained.
+
+    Each hook calls only the observers that override it, bound once when an
+    observer is added: a hook no observer implements costs an empty loop.
+    """
 
     def __init__(self, observers: Sequence[CallObserver] = ()):
-        self._observers = list(observers)
+        self._observers: list[CallObserver] = []
+        self._hooks: dict[str, tuple[Callable[..., None], ...]] = dict.fromkeys(_HOOKS, ())
+        for observer in observers:
+            self.add(observer)
 
     def add(self, observer: CallObserver) -> None:
         self._observers.append(observer)
+        for hook in _HOOKS:
+            method = getattr(observer, hook, None)
+            if method is None or getattr(type(observer), hook, None) is getattr(CallObserver, hook):
+                continue  # not implemented, or CallObserver's own, which does nothing
+            self._hooks[hook] += (method,)
+        self._bind()
+
+    def _bind(self) -> None:
+        hooks = self._hooks
+        self._call_started = hooks["call_started"]
+        self._attempt_started = hooks["attempt_started"]
+        self._attempt_finished = hooks["attempt_finished"]
+        self._response_started = hooks["response_started"]
+        self._first_token = hooks["first_token"]
+        self._call_finished = hooks["call_finished"]
 
     def __bool__(self) -> bool:
         return bool(self._observers)
 
     def call_started(self, record: TraceRecord, headers: Headers) -> None:
-        self._notify("call_started", record, headers)
+        for hook in self._call_started:
+            try:
+                hook(record, headers)
+            except Exception:  # an observer's bug must not fail the call it observes
+                _failed(hook, "call_started")
 
     def attempt_started(self, record: TraceRecord, attempt: Attempt) -> None:
-        self._notify("attempt_started", record, attempt)
+        for hook in self._attempt_started:
+            try:
+                hook(record, attempt)
+            except Exception:  # an observer's bug must not fail the call it observes
+                _failed(hook, "attempt_started")
 
     def attempt_finished(self, record: TraceRecord, attempt: Attempt) -> None:
-        self._notify("attempt_finished", record, attempt)
+        for hook in self._attempt_finished:
+            try:
+                hook(record, attempt)
+            except Exception:  # an observer's bug must not fail the call it observes
+                _failed(hook, "attempt_finished")
 
     def response_started(self, record: TraceRecord, timing: ResponseTiming) -> None:
-        self._notify("response_started", record, timing)
+        for hook in self._response_started:
+            try:
+                hook(record, timing)
+            except Exception:  # an observer's bug must not fail the call it observes
+                _failed(hook, "response_started")
 
     def first_token(self, record: TraceRecord) -> None:
-        self._notify("first_token", record)
+        for hook in self._first_token:
+            try:
+                hook(record)
+            except Exception:  # an observer's bug must not fail the call it observes
+                _failed(hook, "first_token")
 
     def call_finished(self, record: TraceRecord) -> None:
-        self._notify("call_finished", record)
-
-    def _notify(self, hook: str, *args: object) -> None:
-        for observer in self._observers:
+        for hook in self._call_finished:
             try:
-                getattr(observer, hook)(*args)
+                hook(record)
             except Exception:  # an observer's bug must not fail the call it observes
-                log.exception("observer %r failed in %s", observer, hook)
+                _failed(hook, "call_finished")
+
+
+def _failed(hook: Callable[..., None], name: str) -> None:
+    log.exception("observer %r failed in %s", getattr(hook, "__self__", hook), name)
