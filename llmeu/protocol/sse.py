@@ -15,8 +15,7 @@ from __future__ import annotations
 import codecs
 import json
 import re
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 DONE_DATA = "[DONE]"
 DONE_FRAME = b"data: [DONE]\n\n"
@@ -28,9 +27,11 @@ def encode_frame(payload: bytes) -> bytes:
     return b"data: " + payload + b"\n\n"
 
 
-@dataclass(frozen=True, slots=True)
-class ServerSentEvent:
-    """One dispatched event. `id` is the last event ID in force, `""` when none was set."""
+class ServerSentEvent(NamedTuple):
+    """One dispatched event. `id` is the last event ID in force, `""` when none was set.
+
+    Immutable; a named tuple rather than a frozen dataclass because a stream
+    makes one per token, and a tuple is made in a third of the time."""
 
     event: str = "message"
     data: str = ""
@@ -50,6 +51,7 @@ class SSEDecoder:
         "_decoder",
         "_event",
         "_last_id",
+        "_plain",
         "_retry",
         "_skip_lf",
         "_source_id",
@@ -66,6 +68,7 @@ class SSEDecoder:
         self._last_id = ""
         self._source_id = ""
         self._retry: int | None = None
+        self._plain = True  # no part of a UTF-8 character is held from the last read
 
     @property
     def retry(self) -> int | None:
@@ -84,7 +87,24 @@ class SSEDecoder:
 
     def feed(self, data: bytes) -> list[ServerSentEvent]:
         """Decode one read; returns the events it completed, in order."""
-        return self._consume(self._decoder.decode(data))
+        if not (self._plain and data.isascii()):
+            text = self._decoder.decode(data)
+            self._plain = not self._decoder.getstate()[0]
+            return self._consume(text)
+        text = data.decode("ascii")
+        # The usual read of an upstream stream: exactly one `data: ...` line and the blank
+        # line ending its event, nothing pending. The same event the line rules give.
+        if (
+            text.startswith("data: ")
+            and text.find("\n") == len(text) - 2
+            and text.endswith("\n\n")
+            and "\r" not in text
+            and self._started
+            and not (self._skip_lf or self._buffer or self._data or self._event)
+        ):
+            self._source_id = last_id = self._last_id
+            return [ServerSentEvent("message", text[6:-2], last_id, self._retry)]
+        return self._consume(text)
 
     def close(self) -> list[ServerSentEvent]:
         """End of input: flush the UTF-8 decoder; an unterminated event is dropped."""
@@ -157,10 +177,7 @@ class SSEDecoder:
             self._event = ""
             return None
         event = ServerSentEvent(
-            event=self._event or "message",
-            data="\n".join(self._data),
-            id=self._last_id,
-            retry=self._retry,
+            self._event or "message", "\n".join(self._data), self._last_id, self._retry
         )
         self._data = []
         self._event = ""

@@ -167,3 +167,30 @@ def test_last_event_id_is_the_one_a_reconnection_would_send(raw: bytes, expected
     decoder.feed(raw)
     decoder.close()
     assert decoder.last_event_id == expected
+
+
+@pytest.mark.parametrize("chunks", [c.values[0] for c in CASES])
+def test_one_event_per_read_decodes_as_the_line_rules_do(chunks: list[bytes]) -> None:
+    """Each event of a case in a read of its own (the usual shape of an upstream stream,
+    which the decoder reads on a shorter path), after a stream that set an id and a retry:
+    the same events, ids, retry and last event id as one byte per read."""
+    lead = b"id: 7\nretry: 900\n: comment\n\n"
+    raw = b"".join(chunks)
+    reads = [lead] + [part + b"\n\n" for part in raw.split(b"\n\n") if part]
+    whole, bytewise_decoder = SSEDecoder(), SSEDecoder()
+    fast = [e for read in reads for e in whole.feed(read)] + whole.close()
+    slow = [e for read in bytewise(reads) for e in bytewise_decoder.feed(read)]
+    slow += bytewise_decoder.close()
+    assert fast == slow
+    assert (whole.last_event_id, whole.retry) == (
+        bytewise_decoder.last_event_id,
+        bytewise_decoder.retry,
+    )
+
+
+def test_a_data_line_read_alone_keeps_the_id_in_force() -> None:
+    decoder = SSEDecoder()
+    decoder.feed(b"id: 42\n\n")
+    [event] = decoder.feed(b"data: {}\n\n")
+    assert event == ServerSentEvent(event="message", data="{}", id="42", retry=None)
+    assert decoder.last_event_id == "42"
