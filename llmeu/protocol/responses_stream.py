@@ -125,7 +125,12 @@ class ResponsesEvents:
         if (
             content
             and self._part is _TEXT
-            and not (delta.reasoning_content or delta.refusal or delta.tool_calls)
+            and not (
+                delta.reasoning_content
+                or delta.refusal
+                or delta.tool_calls
+                or delta.reasoning_signature
+            )
         ):  # the common case, inlined: more text of the open text part
             self._text_chunks.append(content)
             sequence = self._sequence

@@ -206,3 +206,10 @@ def test_an_opaque_token_seals_its_reasoning_item() -> None:
     assert [e["item"]["type"] for e in events if e["type"] == "response.output_item.done"] == [
         "reasoning", "reasoning", "reasoning", "message"
     ]  # fmt: skip
+
+
+def test_a_token_arriving_with_text_is_kept() -> None:
+    events = run([text("a"), Delta(content="b", reasoning_signature="sig")])
+    output = events[-1]["response"]["output"]
+    assert [i["type"] for i in output] == ["message", "reasoning", "message"]
+    assert output[1]["encrypted_content"] == "sig"
