@@ -257,3 +257,35 @@ def test_a_hang_up_closes_the_upstream_and_is_cancelled_with_the_text_sent(
     seen = wait_for(lambda: responses_upstream.stats()[-1].get("closed_at") and
                     responses_upstream.stats()[-1], what="the upstream closed")  # fmt: skip
     assert seen["completed"] is False
+
+
+IBAN = "NL91 ABNA 0417 1643 00"
+EMAIL = "jan.jansen@example.nl"
+PROMPT = f"Refund {IBAN} for {EMAIL}; again {IBAN}."
+MASKING = """
+  - policy_id: pd-mask
+    allow_classes: [eu_sovereign]
+    max_retention: P0D
+    personal_data:
+      detectors: {iban: mask, email: mask}
+"""
+
+
+def test_personal_data_is_masked_upstream_and_restored_for_the_caller(
+    gateway_factory: Callable[..., Gateway], responses_upstream: FakeUpstream
+) -> None:
+    endpoint = fake_endpoint("nativeprov-fr-a", responses_upstream, capabilities=NATIVE)
+    gateway = gateway_factory(
+        config=config_yaml(endpoint, policies=MASKING, default_policy="pd-mask")
+    )
+    client = openai.OpenAI(base_url=gateway.base_url, api_key=gateway.admin_key, max_retries=0)
+    whole = client.responses.create(model="fake-model", input=PROMPT + "[[reply=echo]]")
+    assert whole.output_text == PROMPT
+    stream = client.responses.create(
+        model="fake-model", input=PROMPT + "[[reply=echo;piece=3]]", stream=True
+    )
+    deltas = [e.delta for e in stream if e.type == "response.output_text.delta"]
+    assert "".join(deltas) == PROMPT
+    sent = [json.dumps(r["body"]) for r in responses_upstream.stats()]
+    assert len(sent) == 2 and all("[IBAN_1]" in body and "[EMAIL_1]" in body for body in sent)
+    assert not any(value in body for body in sent for value in (IBAN, EMAIL))

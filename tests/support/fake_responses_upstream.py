@@ -9,6 +9,8 @@ pairs separated by `;`, in the model name (`fake;reasoning=2`) and in `[[...]]`
 in the last input text; the input wins.
 
     chunks=N        output_text deltas (default 3), each `tokI `
+    reply=echo      answer with the last input text (directives taken out), in pieces of
+                    `piece=N` characters (default 4)
     reasoning=N     a reasoning item first, its summary streamed in N deltas (`thinkI `),
                     with `encrypted_content` `enc-<N>` when the request includes it
     parts=2         the reasoning summary in two parts
@@ -49,6 +51,18 @@ def directives_of(body: dict[str, Any]) -> dict[str, str]:
     return found
 
 
+def text_pieces(body: dict[str, Any], d: dict[str, str]) -> list[str]:
+    """The output_text deltas of the answer."""
+    if d.get("reply") != "echo":
+        return [f"tok{i} " for i in range(int(d.get("chunks", "3")))]
+    items = body.get("input")
+    last = items if isinstance(items, str) else items[-1]["content"]
+    text = last if isinstance(last, str) else "".join(p.get("text", "") for p in last)
+    text = _DIRECTIVE.sub("", text)
+    size = int(d.get("piece", "4"))
+    return [text[start : start + size] for start in range(0, len(text), size)]
+
+
 def output_items(body: dict[str, Any], d: dict[str, str]) -> list[dict[str, Any]]:
     """The finished output items the directives ask for."""
     items: list[dict[str, Any]] = []
@@ -69,7 +83,7 @@ def output_items(body: dict[str, Any], d: dict[str, str]) -> list[dict[str, Any]
                       "name": "get_weather", "arguments": "".join(ARGUMENTS),
                       "status": "completed"})  # fmt: skip
     else:
-        text = "".join(f"tok{i} " for i in range(int(d.get("chunks", "3"))))
+        text = "".join(text_pieces(body, d))
         part = {"type": "output_text", "text": text, "annotations": []}
         items.append({"type": "message", "id": "msg_up", "role": "assistant",
                       "status": "completed", "content": [part]})  # fmt: skip
@@ -130,9 +144,8 @@ def stream_events(body: dict[str, Any], d: dict[str, str]) -> list[dict[str, Any
             part = {"type": "output_text", "text": "", "annotations": []}
             head = {**head, "content_index": 0}
             events.append({"type": "response.content_part.added", **head, "part": part})
-            n = int(d.get("chunks", "3"))
-            events += [{"type": "response.output_text.delta", **head, "delta": f"tok{i} ",
-                        "logprobs": []} for i in range(n)]  # fmt: skip
+            events += [{"type": "response.output_text.delta", **head, "delta": piece,
+                        "logprobs": []} for piece in text_pieces(body, d)]  # fmt: skip
             text = item["content"][0]["text"]
             events.append({"type": "response.output_text.done", **head, "text": text,
                            "logprobs": []})  # fmt: skip
