@@ -271,6 +271,10 @@ class _OpenAIChatStream(ChatStream):
             if choice.finish_reason is not None:
                 self.finish_reason = choice.finish_reason
             delta = choice.delta
+            if delta.reasoning is not UNSET:
+                if delta.reasoning and not delta.reasoning_content:
+                    delta.reasoning_content = delta.reasoning
+                delta.reasoning = UNSET
             if delta.carries_output():
                 delta.role = UNSET
                 return delta
