@@ -14,9 +14,21 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import openai
 import pytest
+from agents import (
+    Agent,
+    ModelSettings,
+    OpenAIResponsesModel,
+    RunConfig,
+    Runner,
+    function_tool,
+    set_tracing_disabled,
+)
+from openai import AsyncOpenAI
 from openai.types.responses import Response, ResponseStreamEvent
+from openai.types.shared import Reasoning
 from pydantic import TypeAdapter
 
 from tests.support.client_traces import settled_trace
@@ -116,6 +128,14 @@ def test_a_streamed_call_passes_through_with_llmeu_ids_and_reasoning(
     assert (trace["usage"]["input_tokens"], trace["usage"]["output_tokens"]) == (13, 7)
     assert trace["usage"]["estimated"] is False
     assert trace["content"]["completion"] == "tok0 tok1 tok2 tok3 "
+    usage = httpx.get(
+        f"{gateway.base_url}/platform/usage",
+        headers={"authorization": f"Bearer {gateway.admin_key}"},
+        timeout=10,
+    ).json()["totals"]
+    assert (usage["requests"], usage["completed"]) == (1, 1)
+    assert (usage["input_tokens"], usage["output_tokens"]) == (13, 7)
+    assert usage["cost_eur"] == trace["usage"]["cost_eur"] > 0
 
 
 def test_a_whole_call_passes_through_with_the_same_items(
@@ -289,3 +309,45 @@ def test_personal_data_is_masked_upstream_and_restored_for_the_caller(
     sent = [json.dumps(r["body"]) for r in responses_upstream.stats()]
     assert len(sent) == 2 and all("[IBAN_1]" in body and "[EMAIL_1]" in body for body in sent)
     assert not any(value in body for body in sent for value in (IBAN, EMAIL))
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["run", "run-streamed"])
+async def test_an_agent_runs_its_tool_over_a_native_endpoint(
+    gateway: Gateway, responses_upstream: FakeUpstream, streamed: bool
+) -> None:
+    set_tracing_disabled(True)
+    cities: list[str] = []
+
+    @function_tool
+    def get_weather(city: str) -> str:
+        """The weather in a city."""
+        cities.append(city)
+        return f"sunny in {city}"
+
+    question = "What is the weather in Paris? [[tools=1;reasoning=1]]"
+    config = RunConfig(tracing_disabled=True)
+    async with AsyncOpenAI(
+        base_url=gateway.base_url, api_key=gateway.admin_key, max_retries=0
+    ) as client:
+        agent = Agent(
+            name="weather", instructions="Answer with the weather.", tools=[get_weather],
+            model=OpenAIResponsesModel(model="fake-model", openai_client=client),
+            model_settings=ModelSettings(reasoning=Reasoning(effort="low", summary="auto")),
+        )  # fmt: skip
+        if streamed:
+            result = Runner.run_streamed(agent, question, run_config=config)
+            async for _ in result.stream_events():
+                pass
+            final = result.final_output
+        else:
+            final = (await Runner.run(agent, question, run_config=config)).final_output
+    assert cities == ["Paris"] and final == "tok0 tok1 tok2 "
+    second = upstream_request(responses_upstream)
+    assert second["store"] is False and second["model"] == "up-model"
+    items = second["input"]
+    assert items[0] == {"type": "message", "role": "system", "content": "Answer with the weather."}
+    assert {"type": "reasoning", "encrypted_content": "enc-1"}.items() <= items[2].items()
+    assert items[-2]["type"] == "function_call" and items[-2]["call_id"] == "call_up1"
+    assert items[-1] == {
+        "type": "function_call_output", "call_id": "call_up1", "output": "sunny in Paris"
+    }  # fmt: skip
