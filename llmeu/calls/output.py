@@ -40,6 +40,9 @@ class Delta(Struct, omit_defaults=True):
     content: str | UnsetType | None = UNSET
     refusal: str | UnsetType | None = UNSET
     reasoning_content: str | UnsetType | None = UNSET
+    # What some OpenAI-compatible servers (vLLM, OpenRouter) call `reasoning_content`; the
+    # provider moves it there, so it is never forwarded under this name.
+    reasoning: str | UnsetType | None = UNSET
     tool_calls: list[ToolCallDelta] | UnsetType | None = UNSET
     # The signature that closes a reasoning step (Anthropic's signature_delta); kept for the
     # surfaces that carry it, left out of chat-completions frames.

@@ -9,6 +9,7 @@ item's kind (`rs`, `msg`, `fc`), those digits and its index for an item.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -160,10 +161,23 @@ def function_call_item(
             "name": name, "arguments": arguments}  # fmt: skip
 
 
-def reasoning_item(item_id: str, text: str, status: str) -> dict[str, Any]:
-    content = [{"type": "reasoning_text", "text": text}]
-    return {"id": item_id, "type": "reasoning", "status": status, "summary": [],
-            "content": content}  # fmt: skip
+def reasoning_item(
+    item_id: str,
+    status: str,
+    *,
+    content: Sequence[str] = (),
+    summary: Sequence[str] = (),
+    encrypted: str | None = None,
+) -> dict[str, Any]:
+    """A reasoning item: its text as `content` (reasoning_text parts) and/or `summary`
+    (summary_text parts), and the upstream's opaque `encrypted_content` where it gave one."""
+    parts = [{"type": "summary_text", "text": t} for t in summary]
+    item: dict[str, Any] = {"id": item_id, "type": "reasoning", "status": status, "summary": parts}
+    if content:
+        item["content"] = [{"type": "reasoning_text", "text": t} for t in content]
+    if encrypted is not None:
+        item["encrypted_content"] = encrypted
+    return item
 
 
 def item_id(prefix: str, response_id: str, index: int) -> str:
@@ -181,7 +195,8 @@ def output_items(
     """The `output` of a whole answer: reasoning, the message, then one item per tool call."""
     items: list[dict[str, Any]] = []
     if reasoning:
-        items.append(reasoning_item(item_id("rs", response_id, 0), reasoning, "completed"))
+        rs_id = item_id("rs", response_id, 0)
+        items.append(reasoning_item(rs_id, "completed", content=[reasoning]))
     parts = ([text_part(content)] if content else []) + ([refusal_part(refusal)] if refusal else [])
     if parts:
         msg_id = item_id("msg", response_id, len(items))

@@ -5,7 +5,11 @@
         message:   (response.content_part.added, response.output_text.delta…,
                     response.output_text.done, response.content_part.done) per part
                    (a refusal part with response.refusal.delta… / .done),
-        reasoning: the same with a reasoning_text part and response.reasoning_text.*,
+        reasoning: the same with a reasoning_text part and response.reasoning_text.*, or,
+                   when the request asked for a summary (`reasoning.summary`), a
+                   summary_text part: response.reasoning_summary_part.added,
+                   response.reasoning_summary_text.delta… / .done,
+                   response.reasoning_summary_part.done,
         function_call: response.function_call_arguments.delta… / .done,
       response.output_item.done,
     response.completed | response.incomplete (max_output_tokens) | response.failed.
@@ -17,10 +21,19 @@ this API). An upstream delta opens a new output item when its kind differs
 from the item being streamed (text after reasoning, a tool call of a new
 index), closing the one before. Delta events are built from a per-item
 prefix around the encoded text, so the hot loop encodes only that text.
+
+Reasoning: llmeu writes no summaries itself. The upstream's reasoning text
+(a chat upstream's `reasoning_content`, a Responses upstream's summary) is
+the item's `summary` when one was asked for, its `content` otherwise. The
+opaque token that closes a reasoning step (a Responses upstream's
+`encrypted_content`, an Anthropic signature: `Delta.reasoning_signature`)
+becomes the item's `encrypted_content` and seals it: reasoning after it is a
+new item, as the upstream made it.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -42,29 +55,50 @@ from llmeu.protocol.responses_object import (
 )
 from llmeu.protocol.routing_block import RoutingBlock
 
-# The part kinds of an item: (the part's type, its delta/done event stem, the done field).
-_TEXT = ("output_text", "response.output_text", "text")
-_REFUSAL = ("refusal", "response.refusal", "refusal")
-_REASONING = ("reasoning_text", "response.reasoning_text", "text")
+
+@dataclass(frozen=True, slots=True)
+class _PartKind:
+    """A kind of part: its type, its delta/done event stem, the done event's text field, the
+    events that open and close it, and the name of its index."""
+
+    type: str
+    stem: str
+    field: str
+    opened: str = "response.content_part.added"
+    closed: str = "response.content_part.done"
+    index: str = "content_index"
+
+
+_TEXT = _PartKind("output_text", "response.output_text", "text")
+_REFUSAL = _PartKind("refusal", "response.refusal", "refusal")
+_REASONING = _PartKind("reasoning_text", "response.reasoning_text", "text")
+_SUMMARY = _PartKind(
+    "summary_text", "response.reasoning_summary_text", "text",
+    "response.reasoning_summary_part.added", "response.reasoning_summary_part.done",
+    "summary_index",
+)  # fmt: skip
+SUMMARIES = frozenset({"auto", "concise", "detailed"})
+"""The `reasoning.summary` values that ask for one."""
 _TEXT_SUFFIX = b',"logprobs":[]}\n\n'
 
 
 class _Item:
     """The output item being streamed: its kind, id, index, and what it carried so far."""
 
-    __slots__ = ("arguments", "call_id", "chunks", "id", "index", "kind", "name", "parts",
-                 "tool_index")  # fmt: skip
+    __slots__ = ("arguments", "call_id", "chunks", "encrypted", "id", "index", "kind", "name",
+                 "parts", "tool_index")  # fmt: skip
 
     def __init__(self, kind: str, item_id: str, index: int) -> None:
         self.kind = kind
         self.id = item_id
         self.index = index
-        self.parts: list[tuple[tuple[str, str, str], str]] = []  # closed parts
+        self.parts: list[tuple[_PartKind, str]] = []  # closed parts
         self.chunks: list[str] = []  # the open part's (or the arguments') pieces
         self.tool_index = -1
         self.call_id = ""
         self.name = ""
         self.arguments = ""
+        self.encrypted: str | None = None  # a reasoning item's opaque token; sealed once set
 
 
 class ResponsesEvents:
@@ -75,7 +109,9 @@ class ResponsesEvents:
         self._sequence = 0
         self._output: list[dict[str, Any]] = []
         self._item: _Item | None = None
-        self._part: tuple[str, str, str] | None = None
+        self._part: _PartKind | None = None
+        summary = shell.reasoning.get("summary")
+        self._reasoning = _SUMMARY if summary in SUMMARIES else _REASONING
         self._delta_head = (b"", b"")
         self._text_chunks: list[str] = []  # the open part's pieces (its item's `chunks`)
 
@@ -89,7 +125,12 @@ class ResponsesEvents:
         if (
             content
             and self._part is _TEXT
-            and not (delta.reasoning_content or delta.refusal or delta.tool_calls)
+            and not (
+                delta.reasoning_content
+                or delta.refusal
+                or delta.tool_calls
+                or delta.reasoning_signature
+            )
         ):  # the common case, inlined: more text of the open text part
             self._text_chunks.append(content)
             sequence = self._sequence
@@ -98,7 +139,9 @@ class ResponsesEvents:
             return b"%s%d%s%s%s" % (start, sequence, rest, encoder.encode(content), _TEXT_SUFFIX)
         out = b""
         if delta.reasoning_content:
-            out += self._piece("reasoning", _REASONING, delta.reasoning_content)
+            out += self._piece("reasoning", self._reasoning, delta.reasoning_content)
+        if delta.reasoning_signature:
+            out += self._seal(delta.reasoning_signature)
         if delta.content:
             out += self._piece("message", _TEXT, delta.content)
         if delta.refusal:
@@ -158,11 +201,23 @@ class ResponsesEvents:
         )
         return self._event("response.failed", response=response)
 
-    def _piece(self, kind: str, part: tuple[str, str, str], text: str) -> bytes:
+    def _seal(self, token: str) -> bytes:
+        """The opaque token that closes a reasoning step, on the reasoning item being streamed
+        (one opened for it when there is none: reasoning with no text to show)."""
+        out = b""
+        item = self._item
+        if item is None or item.kind != "reasoning" or item.encrypted is not None:
+            out += self._close_item()
+            item = self._open("reasoning", "rs")
+            out += self._added(item)
+        item.encrypted = token
+        return out
+
+    def _piece(self, kind: str, part: _PartKind, text: str) -> bytes:
         """A text piece of a message or reasoning item, opening the item and part it needs."""
         out = b""
         item = self._item
-        if item is None or item.kind != kind:
+        if item is None or item.kind != kind or item.encrypted is not None:
             out += self._close_item()
             item = self._open(kind, "msg" if kind == "message" else "rs")
             out += self._added(item)
@@ -191,14 +246,12 @@ class ResponsesEvents:
         self._delta_head = self._item_head("response.function_call_arguments.delta", item)
         return item
 
-    def _open_part(self, item: _Item, part: tuple[str, str, str]) -> bytes:
+    def _open_part(self, item: _Item, part: _PartKind) -> bytes:
         self._part = part
-        content_index = len(item.parts)
-        self._delta_head = self._item_head(f"{part[1]}.delta", item, content_index)
-        return self._event(
-            "response.content_part.added", item_id=item.id, output_index=item.index,
-            content_index=content_index, part=_part_object(part, ""),
-        )  # fmt: skip
+        index = len(item.parts)
+        self._delta_head = self._item_head(f"{part.stem}.delta", item, (part.index, index))
+        common = {"item_id": item.id, "output_index": item.index, part.index: index}
+        return self._event(part.opened, **common, part=_part_object(part, ""))
 
     def _close_part(self, item: _Item) -> bytes:
         part = self._part
@@ -207,12 +260,12 @@ class ResponsesEvents:
         self._part = None
         text = "".join(item.chunks)
         item.chunks = []
-        content_index = len(item.parts)
+        index = len(item.parts)
         item.parts.append((part, text))
         extra: dict[str, Any] = {"logprobs": []} if part is _TEXT else {}
-        common = {"item_id": item.id, "output_index": item.index, "content_index": content_index}
-        return self._event(f"{part[1]}.done", **common, **{part[2]: text}, **extra) + self._event(
-            "response.content_part.done", **common, part=_part_object(part, text)
+        common = {"item_id": item.id, "output_index": item.index, part.index: index}
+        return self._event(f"{part.stem}.done", **common, **{part.field: text}, **extra) + (
+            self._event(part.closed, **common, part=_part_object(part, text))
         )
 
     def _close_item(self, status: str = "completed") -> bytes:
@@ -246,16 +299,21 @@ class ResponsesEvents:
         if self._part is not None and self._item is item and status != "in_progress":
             parts.append((self._part, "".join(item.chunks)))
         if item.kind == "reasoning":
-            return reasoning_item(item.id, "".join(text for _, text in parts), status)
+            return reasoning_item(
+                item.id, status,
+                content=[t for p, t in parts if p is _REASONING],
+                summary=[t for p, t in parts if p is _SUMMARY],
+                encrypted=item.encrypted,
+            )  # fmt: skip
         return message_item(item.id, [_part_object(p, text) for p, text in parts], status)
 
     def _item_head(
-        self, event: str, item: _Item, content_index: int | None = None
+        self, event: str, item: _Item, part_index: tuple[str, int] | None = None
     ) -> tuple[bytes, bytes]:
         """A delta event of `item` up to its sequence number, and from there up to the delta."""
         head = f',"item_id":"{item.id}","output_index":{item.index}'
-        if content_index is not None:
-            head += f',"content_index":{content_index}'
+        if part_index is not None:
+            head += f',"{part_index[0]}":{part_index[1]}'
         start = f'event: {event}\ndata: {{"type":"{event}","sequence_number":'
         return start.encode(), f'{head},"delta":'.encode()
 
@@ -272,9 +330,9 @@ class ResponsesEvents:
         return b"event: " + kind.encode() + b"\ndata: " + body + b"\n\n"
 
 
-def _part_object(part: tuple[str, str, str], text: str) -> dict[str, Any]:
+def _part_object(part: _PartKind, text: str) -> dict[str, Any]:
     if part is _REFUSAL:
         return refusal_part(text)
     if part is _TEXT:
         return text_part(text)
-    return {"type": "reasoning_text", "text": text}
+    return {"type": part.type, "text": text}

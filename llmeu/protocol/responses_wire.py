@@ -260,8 +260,9 @@ class _Conversation:
         turn = self._open_turn()
         blocks = turn.thinking_blocks if isinstance(turn.thinking_blocks, list) else []
         text = "".join(t.text for t in (item.content or item.summary))
-        if text:
-            blocks.append(ThinkingBlock(thinking=text))
+        if text:  # the upstream's opaque token stays with its text, as a signature does
+            token = item.encrypted_content
+            blocks.append(ThinkingBlock(thinking=text, signature=token if token else UNSET))
         elif isinstance(item.encrypted_content, str):
             blocks.append(RedactedThinkingBlock(data=item.encrypted_content))
         turn.thinking_blocks = blocks or UNSET

@@ -56,6 +56,9 @@ class AzureOpenAIProvider(OpenAIProvider):
             prefix = "/openai/v1"
         self.chat_path = f"{prefix}/chat/completions{query}"
         self.embeddings_path = f"{prefix}/embeddings{query}"
+        # The Responses API has no per-deployment path: the deployment is the body's model.
+        self.responses_path = f"/openai{'' if options.deployment else '/v1'}/responses{query}"
+        self.responses_model = options.deployment or endpoint.model
         self._tokens: TokenSource | None = None
         self._entra = entra
 

@@ -83,6 +83,7 @@ class OpenAIProvider(Provider):
 
     chat_path = "/chat/completions"
     embeddings_path = "/embeddings"
+    responses_path = "/responses"  # for `llmeu.providers.responses_native`
     key_header = (b"authorization", b"Bearer ")
 
     def __init__(self, endpoint: Endpoint, client: HttpClient, api_key: str | None):
@@ -94,6 +95,16 @@ class OpenAIProvider(Provider):
             headers.append((name, prefix + api_key.encode()))
         self._headers = headers
         self._stream_headers = [*headers, (b"accept", b"text/event-stream")]
+        self.responses_model = endpoint.model
+
+    @property
+    def upstream_http(self) -> HttpUpstream:
+        return self._http
+
+    async def post_responses(self, body: bytes, hangup: Hangup, *, stream: bool) -> Response:
+        """A request to the endpoint's own Responses API (`responses` capability)."""
+        headers = self._stream_headers if stream else self._headers
+        return await self._post(self.responses_path, body, headers, hangup)
 
     async def _post(self, path: str, body: bytes, headers: Headers, hangup: Hangup) -> Response:
         return await self._http.post(path, body, headers, hangup)
@@ -260,6 +271,10 @@ class _OpenAIChatStream(ChatStream):
             if choice.finish_reason is not None:
                 self.finish_reason = choice.finish_reason
             delta = choice.delta
+            if delta.reasoning is not UNSET:
+                if delta.reasoning and not delta.reasoning_content:
+                    delta.reasoning_content = delta.reasoning
+                delta.reasoning = UNSET
             if delta.carries_output():
                 delta.role = UNSET
                 return delta

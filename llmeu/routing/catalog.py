@@ -23,7 +23,9 @@ class Capability(StrEnum):
     EMBEDDINGS = "embeddings"
     TOOLS = "tools"
     # Speaks OpenAI's Responses API itself, as `llmeu probe --api responses` qualifies it.
-    # llmeu's own `/v1/responses` runs over chat upstreams and routes on `chat`.
+    # llmeu's own `/v1/responses` routes on `chat`; an attempt on an endpoint with this
+    # capability (kinds openai, azure_openai) passes through natively
+    # (`llmeu.providers.responses_native`).
     RESPONSES = "responses"
 
 

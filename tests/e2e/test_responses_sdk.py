@@ -181,3 +181,32 @@ def test_no_compliant_route_is_403_with_reasons(
     body = caught.value.body
     assert isinstance(body, dict) and body["code"] == "no_compliant_route"
     assert fake_upstream.stats() == []
+
+
+def test_reasoning_summaries_from_a_chat_upstream(client: openai.OpenAI) -> None:
+    """A chat upstream's `reasoning_content` deltas are the reasoning item's summary when the
+    request asks for one, in OpenAI's events, read by the SDK's stream helper."""
+    request: dict[str, Any] = {
+        "model": "fake-model", "input": "hi [[chunks=2;reasoning=3]]",
+        "reasoning": {"effort": "low", "summary": "auto"},
+    }  # fmt: skip
+    with client.responses.stream(**request) as stream:
+        events = list(stream)
+        final = stream.get_final_response()
+    for event in events:  # the helper's parsed types, dumped as the plain ones
+        EVENTS.validate_python(event.model_dump(warnings=False))
+        check_stream_event(event.model_dump(mode="json", exclude_unset=True, warnings=False))
+    types = [e.type for e in events]
+    assert types[2:10] == [
+        "response.output_item.added", "response.reasoning_summary_part.added",
+        "response.reasoning_summary_text.delta", "response.reasoning_summary_text.delta",
+        "response.reasoning_summary_text.delta", "response.reasoning_summary_text.done",
+        "response.reasoning_summary_part.done", "response.output_item.done",
+    ]  # fmt: skip
+    assert [e.delta for e in events if e.type == "response.reasoning_summary_text.delta"] == [
+        "think0 ", "think1 ", "think2 "
+    ]  # fmt: skip
+    reasoning = final.output[0]
+    assert reasoning.type == "reasoning" and reasoning.content is None
+    assert [s.text for s in reasoning.summary] == ["think0 think1 think2 "]
+    assert final.output_text == "tok0 tok1 "

@@ -15,7 +15,7 @@ from llmeu.calls.output import Delta, ToolCallDelta, ToolCallFunctionDelta, Usag
 from llmeu.errors import UpstreamError
 from llmeu.protocol.responses_object import response_shell
 from llmeu.protocol.responses_stream import ResponsesEvents
-from llmeu.protocol.responses_wire import ResponsesRequest
+from llmeu.protocol.responses_wire import ReasoningConfig, ResponsesRequest
 from llmeu.protocol.routing_block import CostEstimate, RoutingBlock
 from tests.support.openai_schema import check_response, check_stream_event
 
@@ -42,10 +42,13 @@ def tool(index: int, *, call_id: str = "", name: str = "", arguments: str = "") 
     return Delta(tool_calls=[call])
 
 
-def run(deltas: list[Delta], finish: str = "stop", fail: bool = False) -> list[dict[str, Any]]:
-    shell = response_shell(
-        ResponsesRequest(model="m"), response_id="resp_0123", created_at=1, model="m", store=False
-    )
+def run(
+    deltas: list[Delta], finish: str = "stop", fail: bool = False, summary: str | None = None
+) -> list[dict[str, Any]]:
+    request = ResponsesRequest(model="m")
+    if summary is not None:
+        request.reasoning = ReasoningConfig(summary=summary)
+    shell = response_shell(request, response_id="resp_0123", created_at=1, model="m", store=False)
     events = ResponsesEvents(shell)
     raw = events.start() + b"".join(events.delta(d) for d in deltas)
     if fail:
@@ -157,3 +160,56 @@ def test_a_failure_ends_with_response_failed_and_the_partial_output() -> None:
     assert response["output"][0]["content"][0]["text"] == "half"
     assert response["llmeu"]["endpoint_id"] == "prov-fr"
     assert response["usage"]["output_tokens"] == 4
+
+
+def test_reasoning_is_a_summary_when_one_was_asked_for() -> None:
+    deltas = [Delta(reasoning_content="Let me "), Delta(reasoning_content="think."), text("Hi")]
+    events = run(deltas, summary="auto")
+    assert kinds(events)[:9] == [
+        "created", "in_progress", "output_item.added", "reasoning_summary_part.added",
+        "reasoning_summary_text.delta", "reasoning_summary_text.delta",
+        "reasoning_summary_text.done", "reasoning_summary_part.done", "output_item.done",
+    ]  # fmt: skip
+    assert [e.get("summary_index") for e in events[3:8]] == [0] * 5
+    assert events[6]["text"] == "Let me think."
+    assert events[7]["part"] == {"type": "summary_text", "text": "Let me think."}
+    reasoning = events[-1]["response"]["output"][0]
+    assert reasoning["summary"] == [{"type": "summary_text", "text": "Let me think."}]
+    assert "content" not in reasoning
+    Response.model_validate(events[-1]["response"])
+
+
+def test_reasoning_without_a_summary_is_reasoning_text() -> None:
+    events = run([Delta(reasoning_content="hmm"), text("Hi")])
+    assert "reasoning_text.delta" in kinds(events)
+    reasoning = events[-1]["response"]["output"][0]
+    assert reasoning["summary"] == [] and reasoning["content"][0]["text"] == "hmm"
+
+
+def test_an_opaque_token_seals_its_reasoning_item() -> None:
+    deltas = [
+        Delta(reasoning_content="one", reasoning_signature="sig-1"),
+        Delta(reasoning_content="two"),
+        Delta(reasoning_signature="sig-2"),
+        Delta(reasoning_signature="sig-3"),  # reasoning with no text to show
+        text("Hi"),
+    ]
+    events = run(deltas, summary="concise")
+    output = events[-1]["response"]["output"]
+    assert [(i["type"], i.get("encrypted_content")) for i in output] == [
+        ("reasoning", "sig-1"), ("reasoning", "sig-2"), ("reasoning", "sig-3"), ("message", None)
+    ]  # fmt: skip
+    assert [i["summary"] for i in output[:3]] == [
+        [{"type": "summary_text", "text": "one"}], [{"type": "summary_text", "text": "two"}], []
+    ]  # fmt: skip
+    assert len({i["id"] for i in output}) == 4
+    assert [e["item"]["type"] for e in events if e["type"] == "response.output_item.done"] == [
+        "reasoning", "reasoning", "reasoning", "message"
+    ]  # fmt: skip
+
+
+def test_a_token_arriving_with_text_is_kept() -> None:
+    events = run([text("a"), Delta(content="b", reasoning_signature="sig")])
+    output = events[-1]["response"]["output"]
+    assert [i["type"] for i in output] == ["message", "reasoning", "message"]
+    assert output[1]["encrypted_content"] == "sig"

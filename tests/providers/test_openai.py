@@ -247,3 +247,13 @@ async def test_an_unreadable_completion_fails(
     server.scripts.append(Script([head + body]))
     with pytest.raises(UpstreamError):
         await provider.complete_chat(request(), Hangup())
+
+
+@pytest.mark.parametrize("name", ["reasoning_content", "reasoning"])
+async def test_reasoning_deltas_under_either_name_are_reasoning_content(
+    server: ScriptedServer, provider: OpenAIProvider, name: str
+) -> None:
+    frames = frame({name: "hm"}) + frame({"content": "a"}, "stop")
+    server.scripts.append(Script([sse_response(frames, DONE) + LAST_CHUNK]))
+    deltas, _ = await collect(provider, request())
+    assert deltas == [{"reasoning_content": "hm"}, {"content": "a"}]

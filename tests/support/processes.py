@@ -78,10 +78,12 @@ class FakeUpstream:
                 self.proc.wait()
 
 
-def start_fake_upstream(tmp: Path) -> FakeUpstream:
+def start_fake_upstream(tmp: Path, script: str = "fake_upstream.py") -> FakeUpstream:
+    """A fake upstream process: `script` in tests/support (`fake_responses_upstream.py`
+    speaks the Responses API)."""
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, str(REPO / "tests/support/fake_upstream.py"), "--port", str(port)],
+        [sys.executable, str(REPO / "tests/support" / script), "--port", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

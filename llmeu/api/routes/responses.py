@@ -1,11 +1,15 @@
-"""The Responses API: `POST /v1/responses` over the chat-completions upstreams, and the stored
+"""The Responses API: `POST /v1/responses` over every upstream, and the stored
 responses (`GET`/`DELETE /v1/responses/{id}`, `GET /v1/responses/{id}/input_items`).
 
 parse → route → call → record → respond: the body decodes into a
 `ResponsesRequest` and becomes the `ChatRequest` every provider serves
 (`llmeu.protocol.responses_wire`); a stream is written by `ResponsesEvents`
 (`llmeu.protocol.responses_stream`); the lifecycle does the rest — the same
-policy, fallback, limits, trace and hang-up as chat completions.
+policy, fallback, limits, trace and hang-up as chat completions. An attempt
+on an endpoint that declares the `responses` capability passes the request
+through to its own Responses API instead (`llmeu.providers.responses_native`):
+same route plan, same encoder, so the caller cannot tell the two apart but by
+what the upstream could do (reasoning items with their `encrypted_content`).
 
 `store` (OpenAI's default: true) keeps a response only when the effective
 policy's `store_content` is longer than zero, and for that long; otherwise
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -32,7 +37,14 @@ from llmeu.api.inference import Calls
 from llmeu.api.lifecycle import Call
 from llmeu.api.routes.chat_completions import output_cap
 from llmeu.calls.hangup import Hangup
-from llmeu.calls.output import Completion, Usage
+from llmeu.calls.output import (
+    AssistantOutput,
+    Completion,
+    Delta,
+    StreamOutput,
+    ToolCallFunctionDelta,
+    Usage,
+)
 from llmeu.calls.request import ChatRequest, Message, text_of
 from llmeu.errors import InvalidRequest, NotFound
 from llmeu.ledger.retention import subject_digest
@@ -48,6 +60,7 @@ from llmeu.protocol.responses_object import (
     response_usage,
 )
 from llmeu.protocol.responses_stream import ResponsesEvents
+from llmeu.protocol.responses_upstream import ENCRYPTED_REASONING, native_body
 from llmeu.protocol.responses_wire import (
     ResponsesRequest,
     input_item_list,
@@ -55,6 +68,7 @@ from llmeu.protocol.responses_wire import (
     to_chat,
 )
 from llmeu.providers.base import ChatStream, Provider
+from llmeu.providers.responses_native import NativeAnswer, native
 from llmeu.routing.catalog import Capability, Endpoint
 
 _CHAT = frozenset({Capability.CHAT})
@@ -105,10 +119,11 @@ def parse_responses(body: bytes) -> ResponsesRequest:
             raise InvalidRequest(
                 f"Invalid request: nested more than {MAX_NESTING} levels deep", param=param
             )
-    if req.include:  # every value asks for something llmeu does not produce
-        raise InvalidRequest(
-            f"include value {req.include[0]!r} is not supported by llmeu", param="include[0]"
-        )
+    for i, value in enumerate(req.include or ()):
+        if value != ENCRYPTED_REASONING:  # what llmeu produces, it always includes
+            raise InvalidRequest(
+                f"include value {value!r} is not supported by llmeu", param=f"include[{i}]"
+            )
     if req.background:
         raise InvalidRequest(
             "background responses are not supported: llmeu answers while you wait",
@@ -190,6 +205,11 @@ def _shell(call: Call, req: ResponsesRequest, endpoint: Endpoint, store: bool) -
 
 async def _stream(call: Call, req: ResponsesRequest, chat: ChatRequest, keep: _Keeper) -> None:
     async def open_stream(provider: Provider, hangup: Hangup) -> ChatStream:
+        responses = native(provider)
+        if responses is not None:
+            return await responses.stream(
+                native_body(req, chat, responses.model, stream=True), hangup
+            )
         return await provider.stream_chat(chat, hangup)
 
     events: list[ResponsesEvents] = []
@@ -206,10 +226,17 @@ async def _stream(call: Call, req: ResponsesRequest, chat: ChatRequest, keep: _K
 
 
 async def _complete(call: Call, req: ResponsesRequest, chat: ChatRequest, keep: _Keeper) -> None:
-    async def ask(provider: Provider, hangup: Hangup) -> Completion:
+    async def ask(provider: Provider, hangup: Hangup) -> Completion | NativeAnswer:
+        responses = native(provider)
+        if responses is not None:
+            body = native_body(req, chat, responses.model, stream=False)
+            return await responses.complete(body, hangup)
         return await provider.complete_chat(chat, hangup)
 
     endpoint, completion = await call.complete(ask)
+    if isinstance(completion, NativeAnswer):
+        await _respond_native(call, req, chat, keep, endpoint, completion)
+        return
     message = completion.message
     message = msgspec.structs.replace(
         message,
@@ -234,6 +261,56 @@ async def _complete(call: Call, req: ResponsesRequest, chat: ChatRequest, keep: 
     )
     await keep.keep(response)
     await call.respond(encoder.encode(response))
+
+
+async def _respond_native(
+    call: Call,
+    req: ResponsesRequest,
+    chat: ChatRequest,
+    keep: _Keeper,
+    endpoint: Endpoint,
+    answer: NativeAnswer,
+) -> None:
+    """A whole native answer, built by the stream encoder from its deltas: the same items,
+    ids and restored text as the streamed answer."""
+    events = ResponsesEvents(_shell(call, req, endpoint, keep.store))
+    produced = StreamOutput()
+    for delta in answer.deltas:
+        delta = _restored(delta, call.restore)
+        produced.add(delta)
+        events.delta(delta)
+    tool_calls = produced.tool_calls()
+    message = AssistantOutput("assistant", produced.content or None, produced.refusal,
+                              tool_calls or UNSET)  # fmt: skip
+    call.counted(completed_counts(answer.usage, message, lambda: estimate_prompt_tokens(chat)))
+    call.reported(answer.usage)
+    call.keep_content(produced.stored())
+    call.finish_reason(answer.finish_reason)
+    response = events.response(answer.finish_reason, call.usage(), call.routing_block())
+    await keep.keep(response)
+    await call.respond(encoder.encode(response))
+
+
+def _restored(delta: Delta, restore: Callable[[str], str]) -> Delta:
+    """A whole answer's delta with the values of a masking put back (each is whole: no
+    placeholder is split across them)."""
+    changes: dict[str, Any] = {
+        name: restore(text)
+        for name in ("content", "refusal", "reasoning_content")
+        if isinstance(text := getattr(delta, name), str) and text
+    }
+    if isinstance(delta.tool_calls, list):
+        changes["tool_calls"] = [
+            msgspec.structs.replace(
+                call, function=msgspec.structs.replace(call.function,
+                                                      arguments=restore(call.function.arguments))
+            )
+            if isinstance(call.function, ToolCallFunctionDelta)
+            and isinstance(call.function.arguments, str)
+            else call
+            for call in delta.tool_calls
+        ]  # fmt: skip
+    return msgspec.structs.replace(delta, **changes) if changes else delta
 
 
 async def _stored_response(

@@ -1,0 +1,154 @@
+"""Native pass-through of the Responses API to an endpoint that declares it.
+
+An endpoint of kind `openai` or `azure_openai` with `responses` among its
+`capabilities` serves `/v1/responses` on its own Responses API (`/responses`
+under its base URL; Azure's `/openai/v1/responses`, or `/openai/responses`
+with the deployment as the model). Routing does not change: the plan is the
+policy's, in its order (priority, health, price), and the capability never
+brings an endpoint into it. Each attempt is native when its endpoint declares
+the capability and translated onto chat completions otherwise, so a fallback
+may pass from one to the other before the first event.
+
+This module does the I/O of one native attempt; what is sent and how the
+answer becomes deltas is `llmeu.protocol.responses_upstream`. The stream is a
+`ChatStream`, so the lifecycle serves it exactly as a chat upstream's: the
+first-token, idle and total timeouts, a hang-up aborting the upstream
+connection, fallback before the first delta, an `UpstreamError` for every
+failure (a stream that ends without its terminal event included).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass
+
+from llmeu.calls.hangup import Hangup
+from llmeu.calls.output import Delta, Usage
+from llmeu.errors import UpstreamError
+from llmeu.protocol.responses_upstream import UpstreamEvents, whole_deltas
+from llmeu.protocol.sse import ServerSentEvent, SSEDecoder
+from llmeu.providers.base import ChatStream, Provider
+from llmeu.providers.openai import OpenAIProvider
+from llmeu.providers.transport import Response, TransportError
+from llmeu.providers.upstream_http import read_stream_chunk
+from llmeu.routing.catalog import Capability, Endpoint
+
+
+@dataclass(frozen=True, slots=True)
+class NativeAnswer:
+    """A whole native answer: the deltas a stream of it would carry, its end."""
+
+    deltas: list[Delta]
+    finish_reason: str
+    usage: Usage | None
+
+
+def native(provider: Provider) -> NativeResponses | None:
+    """The Responses API of `provider`'s endpoint, when it declares one llmeu can speak."""
+    if Capability.RESPONSES in provider.endpoint.capabilities and isinstance(
+        provider, OpenAIProvider
+    ):
+        return NativeResponses(provider)
+    return None
+
+
+class NativeResponses:
+    def __init__(self, provider: OpenAIProvider) -> None:
+        self._provider = provider
+
+    @property
+    def model(self) -> str:
+        """The model named in the upstream request."""
+        return self._provider.responses_model
+
+    async def stream(self, body: bytes, hangup: Hangup) -> ChatStream:
+        started = time.monotonic()
+        response = await self._provider.post_responses(body, hangup, stream=True)
+        return _NativeStream(self._provider.endpoint, response, started, hangup)
+
+    async def complete(self, body: bytes, hangup: Hangup) -> NativeAnswer:
+        started = time.monotonic()
+        provider = self._provider
+        response = await provider.post_responses(body, hangup, stream=False)
+        raw = await provider.upstream_http.read_all(response, started, hangup)
+        return NativeAnswer(*whole_deltas(raw))
+
+
+class _NativeStream(ChatStream):
+    __slots__ = ("_deadline", "_decoder", "_done", "_endpoint", "_events", "_first", "_hangup",
+                 "_queue", "_response")  # fmt: skip
+
+    def __init__(self, endpoint: Endpoint, response: Response, started: float, hangup: Hangup):
+        self._endpoint = endpoint
+        self._response = response
+        self._decoder = SSEDecoder()
+        self._queue: deque[ServerSentEvent] = deque()
+        self._events = UpstreamEvents()
+        self._done = False
+        self._first = True
+        self._deadline = started + endpoint.timeouts.total
+        self._hangup = hangup
+        hangup.bind(response.abort)
+
+    async def next_delta(self) -> Delta | None:
+        while True:
+            delta = self._from_queue()
+            if delta is not None:
+                return delta
+            if self._events.ended:
+                await self._finish()
+                return None
+            chunk = await read_stream_chunk(
+                self._response, self._endpoint, first=self._first, deadline=self._deadline,
+                close=self.aclose,
+            )  # fmt: skip
+            self._first = False
+            if chunk is None:
+                self._queue.extend(self._decoder.close())
+                if not self._queue:
+                    await self.aclose()
+                    raise UpstreamError("upstream Responses stream ended without its final event")
+            else:
+                self._queue.extend(self._decoder.feed(chunk))
+
+    def buffered_delta(self) -> Delta | None:
+        while True:
+            delta = self._from_queue()
+            if delta is not None or self._events.ended:
+                return delta
+            chunk = self._response.read_buffered()
+            if chunk is None:
+                return None
+            self._queue.extend(self._decoder.feed(chunk))
+
+    def _from_queue(self) -> Delta | None:
+        queue, events = self._queue, self._events
+        while queue and not events.ended:
+            delta = events.take(queue.popleft().data)
+            if events.ended:
+                self.finish_reason, self.usage = events.finish_reason, events.usage
+            if delta is not None:
+                return delta
+        return None
+
+    async def _finish(self) -> None:
+        """After the terminal event: read to the end of the body so the connection can be
+        reused (nothing follows the terminal event on this wire)."""
+        if self._done:
+            return
+        self._done = True
+        self._hangup.unbind(self._response.abort)
+        try:
+            while await self._response.read_chunk(self._endpoint.timeouts.idle) is not None:
+                pass
+        except TransportError:
+            self._response.abort()
+            return
+        self._response.release()
+
+    async def aclose(self) -> None:
+        self._hangup.unbind(self._response.abort)
+        if not self._done:
+            self._done = True
+            self._response.abort()
