@@ -9,12 +9,17 @@ client sending random model names cannot grow the series.
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import Generic, TypeVar
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry
 
 from llmeu.calls.record import CallStatus, TraceRecord
 from llmeu.observability.hooks import CallObserver, Headers
+from llmeu.observability.series import (
+    CounterFamily,
+    GaugeFamily,
+    HistogramFamily,
+    SeriesCollector,
+)
 from llmeu.observability.timing import ResponseTiming
 
 LATENCY_BUCKETS = (0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
@@ -23,76 +28,60 @@ OVERHEAD_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 
 NONE = "none"
 OTHER = "other"
 
-M = TypeVar("M", Counter, Gauge, Histogram)
-
-
-class Labelled(Generic[M]):
-    """A labelled metric whose children are looked up once per label set, not per call
-    (`labels()` validates and locks each time; the label sets of a gateway are few)."""
-
-    __slots__ = ("_children", "metric")
-
-    def __init__(self, metric: M):
-        self.metric: M = metric
-        self._children: dict[tuple[str, ...], M] = {}
-
-    def __call__(self, *values: str) -> M:
-        child = self._children.get(values)
-        if child is None:
-            child = self._children[values] = self.metric.labels(*values)
-        return child
-
 
 class MetricsObserver(CallObserver):
+    """The call metrics, kept as plain numbers (`llmeu.observability.series`) and registered in
+    `registry` as one collector."""
+
     def __init__(self, registry: CollectorRegistry, known_models: Collection[str]):
         self._known_models = frozenset(known_models)
         self._streams: set[str] = set()
-        r = registry
         me = ("model", "endpoint")
-        self.requests = Labelled(Counter(
+        self.requests = CounterFamily(
             "llmeu_requests", "Calls by final status.",
-            ("route", "status", "code", "model", "endpoint", "sovereignty_class"), registry=r,
-        ))  # fmt: skip
-        self.in_progress = Labelled(Gauge(
-            "llmeu_requests_in_progress", "Calls opened and not finished.", ("route",), registry=r,
-        ))  # fmt: skip
-        self.active_streams = Gauge(
-            "llmeu_active_streams", "Streams whose response started and has not ended.", registry=r
+            ("route", "status", "code", "model", "endpoint", "sovereignty_class"),
+        )  # fmt: skip
+        self.in_progress = GaugeFamily(
+            "llmeu_requests_in_progress", "Calls opened and not finished.", ("route",)
         )
-        self.duration = Labelled(Histogram(
+        streams = GaugeFamily(
+            "llmeu_active_streams", "Streams whose response started and has not ended."
+        )
+        self.active_streams = streams()
+        self.duration = HistogramFamily(
             "llmeu_request_duration_seconds", "Whole calls, from open to final status.",
-            ("route", "status"), buckets=LATENCY_BUCKETS, registry=r,
-        ))  # fmt: skip
-        self.ttft = Labelled(Histogram(
+            ("route", "status"), LATENCY_BUCKETS,
+        )  # fmt: skip
+        self.ttft = HistogramFamily(
             "llmeu_time_to_first_token_seconds", "Streams: from the call's open to its first "
-            "delta.", me, buckets=LATENCY_BUCKETS, registry=r,
-        ))  # fmt: skip
-        self.tpot = Labelled(Histogram(
+            "delta.", me, LATENCY_BUCKETS,
+        )  # fmt: skip
+        self.tpot = HistogramFamily(
             "llmeu_time_per_output_token_seconds", "Completed streams: mean time per output "
-            "token after the first.", me, buckets=TOKEN_BUCKETS, registry=r,
-        ))  # fmt: skip
-        self.upstream_latency = Labelled(Histogram(
+            "token after the first.", me, TOKEN_BUCKETS,
+        )  # fmt: skip
+        self.upstream_latency = HistogramFamily(
             "llmeu_upstream_latency_seconds", "Upstream attempts, from the request to the "
             "upstream until its answer ended or failed.", ("endpoint", "outcome"),
-            buckets=LATENCY_BUCKETS, registry=r,
-        ))  # fmt: skip
-        self.overhead = Labelled(Histogram(
+            LATENCY_BUCKETS,
+        )  # fmt: skip
+        self.overhead = HistogramFamily(
             "llmeu_gateway_overhead_seconds", "Time not spent waiting on an upstream, up to "
-            "the response start (x-llmeu-overhead-ms).", ("route", "stream"),
-            buckets=OVERHEAD_BUCKETS, registry=r,
-        ))  # fmt: skip
-        self.tokens = Labelled(Counter(
-            "llmeu_tokens", "Tokens of calls, as billed.", ("type", *me), registry=r,
-        ))  # fmt: skip
-        self.cost = Labelled(Counter("llmeu_cost_eur", "Cost of calls in EUR.", me, registry=r))
-        self.cancellations = Labelled(Counter(
-            "llmeu_cancellations", "Calls the client hung up on.", ("route", "endpoint"),
-            registry=r,
-        ))  # fmt: skip
-        self.fallbacks = Labelled(Counter(
-            "llmeu_fallbacks", "Calls that tried more than one endpoint.", ("route", "status"),
-            registry=r,
-        ))  # fmt: skip
+            "the response start (x-llmeu-overhead-ms).", ("route", "stream"), OVERHEAD_BUCKETS,
+        )  # fmt: skip
+        self.tokens = CounterFamily("llmeu_tokens", "Tokens of calls, as billed.", ("type", *me))
+        self.cost = CounterFamily("llmeu_cost_eur", "Cost of calls in EUR.", me)
+        self.cancellations = CounterFamily(
+            "llmeu_cancellations", "Calls the client hung up on.", ("route", "endpoint")
+        )
+        self.fallbacks = CounterFamily(
+            "llmeu_fallbacks", "Calls that tried more than one endpoint.", ("route", "status")
+        )
+        registry.register(SeriesCollector([
+            self.requests, self.in_progress, streams, self.duration, self.ttft, self.tpot,
+            self.upstream_latency, self.overhead, self.tokens, self.cost, self.cancellations,
+            self.fallbacks,
+        ]))  # fmt: skip
 
     def model(self, record: TraceRecord) -> str:
         return record.request_model if record.request_model in self._known_models else OTHER
