@@ -51,6 +51,12 @@ class Request:
         self._query: dict[str, str] | None = None
         self.response_started = False
 
+    @property
+    def hangup_hook(self) -> HangupHook | None:
+        """The server's hang-up hook for this request, when the server gives one."""
+        extensions = self.scope.get("extensions")
+        return extensions.get(HANGUP_EXTENSION) if extensions else None
+
     def header(self, name: bytes) -> str | None:
         for key, value in self.headers:
             if key == name:
@@ -101,29 +107,59 @@ def with_header(headers: Headers, name: bytes, value: str) -> Headers:
     return [*headers, (name, value.encode("latin-1"))]
 
 
+HANGUP_EXTENSION = "llmeu.hangup"
+
+
+class HangupHook:
+    """Put on a request's scope (`extensions["llmeu.hangup"]`) by llmeu's own HTTP server,
+    which calls `lost()` when the connection goes while the response is incomplete: a
+    call learns of its hang-up without a task waiting on `receive()` for the whole call."""
+
+    __slots__ = ("gone", "listener")
+
+    def __init__(self) -> None:
+        self.gone = False
+        self.listener: Callable[[], None] | None = None
+
+    def lost(self) -> None:
+        self.gone = True
+        if self.listener is not None:
+            self.listener()
+
+
 class DisconnectWatch:
     """Fires a call's `Hangup` the moment its client disconnects, between `start` and `stop`.
 
-    Once the request body is read, ASGI's `receive()` returns only
-    `http.disconnect`: a task waiting on it learns of a hang-up at once, and
-    the hang-up aborts whatever the call's upstream is waiting on. `stop()`
-    before recording the outcome, so a late hang-up cannot turn a finished
-    call into a cancelled one.
+    Under llmeu's server the connection says so itself (`HangupHook`). Under
+    any other ASGI server, once the request body is read, ASGI's `receive()`
+    returns only `http.disconnect`: a task waiting on it learns of a hang-up
+    at once. Either way the hang-up aborts whatever the call's upstream is
+    waiting on. `stop()` before recording the outcome, so a late hang-up cannot
+    turn a finished call into a cancelled one.
     """
 
-    __slots__ = ("_hangup", "_receive", "_task")
+    __slots__ = ("_hangup", "_hook", "_receive", "_task")
 
-    def __init__(self, receive: Receive, hangup: Hangup):
+    def __init__(self, receive: Receive, hangup: Hangup, hook: HangupHook | None = None):
         self._receive = receive
         self._hangup = hangup
+        self._hook = hook
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
-        if self._task is None:
+        hook = self._hook
+        if hook is not None:
+            if hook.gone:
+                self._hangup.fire()
+            else:
+                hook.listener = self._hangup.fire
+        elif self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._watch())
 
     def stop(self) -> None:
-        if self._task is not None and not self._task.done():
+        if self._hook is not None:
+            self._hook.listener = None
+        elif self._task is not None and not self._task.done():
             self._task.cancel()
 
     async def _watch(self) -> None:

@@ -137,7 +137,7 @@ class Call:
         self._model = ""
         self._max_output_tokens: int | None = None
         self._hangup = Hangup()
-        self._watch = DisconnectWatch(request.receive, self._hangup)
+        self._watch = DisconnectWatch(request.receive, self._hangup, request.hangup_hook)
         self._upstream: ChatStream | None = None
         self._encoder: StreamEncoder | None = None
         self._stream_ended = False

@@ -24,6 +24,7 @@ from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
+from llmeu.api.asgi import HANGUP_EXTENSION, HangupHook
 from llmeu.protocol.error_shape import encode_error
 from llmeu.server.connection_guard import ConnectionGuard
 from llmeu.server.request_cycle import Http10Cycle
@@ -109,7 +110,12 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._cancel_head_timer()
         if self._guard is not None:
             self._guard.release(self)
+        open_cycles = [c for c in (self.cycle, *(c for c, _ in self.pipeline)) if c is not None]
         super().connection_lost(exc)
+        for cycle in open_cycles:  # the calls still answering learn of the hang-up now
+            hook = _hangup_hook(cycle)
+            if hook is not None and not cycle.response_complete:
+                hook.lost()
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
@@ -136,8 +142,13 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._cancel_head_timer()
         super().on_headers_complete()
         cycle = self.cycle
+        if cycle is None or cycle.scope is not self.scope:
+            return  # refused or answered without the app
+        # Created by uvicorn a moment ago, its task not yet run: nothing was sent, the app
+        # has not seen the scope.
+        extensions: dict[str, Any] = self.scope.setdefault("extensions", {})
+        extensions[HANGUP_EXTENSION] = HangupHook()
         if self.scope.get("http_version") == "1.0" and type(cycle) is RequestResponseCycle:
-            # Created by uvicorn a moment ago, its task not yet run: nothing was sent.
             cycle.__class__ = Http10Cycle
 
     def on_message_complete(self) -> None:
@@ -225,3 +236,9 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
             self._linger = self.loop.call_later(linger, self.transport.close)
         else:
             self.transport.close()
+
+
+def _hangup_hook(cycle: RequestResponseCycle) -> HangupHook | None:
+    extensions: dict[str, Any] = cycle.scope.get("extensions") or {}
+    hook = extensions.get(HANGUP_EXTENSION)
+    return hook if isinstance(hook, HangupHook) else None
