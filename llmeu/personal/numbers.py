@@ -46,7 +46,7 @@ def _weighted(*weights: int) -> Callable[[str], int]:
 
 _BSN = _weighted(9, 8, 7, 6, 5, 4, 3, 2, -1)
 _NIF = _weighted(9, 8, 7, 6, 5, 4, 3, 2)
-_PESEL = _weighted(1, 3, 7, 9, 1, 3, 7, 9, 1, 3)
+_PESEL = _weighted(1, 3, 7, 9, 1, 3, 7, 9, 1, 3, 1)  # with the check digit: 0 mod 10
 _DOUBLED = str.maketrans("0123456789", "0246813579")
 """Each digit to the digit sum of its double, as Luhn adds them."""
 
@@ -72,17 +72,15 @@ def _at_social_security(d: str) -> bool:
 
 
 def _se_personnummer(d: str) -> bool:
-    date = d[-10:-4]
-    month, day = int(date[2:4]), int(date[4:6])
+    month, day = int(d[-8:-6]), int(d[-6:-4])
     valid_date = 1 <= month <= 12 and (1 <= day <= 31 or 61 <= day <= 91)
     return valid_date and _luhn(d[-10:]) and personnummer.is_valid(d)
 
 
 def _pl_pesel(d: str) -> bool:
-    if int(d[2:4]) % 20 not in range(1, 13):  # the birth month, before the weighted sum
+    if not 0 < int(d[2:4]) % 20 < 13:  # the birth month, before the weighted sum
         return False
-    check = (10 - _PESEL(d) % 10) % 10
-    return check == int(d[10]) and pesel.is_valid(d)
+    return _PESEL(d) % 10 == 0 and pesel.is_valid(d)
 
 
 def _de_steuer_id(d: str) -> bool:
@@ -102,8 +100,13 @@ _IDNR_STEP = tuple(
 
 
 def _be_national_number(d: str) -> bool:
-    check = int(d[9:])
-    return check in (97 - int(d[:9]) % 97, 97 - int("2" + d[:9]) % 97) and nn.is_valid(d)
+    """97 minus the first nine digits mod 97; for births from 2000 on, with a 2 before them."""
+    remainder = int(d[:9]) % 97
+    check = 97 - int(d[9:])
+    return check in (remainder, (remainder + _BORN_2000) % 97) and nn.is_valid(d)
+
+
+_BORN_2000 = 2_000_000_000 % 97
 
 
 def _fr_nir(d: str) -> bool:
@@ -149,15 +152,15 @@ def identifiers(
 ) -> list[tuple[Detector, int, int]]:
     """(detector, start, end) of each digit-only identifier of `detectors` in `text`."""
     found: list[tuple[Detector, int, int]] = []
+    plans = _plans(detectors)
     for match in RUN.finditer(form):
         start, end = match.span()
-        skeleton = form[start:end]
-        plan = (
-            _plan(detectors, skeleton) if end - start <= _CACHED else _windows(detectors, skeleton)
-        )
+        plan = plans[form[start:end]]
         if not plan:  # `2024-01-15 12`, an ISBN's groups: no window of an identifier's length
             continue
-        digits = text[start:end].translate(_WITHOUT_MARKS)
+        digits = text[start:end]
+        if not digits.isdigit():
+            digits = digits.translate(_WITHOUT_MARKS)
         resume = 0
         for i, windows in plan:
             if i < resume:
@@ -176,8 +179,6 @@ def identifiers(
 
 
 _WITHOUT_MARKS = str.maketrans("", "", " .-")
-_CACHED = 64
-"""Runs up to this long have their plan cached by shape (most numbers share a handful)."""
 
 Window = tuple[int, int, int, int, int, tuple[tuple[Detector, Check], ...]]
 """The group a window ends before, its span in the run, its span in the run's digits, and
@@ -186,9 +187,27 @@ Plan = tuple[tuple[int, tuple[Window, ...]], ...]
 """Per group a window may start at, its windows longest first; empty: nothing to check."""
 
 
-@lru_cache(maxsize=4096)
-def _plan(detectors: frozenset[Detector], skeleton: bytes) -> Plan:
-    return _windows(detectors, skeleton)
+class _Plans(dict[bytes, Plan]):
+    """The plans of one detector set by run shape: most numbers share a handful of shapes.
+    Shapes up to `LONGEST` bytes are kept, at most `KEPT` of them."""
+
+    LONGEST = 64
+    KEPT = 4096
+
+    def __init__(self, detectors: frozenset[Detector]):
+        super().__init__()
+        self.detectors = detectors
+
+    def __missing__(self, skeleton: bytes) -> Plan:
+        plan = _windows(self.detectors, skeleton)
+        if len(skeleton) <= self.LONGEST and len(self) < self.KEPT:
+            self[skeleton] = plan
+        return plan
+
+
+@lru_cache(maxsize=64)
+def _plans(detectors: frozenset[Detector]) -> _Plans:
+    return _Plans(detectors)
 
 
 def _windows(detectors: frozenset[Detector], skeleton: bytes) -> Plan:
