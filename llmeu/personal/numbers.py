@@ -12,7 +12,7 @@ plain arithmetic, rules most windows out; `python-stdnum` decides the rest.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 from operator import mul
 
@@ -46,7 +46,8 @@ def _weighted(*weights: int) -> Callable[[str], int]:
 
 _BSN = _weighted(9, 8, 7, 6, 5, 4, 3, 2, -1)
 _NIF = _weighted(9, 8, 7, 6, 5, 4, 3, 2)
-_PESEL = _weighted(1, 3, 7, 9, 1, 3, 7, 9, 1, 3, 1)  # with the check digit: 0 mod 10
+_PESEL = _weighted(1, 3, 7, 9, 1, 3, 7, 9, 1, 3, 1)
+_VNR = _weighted(3, 7, 9, 0, 5, 8, 4, 2, 1, 6)
 _DOUBLED = str.maketrans("0123456789", "0246813579")
 """Each digit to the digit sum of its double, as Luhn adds them."""
 
@@ -66,21 +67,33 @@ def _pt_nif(d: str) -> bool:
     return (0 if check >= 10 else check) == int(d[8]) and nif.is_valid(d)
 
 
+def _two_digits(numbers: Iterable[int]) -> frozenset[str]:
+    """Two-digit fields as written: a date's part is compared as text, without `int()`."""
+    return frozenset(f"{n:02}" for n in numbers)
+
+
+_DAYS = _two_digits(range(1, 32))
+_MONTHS = _two_digits(range(1, 13))
+_AT_MONTHS = _two_digits(range(1, 16))  # 13 to 15 stand for an unknown date
+_SE_DAYS = _DAYS | _two_digits(range(61, 92))  # a coordination number adds 60 to the day
+_PESEL_MONTHS = _two_digits(m for m in range(100) if 0 < m % 20 < 13)  # 20 more per century
+
+
 def _at_social_security(d: str) -> bool:
-    """The check digit and a birth date DDMMYY (months 13 to 15 stand for an unknown date)."""
-    return 1 <= int(d[4:6]) <= 31 and 1 <= int(d[6:8]) <= 15 and vnr.is_valid(d)
+    """A birth date DDMMYY in the last six digits, then the check digit (the fourth)."""
+    return (
+        d[4:6] in _DAYS and d[6:8] in _AT_MONTHS and _VNR(d) % 11 == int(d[3]) and vnr.is_valid(d)
+    )
 
 
 def _se_personnummer(d: str) -> bool:
-    month, day = int(d[-8:-6]), int(d[-6:-4])
-    valid_date = 1 <= month <= 12 and (1 <= day <= 31 or 61 <= day <= 91)
+    valid_date = d[-8:-6] in _MONTHS and d[-6:-4] in _SE_DAYS
     return valid_date and _luhn(d[-10:]) and personnummer.is_valid(d)
 
 
 def _pl_pesel(d: str) -> bool:
-    if not 0 < int(d[2:4]) % 20 < 13:  # the birth month, before the weighted sum
-        return False
-    return _PESEL(d) % 10 == 0 and pesel.is_valid(d)
+    """The birth month before the weighted sum, which with the check digit is 0 mod 10."""
+    return d[2:4] in _PESEL_MONTHS and _PESEL(d) % 10 == 0 and pesel.is_valid(d)
 
 
 def _de_steuer_id(d: str) -> bool:
