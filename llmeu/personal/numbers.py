@@ -5,8 +5,10 @@ optionally grouped by single spaces, dots or dashes. Every window of
 whole groups of a length some identifier has is tried, longest first, so an
 identifier written next to other numbers is still found; a window is only
 tried with the marks the identifier's published format groups it with (a
-date's dashes and slashes are none of them). Each identifier's own check, in
-plain arithmetic, rules most windows out; `python-stdnum` decides the rest.
+date's dashes and slashes are none of them). Which windows those are depends
+on the run's shape alone (`999-9-999-99999-9`), so it is planned once per
+shape and kept. Each identifier's own check, in plain arithmetic, rules most
+windows out; `python-stdnum` decides the rest.
 """
 
 from __future__ import annotations
