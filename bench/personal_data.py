@@ -21,11 +21,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import io
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from collections.abc import Callable
@@ -82,22 +80,22 @@ Find = Callable[[str, frozenset[Detector]], object]
 def find_at(rev: str, into: Path) -> Find:
     """`find` of `llmeu/personal` at `rev`, as package `personal_at_rev` (its `rules` stays
     this tree's, so both take the same `Detector` values)."""
-    archive = subprocess.run(
-        ["git", "-C", str(ROOT), "archive", rev, "llmeu/personal"],
-        capture_output=True,
-        check=True,
-    ).stdout
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(into, filter="data")
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(ROOT), *args], capture_output=True, check=True, text=True
+        ).stdout
+
+    files = git("ls-tree", "--name-only", rev, "llmeu/personal/").split()
+    modules = [Path(f).stem for f in files if Path(f).stem not in ("__init__", "rules")]
     package = into / "personal_at_rev"
-    (into / "llmeu" / "personal").rename(package)
-    modules = [f.stem for f in package.glob("*.py") if f.stem not in ("__init__", "rules")]
-    for source in package.glob("*.py"):
-        code = source.read_text()
+    package.mkdir()
+    for file in files:
+        code = git("show", f"{rev}:{file}")
         for name in modules:
             code = code.replace(f"llmeu.personal.{name}", f"personal_at_rev.{name}")
         code = code.replace("from llmeu.personal import", "from personal_at_rev import")
-        source.write_text(code)
+        (package / Path(file).name).write_text(code)
     sys.path.insert(0, str(into))
     found: Find = importlib.import_module("personal_at_rev.detectors").find
     return found
