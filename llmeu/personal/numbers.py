@@ -204,10 +204,12 @@ Plan = tuple[tuple[int, tuple[Window, ...]], ...]
 
 class _Plans(dict[bytes, Plan]):
     """The plans of one detector set by run shape: most numbers share a handful of shapes.
-    Shapes up to `LONGEST` bytes are kept, at most `KEPT` of them."""
+    Shapes up to `LONGEST` bytes are kept, at most `KEPT` of them (a text of odd groupings
+    gets its plans computed, not a bigger cache): under 1 MB per detector set, for the 16
+    sets last used."""
 
     LONGEST = 64
-    KEPT = 4096
+    KEPT = 1024
 
     def __init__(self, detectors: frozenset[Detector]):
         super().__init__()
@@ -220,7 +222,7 @@ class _Plans(dict[bytes, Plan]):
         return plan
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=16)
 def _plans(detectors: frozenset[Detector]) -> _Plans:
     return _Plans(detectors)
 
