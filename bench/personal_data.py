@@ -1,6 +1,6 @@
 """CPU cost of the personal-data scan per 10 KB of prompt, and of having no `personal_data`.
 
-    .venv/bin/python bench/personal_data.py [--rounds 7] [--number 200]
+    .venv/bin/python bench/personal_data.py [--rounds 7] [--number 200] [--against REV]
 
 Prints the median over rounds of the mean CPU time (process time) per 10 KB, in
 milliseconds, for: prose (an ordinary chat prompt), number-dense text (the
@@ -10,18 +10,28 @@ each, the ratio to a baseline measured in the same run: one `str.count` pass
 over the same text (the least any scan can do). The last line is the lifecycle's
 hook for a policy without the section, which returns before reading the prompt.
 The target is 0.3 ms per 10 KB.
+
+`--against REV` also times the detectors (`find`) as they were at git revision
+REV (`llmeu/personal` taken from `git archive`, loaded under another name),
+interleaved round by round with this tree's on the same texts, and prints
+the ratio: a before/after measured under the same load.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 
 from llmeu.api.lifecycle import Call
+from llmeu.personal.detectors import find
 from llmeu.personal.masking import Masking
 from llmeu.personal.rules import Action, Detector, PersonalDataRules
 from llmeu.personal.scan import screen
@@ -64,6 +74,46 @@ def scan_and_mask(text: str) -> Callable[[], object]:
     return run
 
 
+Find = Callable[[str, frozenset[Detector]], object]
+
+
+def find_at(rev: str, into: Path) -> Find:
+    """`find` of `llmeu/personal` at `rev`, as package `personal_at_rev` (its `rules` stays
+    this tree's, so both take the same `Detector` values)."""
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(ROOT), *args], capture_output=True, check=True, text=True
+        ).stdout
+
+    files = git("ls-tree", "--name-only", rev, "llmeu/personal/").split()
+    modules = [Path(f).stem for f in files if Path(f).stem not in ("__init__", "rules")]
+    package = into / "personal_at_rev"
+    package.mkdir()
+    for file in files:
+        code = git("show", f"{rev}:{file}")
+        for name in modules:
+            code = code.replace(f"llmeu.personal.{name}", f"personal_at_rev.{name}")
+        code = code.replace("from llmeu.personal import", "from personal_at_rev import")
+        (package / Path(file).name).write_text(code)
+    sys.path.insert(0, str(into))
+    found: Find = importlib.import_module("personal_at_rev.detectors").find
+    return found
+
+
+def before_after(before: Find, text: str, rounds: int, number: int) -> tuple[float, float]:
+    """Median ms per call of `before` and of this tree's `find`, alternating round by round."""
+    detectors = RULES.active()
+    samples: tuple[list[float], list[float]] = ([], [])
+    for _ in range(rounds):
+        for fn, kept in ((before, samples[0]), (find, samples[1])):
+            start = time.process_time()
+            for _ in range(number):
+                fn(text, detectors)
+            kept.append((time.process_time() - start) / number * 1000)
+    return statistics.median(samples[0]), statistics.median(samples[1])
+
+
 def no_section_hook() -> Callable[[], object]:
     """`Call.screen` on a call whose key's policy has no `personal_data`."""
     policy = SimpleNamespace(personal_data=None)
@@ -81,6 +131,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--number", type=int, default=200)
+    parser.add_argument("--against", metavar="REV", help="also time find() at git revision REV")
     args = parser.parse_args()
     texts = {
         "prose": sized(PROSE),
@@ -100,6 +151,13 @@ def main() -> None:
     print(f"no personal_data section: {hook * 1000:.3f} µs per call, prompt never read")
     print(f"restoring 10 KB of answer without placeholders: {restore_ms:.4f} ms")
     print("target: 0.3 ms per 10 KB")
+    if args.against:
+        with tempfile.TemporaryDirectory() as into:
+            before = find_at(args.against, Path(into))
+            print(f"find() at {args.against} and now, interleaved (ms per 10 KB):")
+            for name, text in texts.items():
+                then, now = before_after(before, text, args.rounds, args.number)
+                print(f"  {name:<14}{then:>9.4f} ->{now:>8.4f}  ({then / now:.2f}x)")
 
 
 if __name__ == "__main__":

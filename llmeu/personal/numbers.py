@@ -5,14 +5,16 @@ optionally grouped by single spaces, dots or dashes. Every window of
 whole groups of a length some identifier has is tried, longest first, so an
 identifier written next to other numbers is still found; a window is only
 tried with the marks the identifier's published format groups it with (a
-date's dashes and slashes are none of them). Each identifier's own check, in
-plain arithmetic, rules most windows out; `python-stdnum` decides the rest.
+date's dashes and slashes are none of them). Which windows those are depends
+on the run's shape alone (`999-9-999-99999-9`), so it is planned once per
+shape and kept. Each identifier's own check, in plain arithmetic, rules most
+windows out; `python-stdnum` decides the rest.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 from operator import mul
 
@@ -31,54 +33,69 @@ from llmeu.personal.rules import Detector
 Check = Callable[[str], bool]
 
 # Not after a word's character nor after `.+/-` (a decimal, a signed or a slashed number):
-# a look-behind, so the whole text is one `finditer` in the regex engine.
-RUN = re.compile(rb"9(?<![Aa9_?.+/-]9)(?:[ .-]?9){8,}(?![Aa9_])")
-_DIGITS = re.compile(r"\d+")
-# Nine digits joined the way one window may join them: by dots and dashes, or by spaces.
-_WINDOW = re.compile(rb"9(?:[.-]?9){8}|9(?: ?9){8}")
+# a look-behind, so the whole text is one `finditer` in the regex engine. The look-ahead
+# (eight more digits or marks) refuses the many short numbers before the repetition runs.
+RUN = re.compile(rb"9(?<![Aa9_?.+/-]9)(?=[9 .-]{8})(?:[ .-]?9){8,}(?![Aa9_])")
 _MAX_GROUPS = 12
-_NO_MARKS: frozenset[str] = frozenset()
 
 
-def _weighted(digits: str, weights: tuple[int, ...]) -> int:
-    return sum(map(mul, map(int, digits), weights))  # stops at the shorter, like zip
+def _weighted(*weights: int) -> Callable[[str], int]:
+    """`digits -> sum(weight * digit)` over the first `len(weights)` digits, computed on the
+    ASCII codes in C (no `int()` per digit): each code is its digit plus 48."""
+    bias = 48 * sum(weights)
+    return lambda digits: sum(map(mul, digits.encode(), weights)) - bias
 
 
+_BSN = _weighted(9, 8, 7, 6, 5, 4, 3, 2, -1)
+_NIF = _weighted(9, 8, 7, 6, 5, 4, 3, 2)
+_PESEL = _weighted(1, 3, 7, 9, 1, 3, 7, 9, 1, 3, 1)
+_VNR = _weighted(3, 7, 9, 0, 5, 8, 4, 2, 1, 6)
 _DOUBLED = str.maketrans("0123456789", "0246813579")
 """Each digit to the digit sum of its double, as Luhn adds them."""
 
 
 def _luhn(digits: str) -> bool:
     """The Luhn check in C-speed string steps, before `python-stdnum` parses the number."""
-    return sum(map(int, digits[-1::-2] + digits[-2::-2].translate(_DOUBLED))) % 10 == 0
+    doubled = digits[-2::-2].translate(_DOUBLED)
+    return (sum((digits[-1::-2] + doubled).encode()) - 48 * len(digits)) % 10 == 0
 
 
 def _nl_bsn(d: str) -> bool:
-    return _weighted(d, (9, 8, 7, 6, 5, 4, 3, 2, -1)) % 11 == 0 and bsn.is_valid(d)
+    return _BSN(d) % 11 == 0 and bsn.is_valid(d)
 
 
 def _pt_nif(d: str) -> bool:
-    check = 11 - _weighted(d, (9, 8, 7, 6, 5, 4, 3, 2)) % 11
+    check = 11 - _NIF(d) % 11
     return (0 if check >= 10 else check) == int(d[8]) and nif.is_valid(d)
 
 
+def _two_digits(numbers: Iterable[int]) -> frozenset[str]:
+    """Two-digit fields as written: a date's part is compared as text, without `int()`."""
+    return frozenset(f"{n:02}" for n in numbers)
+
+
+_DAYS = _two_digits(range(1, 32))
+_MONTHS = _two_digits(range(1, 13))
+_AT_MONTHS = _two_digits(range(1, 16))  # 13 to 15 stand for an unknown date
+_SE_DAYS = _DAYS | _two_digits(range(61, 92))  # a coordination number adds 60 to the day
+_PESEL_MONTHS = _two_digits(m for m in range(100) if 0 < m % 20 < 13)  # 20 more per century
+
+
 def _at_social_security(d: str) -> bool:
-    """The check digit and a birth date DDMMYY (months 13 to 15 stand for an unknown date)."""
-    return 1 <= int(d[4:6]) <= 31 and 1 <= int(d[6:8]) <= 15 and vnr.is_valid(d)
+    """A birth date DDMMYY in the last six digits, then the check digit (the fourth)."""
+    return (
+        d[4:6] in _DAYS and d[6:8] in _AT_MONTHS and _VNR(d) % 11 == int(d[3]) and vnr.is_valid(d)
+    )
 
 
 def _se_personnummer(d: str) -> bool:
-    date = d[-10:-4]
-    month, day = int(date[2:4]), int(date[4:6])
-    valid_date = 1 <= month <= 12 and (1 <= day <= 31 or 61 <= day <= 91)
+    valid_date = d[-8:-6] in _MONTHS and d[-6:-4] in _SE_DAYS
     return valid_date and _luhn(d[-10:]) and personnummer.is_valid(d)
 
 
 def _pl_pesel(d: str) -> bool:
-    if int(d[2:4]) % 20 not in range(1, 13):  # the birth month, before the weighted sum
-        return False
-    check = (10 - _weighted(d, (1, 3, 7, 9, 1, 3, 7, 9, 1, 3)) % 10) % 10
-    return check == int(d[10]) and pesel.is_valid(d)
+    """The birth month before the weighted sum, which with the check digit is 0 mod 10."""
+    return d[2:4] in _PESEL_MONTHS and _PESEL(d) % 10 == 0 and pesel.is_valid(d)
 
 
 def _de_steuer_id(d: str) -> bool:
@@ -86,15 +103,25 @@ def _de_steuer_id(d: str) -> bool:
     if d[0] == "0" or len(set(d[:10])) not in (8, 9):
         return False
     product = 10
-    for digit in d[:10]:
-        total = (int(digit) + product) % 10 or 10
-        product = total * 2 % 11
+    for code in d[:10].encode():
+        product = _IDNR_STEP[product][code - 48]
     return (11 - product) % 10 == int(d[10]) and idnr.is_valid(d)
 
 
+_IDNR_STEP = tuple(
+    tuple(((digit + product) % 10 or 10) * 2 % 11 for digit in range(10)) for product in range(11)
+)
+"""ISO 7064 mod 11,10: the next product from the current one and a digit, looked up."""
+
+
 def _be_national_number(d: str) -> bool:
-    check = int(d[9:])
-    return check in (97 - int(d[:9]) % 97, 97 - int("2" + d[:9]) % 97) and nn.is_valid(d)
+    """97 minus the first nine digits mod 97; for births from 2000 on, with a 2 before them."""
+    remainder = int(d[:9]) % 97
+    check = 97 - int(d[9:])
+    return check in (remainder, (remainder + _BORN_2000) % 97) and nn.is_valid(d)
+
+
+_BORN_2000 = 2_000_000_000 % 97
 
 
 def _fr_nir(d: str) -> bool:
@@ -137,56 +164,100 @@ _SHORTEST = min(BY_LENGTH)
 
 def identifiers(
     text: str, form: bytes, detectors: frozenset[Detector]
-) -> Iterator[tuple[Detector, int, int]]:
+) -> list[tuple[Detector, int, int]]:
     """(detector, start, end) of each digit-only identifier of `detectors` in `text`."""
-    table = _by_length(detectors)
+    found: list[tuple[Detector, int, int]] = []
+    plans = _plans(detectors)
     for match in RUN.finditer(form):
         start, end = match.span()
-        run = text[start:end]
-        if run.isdigit():  # the common case: one plain number
-            found = _identify(run, _NO_MARKS, table)
-            if found is not None:
-                yield found, start, end
+        plan = plans[form[start:end]]
+        if not plan:  # `2024-01-15 12`, an ISBN's groups: no window of an identifier's length
             continue
-        if _WINDOW.search(form, start, end) is None:  # `2024-01-15 12`: no window is long enough
-            continue
-        for found, a, b in _in_run(run, table):
-            yield found, start + a, start + b
+        digits = text[start:end]
+        if not digits.isdigit():
+            digits = digits.translate(_WITHOUT_MARKS)
+        resume = 0
+        for i, windows in plan:
+            if i < resume:
+                continue
+            for j, a, b, low, high, rows in windows:
+                window = digits[low:high]
+                for detector, check in rows:
+                    if check(window):
+                        found.append((detector, start + a, start + b))
+                        resume = j
+                        break
+                else:
+                    continue
+                break  # a hit consumes its groups: the next window starts after them
+    return found
 
 
-def _in_run(run: str, table: Table) -> Iterator[tuple[Detector, int, int]]:
-    """Windows of whole groups, longest first; a hit consumes its groups. A window never
-    joins groups by spaces and by other marks both (`2024-01-15 12` are two numbers)."""
-    spans = [(m.start(), m.end()) for m in _DIGITS.finditer(run)]
-    parts = [run[a:b] for a, b in spans]
-    marks = [run[b] for _, b in spans[:-1]]  # the one mark after each group but the last
+_WITHOUT_MARKS = str.maketrans("", "", " .-")
+
+Window = tuple[int, int, int, int, int, tuple[tuple[Detector, Check], ...]]
+"""The group a window ends before, its span in the run, its span in the run's digits, and
+the (detector, check) pairs whose length and marks it has, in the order tried."""
+Plan = tuple[tuple[int, tuple[Window, ...]], ...]
+"""Per group a window may start at, its windows longest first; empty: nothing to check."""
+
+
+class _Plans(dict[bytes, Plan]):
+    """The plans of one detector set by run shape: most numbers share a handful of shapes.
+    Shapes up to `LONGEST` bytes are kept, at most `KEPT` of them (a text of odd groupings
+    gets its plans computed, not a bigger cache): under 1 MB per detector set, for the 16
+    sets last used."""
+
+    LONGEST = 64
+    KEPT = 1024
+
+    def __init__(self, detectors: frozenset[Detector]):
+        super().__init__()
+        self.detectors = detectors
+
+    def __missing__(self, skeleton: bytes) -> Plan:
+        plan = _windows(self.detectors, skeleton)
+        if len(skeleton) <= self.LONGEST and len(self) < self.KEPT:
+            self[skeleton] = plan
+        return plan
+
+
+@lru_cache(maxsize=16)
+def _plans(detectors: frozenset[Detector]) -> _Plans:
+    return _Plans(detectors)
+
+
+def _windows(detectors: frozenset[Detector], skeleton: bytes) -> Plan:
+    """Which windows of whole groups to try, from the run's shape alone (`999-9-999`): from
+    each group the longest first, ending where the run's marks stop being alike (a window
+    never joins groups by spaces and by other marks both: `2024-01-15 12` are two numbers),
+    at most `_MAX_GROUPS` groups, as long as an identifier of `detectors` has that many digits
+    and groups them with those marks. A hit consumes its groups."""
+    table = _by_length(detectors)
+    spans = [(m.start(), m.end()) for m in _GROUPS.finditer(skeleton)]
+    marks = [skeleton[b : b + 1].decode() for _, b in spans[:-1]]  # the mark after each group
     sums = [0]
-    for part in parts:
-        sums.append(sums[-1] + len(part))
-    i = 0
-    while i < len(parts):
-        hit = _longest(parts, marks, sums, i, table)
-        if hit is None:
-            i += 1
-            continue
-        found, j = hit
-        yield found, spans[i][0], spans[j - 1][1]
-        i = j
+    for a, b in spans:
+        sums.append(sums[-1] + b - a)
+    plan = []
+    for i in range(len(spans)):
+        windows = []
+        for j in range(_reach(marks, i, min(len(spans), i + _MAX_GROUPS)), i, -1):
+            length = sums[j] - sums[i]
+            if length < _SHORTEST:
+                break
+            joined = frozenset(marks[i : j - 1])
+            rows = tuple(
+                (d, check) for d, check, allowed in table.get(length, ()) if joined <= allowed
+            )
+            if rows:
+                windows.append((j, spans[i][0], spans[j - 1][1], sums[i], sums[j], rows))
+        if windows:
+            plan.append((i, tuple(windows)))
+    return tuple(plan)
 
 
-def _longest(
-    parts: list[str], marks: list[str], sums: list[int], i: int, table: Table
-) -> tuple[Detector, int] | None:
-    """The longest window of groups from `i` that is an identifier, and where it ends."""
-    for j in range(_reach(marks, i, min(len(parts), i + _MAX_GROUPS)), i, -1):
-        length = sums[j] - sums[i]
-        if length < _SHORTEST:
-            return None
-        if length in table:
-            found = _identify("".join(parts[i:j]), frozenset(marks[i : j - 1]), table)
-            if found is not None:
-                return found, j
-    return None
+_GROUPS = re.compile(rb"9+")
 
 
 def _reach(marks: list[str], i: int, limit: int) -> int:
@@ -196,13 +267,6 @@ def _reach(marks: list[str], i: int, limit: int) -> int:
     while j < limit and (marks[j - 1] == " ") == spaced:
         j += 1
     return j
-
-
-def _identify(digits: str, marks: frozenset[str], table: Table) -> Detector | None:
-    for detector, check, allowed in table.get(len(digits), ()):
-        if marks <= allowed and check(digits):
-            return detector
-    return None
 
 
 @lru_cache(maxsize=64)

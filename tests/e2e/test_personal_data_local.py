@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from importlib.util import find_spec
+from typing import Any
 
+import anthropic
 import httpx
 import openai
 import pytest
@@ -121,4 +123,28 @@ def restrict_keeps_the_call_local(local: openai.OpenAI, upstream: FakeUpstream) 
     routing = kept.model_extra["llmeu"]  # type: ignore[index]
     assert (routing["endpoint_id"], routing["sovereignty_class"]) == ("local-pd", "on_premise")
     assert kept.usage is not None and kept.usage.completion_tokens > 0, "the model ran"
+    assert upstream.stats() == []
+
+
+def test_count_tokens_counts_where_the_call_would_run_and_blocks_as_it_would(
+    gateway: Gateway, upstream: FakeUpstream
+) -> None:
+    """`/v1/messages/count_tokens` under the same rules: restricted to the bundled model, which
+    counts with its own tokenizer; blocked with the Messages refusal, nothing counted."""
+    prompt: Any = [{"role": "user", "content": f"Is {BSN} a BSN?"}]
+    upstream.reset()
+    with anthropic.Anthropic(base_url=gateway.url, api_key=key_for(gateway, "pd-local")) as sdk:
+        counted = sdk.messages.count_tokens(model="pd", messages=prompt)
+    assert counted.model_extra == {"llmeu": {"endpoint_id": "local-pd"}}
+    assert counted.input_tokens > 5
+    with (
+        anthropic.Anthropic(
+            base_url=gateway.url, api_key=key_for(gateway, "pd-stop"), max_retries=0
+        ) as sdk,
+        pytest.raises(anthropic.PermissionDeniedError) as refused,
+    ):
+        sdk.messages.count_tokens(model="pd", messages=prompt)
+    error = refused.value.body
+    assert isinstance(error, dict) and error["error"]["code"] == "personal_data_detected"
+    assert BSN not in str(error)
     assert upstream.stats() == []

@@ -121,3 +121,21 @@ def test_only_the_detectors_asked_for_run() -> None:
         ("iban", "NL91ABNA0417164300")
     ]
     assert found("mail a@b.eu", frozenset()) == []
+
+
+def test_numbers_of_one_shape_are_each_checked() -> None:
+    """The windows a number's shape allows are planned once per shape; each number of that
+    shape is still checked on its own digits."""
+    valid = valid_identifiers(Detector.NL_BSN, 1)[0]
+    miss = near_misses(Detector.NL_BSN, valid)[0]
+    dotted = [f"{v[:3]}.{v[3:6]}.{v[6:]}" for v in (valid, miss)]
+    for first, second in (dotted, dotted[::-1]):
+        text = f"{first}, {second}, {first}, {second}"
+        assert found(text, frozenset([Detector.NL_BSN])) == [("nl_bsn", dotted[0])] * 2
+
+
+def test_an_identifier_at_the_end_of_a_long_run() -> None:
+    """A run longer than the shapes kept (64 characters) is planned on the spot."""
+    card = "4111 1111 1111 1111"
+    text = f"codes {' '.join(['98'] * 30)} {card} end"
+    assert found(text) == [("payment_card", card)]

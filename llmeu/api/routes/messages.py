@@ -23,7 +23,7 @@ from typing import Any
 
 from msgspec import UNSET
 
-from llmeu.api.accounting import estimate_tokens, streamed_counts
+from llmeu.api.accounting import streamed_counts, tokens_for_characters
 from llmeu.api.asgi import Request
 from llmeu.api.bodies import decode_body
 from llmeu.api.error_responses import Routing
@@ -34,6 +34,8 @@ from llmeu.calls.output import StreamOutput, Usage
 from llmeu.calls.request import ChatRequest, RoutingRequest, end_user
 from llmeu.errors import ApiError, InvalidRequest, UpstreamError
 from llmeu.personal.chat_text import chat_parts, rewritten
+from llmeu.personal.rules import RestrictTo
+from llmeu.personal.scan import screen
 from llmeu.protocol.json_codec import MAX_NESTING, encoder, nesting_depth
 from llmeu.protocol.messages_codec import (
     MessagesRequest,
@@ -45,6 +47,7 @@ from llmeu.protocol.messages_reply import MessageAssembler, error_body, message_
 from llmeu.protocol.messages_stream import MessagesFrames
 from llmeu.providers.base import ChatStream, Provider
 from llmeu.routing.catalog import Capability, Endpoint
+from llmeu.routing.policy import restricted
 
 ROUTE = "/v1/messages"
 _CHAT = frozenset({Capability.CHAT})
@@ -118,11 +121,12 @@ def parse_messages(body: bytes, *, count_only: bool) -> MessagesRequest:
     return wire
 
 
-def estimate_prompt(wire: MessagesRequest) -> int:
+def estimate_prompt(wire: MessagesRequest, *, shift: int = 0) -> int:
     """The gateway's estimate of the prompt: its texts and tool definitions at ~4 characters a
-    token, 3 per message."""
+    token, 3 per message; `shift` characters more (a masking's placeholders for values)."""
     tools = encoder.encode(wire.tools).decode() if wire.tools else ""
-    return estimate_tokens("".join(prompt_texts(wire)) + tools) + 3 * len(wire.messages)
+    characters = sum(map(len, prompt_texts(wire))) + len(tools) + shift
+    return tokens_for_characters(characters) + 3 * len(wire.messages)
 
 
 def _note_betas(call: Call, request: Request) -> None:
@@ -221,12 +225,23 @@ def with_cache(usage: Usage, reported: Usage | None) -> Usage:
 async def handle_count_tokens(calls: Calls, request: Request) -> None:
     """The prompt's input tokens: with the routed model's own tokenizer where the gateway has
     it (the local model), else as an endpoint inside the policy counts them (an `anthropic`
-    endpoint), else the gateway's estimate, which says `"estimated": true`."""
+    endpoint), else the gateway's estimate, which says `"estimated": true`.
+
+    The key's policy's personal-data rules apply as on `/v1/messages`: a `block` hit is the
+    same 403 `personal_data_detected`, a `restrict` hit narrows the endpoints that may count
+    (none left: the usual 403 with reasons), and with `mask` hits the count is the masked
+    prompt's — placeholders such as `[IBAN_1]` in place of the values, as an upstream would
+    receive it — so a counting endpoint never sees a value. Counting is not a call: it leaves
+    no trace and no usage, a refused count included (nothing reached an upstream, and the
+    refusal tells the client which detector and where)."""
     key = await calls.keys.authenticate(api_key(request))
     wire = parse_messages(await request.body(calls.max_body_bytes), count_only=True)
     chat = to_chat_request(wire)
+    chat, restrict, shift = _screened(calls, key.policy_id, chat)
     narrowing = chat.llmeu if isinstance(chat.llmeu, RoutingRequest) else None
     policy = calls.policies.effective(key.policy_id, narrowing, request.header(b"x-llmeu-policy"))
+    if restrict is not None:
+        policy = restricted(policy, restrict)
     upstreams = calls.upstreams
     plan = upstreams.plan(wire.model, _CHAT_TOOLS if chat.tools else _CHAT, policy)
     body: dict[str, Any] = {}
@@ -241,5 +256,25 @@ async def handle_count_tokens(calls: Calls, request: Request) -> None:
             body = {"input_tokens": counted, "llmeu": {"endpoint_id": endpoint.endpoint_id}}
             break
     else:
-        body = {"input_tokens": estimate_prompt(wire), "estimated": True}
+        body = {"input_tokens": estimate_prompt(wire, shift=shift), "estimated": True}
     await request.respond(200, encoder.encode(body))
+
+
+def _screened(
+    calls: Calls, policy_id: str, chat: ChatRequest
+) -> tuple[ChatRequest, RestrictTo | None, int]:
+    """The request to count under the key's policy's personal-data rules (masked where they
+    mask), where a `restrict` hit narrows the route to, and how many characters the masking
+    added (negative: removed); a `block` hit or a failed scan is raised."""
+    policy = calls.policies.get(policy_id)
+    if policy is None or policy.personal_data is None:
+        return chat, None, 0
+    rules = policy.personal_data
+    parts, unscanned = chat_parts(chat)
+    screening = screen(parts, unscanned, rules, policy.policy_id)
+    if screening.refusal is not None:
+        raise screening.refusal
+    shift = sum(len(screening.masked(path, text)) - len(text) for path, text in parts)
+    if screening.masking is not None:
+        chat = rewritten(chat, screening.masked)
+    return chat, rules.restrict if screening.restrict else None, shift
