@@ -177,30 +177,31 @@ ANTHROPIC = """\
 """
 
 
-@pytest.mark.parametrize(
-    ("kind", "warned"),
-    [
-        pytest.param("anthropic", True, id="anthropic"),
-        pytest.param("bedrock\n    region: eu-central-1", True, id="bedrock"),
-        pytest.param("vertex\n    region: europe-west4", True, id="vertex"),
-        pytest.param("vertex_anthropic\n    region: europe-west4", True, id="vertex_anthropic"),
-        pytest.param("openai", False, id="openai"),
-    ],
-)
+# (kind, the fields it needs besides, warned)
+KINDS = [
+    pytest.param("anthropic", "", True, id="anthropic"),
+    pytest.param("bedrock", "    region: eu-central-1\n", True, id="bedrock"),
+    pytest.param("vertex", "    region: europe-west4\n", True, id="vertex"),
+    pytest.param("vertex_anthropic", "    region: europe-west4\n", True, id="vertex_anthropic"),
+    pytest.param("openai", "", False, id="openai"),
+    pytest.param("azure_openai", "", False, id="azure_openai"),
+]
+
+
+@pytest.mark.parametrize(("kind", "fields", "warned"), KINDS)
 def test_the_responses_capability_on_a_kind_without_native_responses_is_a_warning(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path, kind: str, warned: bool
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, kind: str, fields: str, warned: bool
 ) -> None:
-    endpoint = ANTHROPIC.replace("kind: anthropic", f"kind: {kind}")
+    endpoint = ANTHROPIC.replace("    kind: anthropic\n", f"    kind: {kind}\n{fields}")
     status, out, err, _ = check(capsys, tmp_path, edit("policies:\n", endpoint + "policies:\n"))
     assert status == 0, err
     assert err == ""
-    name = kind.split("\n")[0]
     warning = (
         "  warning: endpoint `anthropic-claude` declares the `responses` capability, but only "
         "azure_openai and openai endpoints take Responses calls natively: a "
-        f"`{name}` endpoint gets them translated onto chat, as without the capability"
+        f"`{kind}` endpoint gets them translated onto chat, as without the capability"
     )
     assert (warning in out.splitlines()) is warned
     assert ("warning" in out) is warned
-    kinds = "2 openai, 1 local" if name == "openai" else f"1 openai, 1 local, 1 {name}"
+    kinds = "2 openai, 1 local" if kind == "openai" else f"1 openai, 1 local, 1 {kind}"
     assert out.splitlines()[1].startswith(f"  3 endpoints ({kinds};")
