@@ -1,9 +1,10 @@
 """`llmeu config check FILE`: validate a configuration file without starting the gateway.
 
 Prints `OK` and a summary (endpoints, models, policies, the default policy,
-and which endpoints will be skipped because their API-key variable is unset),
-or the first error with the field and line it concerns. Exit status: 0 when
-the file is valid, 2 when it is not (or cannot be read).
+which endpoints will be skipped because their API-key variable is unset, and
+warnings about what is valid but likely not meant), or the first error with
+the field and line it concerns. Exit status: 0 when the file is valid (with
+or without warnings), 2 when it is not (or cannot be read).
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from llmeu.config import Settings
 from llmeu.errors import ConfigError
 from llmeu.personal.rules import describe_rules
 from llmeu.providers.table import missing_credentials
+from llmeu.routing.catalog import Capability
 from llmeu.routing.config_file import GatewayConfig
+from llmeu.routing.endpoint_kinds import RESPONSES_NATIVE_KINDS
 from llmeu.routing.load import load_config
 from llmeu.routing.policy import DEFAULT_KEEP_METADATA
 
@@ -73,13 +76,23 @@ def summary(config: GatewayConfig, unavailable: dict[str, str]) -> list[str]:
 
 
 def warnings(config: GatewayConfig) -> list[str]:
-    """Valid but worth a second look: metadata kept for less than the AI Act's six months."""
-    return [
+    """Valid but worth a second look: metadata kept for less than the AI Act's six months,
+    and the `responses` capability on a kind that cannot pass Responses calls through."""
+    short = [
         f"policy `{p.policy_id}` keeps call metadata for {p.keep_metadata}, less than the "
         f"six months (P6M) the AI Act asks deployers of high-risk systems to keep logs"
         for p in config.policies.values()
         if p.keep_metadata is not None and p.keep_metadata < DEFAULT_KEEP_METADATA
     ]
+    native = " and ".join(sorted(k.value for k in RESPONSES_NATIVE_KINDS))
+    translated = [
+        f"endpoint `{e.endpoint_id}` declares the `responses` capability, but only {native} "
+        f"endpoints take Responses calls natively: a `{e.kind.value}` endpoint gets them "
+        "translated onto chat, as without the capability"
+        for e in config.catalog.endpoints
+        if Capability.RESPONSES in e.capabilities and e.kind not in RESPONSES_NATIVE_KINDS
+    ]
+    return short + translated
 
 
 def _many(n: int, one: str, many: str | None = None) -> str:

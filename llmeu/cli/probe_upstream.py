@@ -36,6 +36,7 @@ from rich.table import Table
 
 from llmeu.probe import messages_plan, plan, responses_plan
 from llmeu.probe.plan import Report
+from llmeu.protocol.messages_request import ANTHROPIC_VERSION
 
 _APIS: dict[str, tuple[Any, str]] = {
     "chat": (plan, "/chat/completions"),
@@ -82,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     bearer = {"authorization": f"Bearer {key}"} if key else {}
     headers = bearer
     if args.api == "messages":  # Anthropic's clients: the key in x-api-key, a pinned version
-        headers = {"anthropic-version": messages_plan.ANTHROPIC_VERSION}
+        headers = {"anthropic-version": ANTHROPIC_VERSION}
         headers |= {"x-api-key": key} if key else {}
     with httpx.Client(base_url=base, headers=headers, timeout=args.timeout) as client:
         report = calls.probe(

@@ -1,9 +1,15 @@
-"""Each check: what llmeu relies on from a chat-completions stream, judged on what arrived.
+"""What the probe's checks share: the verdicts, and the checks every API's stream gets.
 
 A check passes, warns (llmeu copes, but the operator should know: e.g. no
 usage means estimated counts), fails (llmeu cannot trust the stream as it
 is: e.g. no `[DONE]`, usage on every chunk), or does not apply. A failure
 carries its evidence: the bytes or frames that show it.
+
+Each API's own checks are in `chat_checks`, `responses_checks` and
+`messages_checks`; here is what they judge alike: a stream's status, content
+type, ending and pacing, how its events were framed, the residency headers,
+OpenAI's error shape, a hang-up, and for the wires whose events name their
+type (Responses, Messages) those names and the absent `[DONE]`.
 """
 
 from __future__ import annotations
@@ -11,12 +17,12 @@ from __future__ import annotations
 import itertools
 import json
 import statistics
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from llmeu.probe.exchange import Exchange
-from llmeu.protocol.sse import DONE_DATA
+from llmeu.protocol.sse import DONE_DATA, ServerSentEvent
 
 PASS, WARN, FAIL, NOT_APPLICABLE = "pass", "warn", "fail", "n/a"
 _BURST_AFTER = 1.0  # seconds: deltas held that long and then sent at once were buffered
@@ -32,28 +38,49 @@ class Check:
     evidence: tuple[str, ...] = field(default=())
 
 
-def _chunks(exchange: Exchange) -> list[dict[str, Any]]:
-    return [p for p in exchange.payloads() if isinstance(p, dict)]
+def decoded(data: str) -> Any:
+    """An event's data as JSON, or as its text when it is not JSON."""
+    try:
+        return json.loads(data)
+    except ValueError:
+        return data
 
 
-def _choice_chunks(exchange: Exchange) -> list[dict[str, Any]]:
-    return [c for c in _chunks(exchange) if c.get("choices")]
+def objects(stream: Exchange) -> list[dict[str, Any]]:
+    """The stream's events that are JSON objects."""
+    return [p for p in stream.payloads() if isinstance(p, dict)]
 
 
-def _excerpt(data: bytes, limit: int = 300) -> str:
-    text = data.decode("utf-8", "replace")
+def event_type(event: ServerSentEvent) -> str | None:
+    """The `type` its data names, if it is a JSON object naming one."""
+    payload = decoded(event.data)
+    kind = payload.get("type") if isinstance(payload, dict) else None
+    return kind if isinstance(kind, str) else None
+
+
+def excerpt(data: bytes | str, limit: int = 300) -> str:
+    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-def transport(stream: Exchange) -> Iterator[Check]:
+def is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
+def transport(
+    stream: Exchange,
+    ending: Callable[[Exchange], Iterable[Check]],
+    carries_delta: Callable[[str], bool],
+) -> Iterator[Check]:
+    """A 200 with an event stream, ended as its wire ends one (`ending`), deltas not held
+    back (`carries_delta` tells a delta event's data)."""
     if stream.error or stream.status != 200:
-        yield Check(
-            "transport",
-            "status",
-            FAIL,
-            f"status {stream.status}: {stream.error or ''}",
-            (_excerpt(stream.raw),),
-        )
+        detail = f"status {stream.status}: {stream.error or ''}"
+        yield Check("transport", "status", FAIL, detail, (excerpt(stream.raw),))
         return
     yield Check("transport", "status", PASS, "200")
     content_type = stream.headers.get("content-type", "")
@@ -63,21 +90,34 @@ def transport(stream: Exchange) -> Iterator[Check]:
         PASS if content_type.startswith("text/event-stream") else FAIL,
         content_type or "none",
     )
-    done = [i for i, e in enumerate(stream.events) if e.data == DONE_DATA]
-    if len(done) == 1 and done[0] == len(stream.events) - 1:
-        yield Check("transport", "[DONE]", PASS, "exactly once, last")
-    else:
-        detail = "missing" if not done else f"{len(done)} times" if len(done) > 1 else "not last"
-        yield Check("transport", "[DONE]", FAIL, detail, (_excerpt(stream.raw[-300:]),))
-    yield pacing(stream)
+    yield from ending(stream)
+    yield pacing(stream, carries_delta)
 
 
-def pacing(stream: Exchange, carries_delta: Callable[[str], bool] | None = None) -> Check:
-    """Deltas that arrive in one burst were buffered somewhere on the way; `carries_delta`
-    tells a delta event's data (chat completions' by default)."""
-    carries = carries_delta or _carries_delta
-    delta_reads = [r for r in stream.reads if any(carries(e.data) for e in r.events)]
-    deltas = sum(sum(carries(e.data) for e in r.events) for r in delta_reads)
+def misplaced(found: list[int], count: int) -> str:
+    """What is wrong with the positions `found` of an event that must come once, last of
+    `count`: missing, several times, or not last; empty when nothing is."""
+    if len(found) == 1 and found[0] == count - 1:
+        return ""
+    return "missing" if not found else f"{len(found)} times" if len(found) > 1 else "not last"
+
+
+def no_done(stream: Exchange, wire: str) -> Check:
+    """Chat completions' `[DONE]` has no place on the typed-event wires."""
+    done = [e for e in stream.events if e.data == DONE_DATA]
+    return Check(
+        "transport",
+        "no [DONE]",
+        PASS if not done else FAIL,
+        "not sent" if not done else f"`[DONE]` sent: not the {wire} wire",
+        () if not done else (excerpt(stream.raw[-120:]),),
+    )
+
+
+def pacing(stream: Exchange, carries_delta: Callable[[str], bool]) -> Check:
+    """Deltas that arrive in one burst were buffered somewhere on the way."""
+    delta_reads = [r for r in stream.reads if any(carries_delta(e.data) for e in r.events)]
+    deltas = sum(sum(carries_delta(e.data) for e in r.events) for r in delta_reads)
     if deltas < 3:
         return Check("transport", "pacing", NOT_APPLICABLE, f"{deltas} deltas: too few to tell")
     gaps = [b.at - a.at for a, b in itertools.pairwise(delta_reads)]
@@ -129,58 +169,21 @@ def framing(stream: Exchange) -> Iterator[Check]:
         yield Check("framing", "json", PASS, "every event is a JSON object")
 
 
-def content(stream: Exchange) -> Iterator[Check]:
-    chunks = _choice_chunks(stream)
-    if not chunks:
-        yield Check("content", "frames", FAIL, "no frame with a choice", (_excerpt(stream.raw),))
-        return
-    first = chunks[0]["choices"][0].get("delta") or {}
-    yield Check(
-        "content",
-        "role frame",
-        PASS if first.get("role") == "assistant" else WARN,
-        "first delta names the assistant role"
-        if first.get("role") == "assistant"
-        else f"first delta is {json.dumps(first)[:120]}",
+def event_names(stream: Exchange) -> Check | None:
+    """Every `event:` line names its data's type (None: no event to judge)."""
+    events = [e for e in stream.events if e.data != DONE_DATA]
+    if not events:
+        return None
+    mismatched = [e for e in events if e.event != event_type(e)]
+    return Check(
+        "framing",
+        "event names",
+        PASS if not mismatched else FAIL,
+        f"every `event:` names its data's type ({len(events)} events)"
+        if not mismatched
+        else f"{len(mismatched)} events whose `event:` is not their data's type",
+        tuple(f"event: {e.event} / type: {event_type(e)}" for e in mismatched[:3]),
     )
-    empty = sum(1 for c in chunks if _is_empty(c))
-    yield Check(
-        "content",
-        "empty deltas",
-        PASS if empty == 0 else WARN,
-        f"{empty} frames carry nothing" + (" (llmeu skips them)" if empty else ""),
-    )
-    last = chunks[-1]["choices"][0]
-    yield Check(
-        "content",
-        "finish_reason",
-        PASS if last.get("finish_reason") else FAIL,
-        f"last choice frame: {last.get('finish_reason')!r}",
-    )
-    ids = {c.get("id") for c in _chunks(stream)}
-    models = {c.get("model") for c in _chunks(stream)}
-    yield Check(
-        "metadata",
-        "id",
-        PASS if len(ids) == 1 and None not in ids else WARN,
-        f"{len(ids)} distinct ids across frames",
-    )
-    yield Check(
-        "metadata",
-        "model",
-        PASS if len(models) == 1 and None not in models else WARN,
-        f"model {', '.join(sorted(str(m) for m in models))}",
-    )
-    fingerprints = {
-        str(c["system_fingerprint"]) for c in _chunks(stream) if c.get("system_fingerprint")
-    }
-    yield Check(
-        "metadata",
-        "system_fingerprint",
-        PASS,
-        ", ".join(sorted(fingerprints)) if fingerprints else "not sent",
-    )
-    yield residency(stream)
 
 
 def residency(stream: Exchange) -> Check:
@@ -194,98 +197,33 @@ def residency(stream: Exchange) -> Check:
     )
 
 
-def usage(with_usage: Exchange, without_usage: Exchange, whole: Exchange) -> Iterator[Check]:
-    chunks = _chunks(with_usage)
-    reporting = [i for i, c in enumerate(chunks) if c.get("usage") is not None]
-    if not reporting:
-        yield Check(
-            "usage", "include_usage", WARN, "no usage in the stream: llmeu will estimate the counts"
-        )
-    else:
-        final = chunks[reporting[-1]]
-        shape_ok = final.get("choices") == [] and reporting[-1] == len(chunks) - 1
-        yield Check(
-            "usage",
-            "include_usage",
-            PASS if shape_ok else WARN,
-            "a last chunk with `choices: []` and usage"
-            if shape_ok
-            else "usage sent, but not as a last chunk with `choices: []`",
-            () if shape_ok else (json.dumps(final)[:300],),
-        )
-        early = [i for i in reporting if chunks[i] is not final]
-        yield Check(
-            "usage",
-            "usage once",
-            PASS if not early else FAIL,
-            "on the last chunk only"
-            if not early
-            else f"on {len(early)} earlier chunks too: a reader summing them counts twice",
-            tuple(json.dumps(chunks[i])[:200] for i in early[:3]),
-        )
-        counts = final["usage"]
-        zero = counts.get("completion_tokens") == 0 and _text(with_usage)
-        yield Check(
-            "usage",
-            "counts",
-            FAIL if zero else PASS,
-            "zero output tokens for a non-empty answer" if zero else json.dumps(counts),
-        )
-    unasked = [c for c in _chunks(without_usage) if c.get("usage") is not None]
-    yield Check(
-        "usage",
-        "not asked",
-        PASS if not unasked else WARN,
-        "no usage unless asked"
-        if not unasked
-        else f"usage on {len(unasked)} chunks though not asked",
-    )
-    body = whole.json() if whole.status == 200 else None
-    reported = isinstance(body, dict) and isinstance(body.get("usage"), dict)
-    yield Check(
-        "usage",
-        "non-streamed",
-        PASS if reported else WARN,
-        json.dumps(body.get("usage"))
-        if reported and isinstance(body, dict)
-        else f"no usage (status {whole.status})",
+def model_echoed(answers: list[dict[str, Any]], requested: str) -> Check:
+    """The response or message objects of a stream name one model."""
+    models = {a.get("model") for a in answers}
+    echoed = len(models) == 1 and None not in models
+    return Check(
+        "metadata",
+        "model",
+        PASS if echoed else WARN,
+        f"model {', '.join(sorted(str(m) for m in models)) or 'not sent'} (asked {requested})",
     )
 
 
-def tools(stream: Exchange) -> Check:
-    if stream.status != 200:
-        return Check(
-            "content",
-            "tool calls",
-            WARN,
-            f"a call with a tool was answered {stream.status}: no `tools` capability",
-            (_excerpt(stream.raw),),
-        )
-    calls: dict[int, dict[str, str]] = {}
-    for chunk in _choice_chunks(stream):
-        for part in (chunk["choices"][0].get("delta") or {}).get("tool_calls") or ():
-            slot = calls.setdefault(part.get("index", -1), {"id": "", "name": "", "args": ""})
-            function = part.get("function") or {}
-            slot["id"] += part.get("id") or ""
-            slot["name"] += function.get("name") or ""
-            slot["args"] += function.get("arguments") or ""
-    if not calls:
-        return Check("content", "tool calls", WARN, "asked to call a tool, the model did not")
-    problems = (
-        [f"index {i}" for i in calls if i < 0]
-        + [f"call {i}: arguments are not JSON" for i, c in calls.items() if not _is_json(c["args"])]
-        + [f"call {i}: no id or name" for i, c in calls.items() if not (c["id"] and c["name"])]
-    )
-    detail = f"{len(calls)} call(s) by index: " + ", ".join(c["name"] for c in calls.values())
+def tools_refused(stream: Exchange) -> Check | None:
+    """A call with a tool answered other than 200: the upstream has no `tools` capability."""
+    if stream.status == 200:
+        return None
     return Check(
         "content",
         "tool calls",
-        FAIL if problems else PASS,
-        detail + ("; " + "; ".join(problems) if problems else ""),
+        WARN,
+        f"a call with a tool was answered {stream.status}: no `tools` capability",
+        (excerpt(stream.raw),),
     )
 
 
 def error_shape(exchange: Exchange, what: str, statuses: tuple[int, ...]) -> Check:
+    """OpenAI's error shape, `{"error": {"message", ...}}` (chat completions, Responses)."""
     body = exchange.json()
     error = body.get("error") if isinstance(body, dict) else None
     shaped = isinstance(error, dict) and isinstance(error.get("message"), str)
@@ -298,7 +236,7 @@ def error_shape(exchange: Exchange, what: str, statuses: tuple[int, ...]) -> Che
         verdict = WARN if status >= 400 else FAIL
     detail = f"{what}: {status}" + ("" if shaped else ", not in OpenAI's error shape")
     return Check(
-        "errors", what, verdict, detail, () if verdict == PASS else (_excerpt(exchange.raw),)
+        "errors", what, verdict, detail, () if verdict == PASS else (excerpt(exchange.raw),)
     )
 
 
@@ -324,7 +262,7 @@ def cancellation(
             "hang-up",
             FAIL,
             f"the next call after a hang-up got {after.status}",
-            (_excerpt(after.raw),),
+            (excerpt(after.raw),),
         )
     trace_id = hung_up.headers.get("x-llmeu-trace-id")
     recorded = verify(trace_id) if trace_id else None
@@ -353,43 +291,3 @@ def cancellation(
             "the call had completed before the hang-up reached the server",
         )
     return Check("cancellation", "hang-up", FAIL, f"the server recorded the call {status}")
-
-
-def _carries_delta(data: str) -> bool:
-    if data == DONE_DATA:
-        return False
-    try:
-        chunk = json.loads(data)
-    except ValueError:
-        return False
-    return any(not _choice_empty(c) for c in chunk.get("choices") or ())
-
-
-def _choice_empty(choice: dict[str, Any]) -> bool:
-    delta = choice.get("delta") or {}
-    return not (
-        delta.get("content")
-        or delta.get("tool_calls")
-        or delta.get("refusal")
-        or delta.get("reasoning_content")
-    )
-
-
-def _is_empty(chunk: dict[str, Any]) -> bool:
-    choice = chunk["choices"][0]
-    delta = choice.get("delta") or {}
-    return _choice_empty(choice) and not delta.get("role") and not choice.get("finish_reason")
-
-
-def _text(stream: Exchange) -> str:
-    return "".join(
-        (c["choices"][0].get("delta") or {}).get("content") or "" for c in _choice_chunks(stream)
-    )
-
-
-def _is_json(text: str) -> bool:
-    try:
-        json.loads(text)
-    except ValueError:
-        return False
-    return True

@@ -72,13 +72,12 @@ def call(
     name: str,
     body: Mapping[str, Any],
     *,
+    path: str,
+    carries_delta: Callable[[str], bool],
     hang_up_after_first_delta: bool = False,
-    path: str = "/chat/completions",
-    has_delta: Callable[[tuple[ServerSentEvent, ...]], bool] | None = None,
 ) -> Exchange:
-    """POST `body` to `path`, reading the answer as it arrives; `has_delta` tells which
-    events carry a delta to hang up after (chat completions' by default)."""
-    has_delta = has_delta or _has_delta
+    """POST `body` to `path`, reading the answer as it arrives; `carries_delta` tells the data
+    of an event that carries a delta to hang up after."""
     exchange = Exchange(name)
     started = time.monotonic()
     try:
@@ -93,7 +92,7 @@ def call(
                 events = tuple(decoder.feed(data))
                 pending = decoder.pending
                 exchange.reads.append(Read(time.monotonic() - started, data, events, pending))
-                if hang_up_after_first_delta and has_delta(events):
+                if hang_up_after_first_delta and any(carries_delta(e.data) for e in events):
                     exchange.hung_up = True
                     exchange.hung_up_at = time.time()
                     break
@@ -106,18 +105,3 @@ def call(
     finally:
         exchange.elapsed = time.monotonic() - started
     return exchange
-
-
-def _has_delta(events: tuple[ServerSentEvent, ...]) -> bool:
-    for event in events:
-        if event.data == DONE_DATA:
-            continue
-        try:
-            chunk = json.loads(event.data)
-        except ValueError:
-            continue
-        for choice in chunk.get("choices") or ():
-            delta = choice.get("delta") or {}
-            if delta.get("content") or delta.get("tool_calls"):
-                return True
-    return False

@@ -6,7 +6,7 @@ The wire is Anthropic's: every event an `event:` line naming its data's
 indexes 0, 1, 2…, then `message_delta` (the stop reason, the output tokens)
 and exactly one `message_stop`, last; no `[DONE]`. An `event: error` ends a
 stream as a failure. Framing and cancellation are judged as for chat
-completions (`checks.py`); what differs is here.
+completions (`checks`); what differs is here.
 """
 
 from __future__ import annotations
@@ -17,111 +17,62 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from llmeu.probe.checks import FAIL, NOT_APPLICABLE, PASS, WARN, Check, pacing, residency
+from llmeu.probe import checks
+from llmeu.probe.checks import FAIL, NOT_APPLICABLE, PASS, WARN, Check
 from llmeu.probe.exchange import Exchange
-from llmeu.protocol.sse import DONE_DATA, ServerSentEvent
 
 DELTA = "content_block_delta"
 STOP_REASONS = ("end_turn", "max_tokens", "stop_sequence", "tool_use", "pause_turn", "refusal")
 
 
-def has_delta(events: tuple[ServerSentEvent, ...]) -> bool:
-    """Whether a read carried a text or tool-input delta (the hang-up comes after the first)."""
-    return any(carries_delta(e.data) for e in events)
-
-
 def carries_delta(data: str) -> bool:
-    event = _json(data)
+    event = checks.decoded(data)
     if not isinstance(event, dict) or event.get("type") != DELTA:
         return False
     delta = event.get("delta")
     return isinstance(delta, dict) and bool(delta.get("text") or delta.get("partial_json"))
 
 
-def _json(data: str) -> Any:
-    try:
-        return json.loads(data)
-    except ValueError:
-        return data
-
-
 def _events(stream: Exchange) -> list[dict[str, Any]]:
     """The JSON events but `ping`s, which carry nothing."""
-    return [p for p in stream.payloads() if isinstance(p, dict) and p.get("type") != "ping"]
-
-
-def _excerpt(data: bytes | str, limit: int = 300) -> str:
-    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
-    return text if len(text) <= limit else text[:limit] + "…"
-
-
-def _type(event: ServerSentEvent) -> str | None:
-    payload = _json(event.data)
-    kind = payload.get("type") if isinstance(payload, dict) else None
-    return kind if isinstance(kind, str) else None
+    return [p for p in checks.objects(stream) if p.get("type") != "ping"]
 
 
 def transport(stream: Exchange) -> Iterator[Check]:
-    if stream.error or stream.status != 200:
-        detail = f"status {stream.status}: {stream.error or ''}"
-        yield Check("transport", "status", FAIL, detail, (_excerpt(stream.raw),))
-        return
-    yield Check("transport", "status", PASS, "200")
-    content_type = stream.headers.get("content-type", "")
-    yield Check(
-        "transport",
-        "content-type",
-        PASS if content_type.startswith("text/event-stream") else FAIL,
-        content_type or "none",
-    )
+    return checks.transport(stream, _ending, carries_delta)
+
+
+def _ending(stream: Exchange) -> Iterator[Check]:
     yield _terminal(stream)
-    done = [e for e in stream.events if e.data == DONE_DATA]
-    yield Check(
-        "transport",
-        "no [DONE]",
-        PASS if not done else FAIL,
-        "not sent" if not done else "`[DONE]` sent: not the Messages wire",
-        () if not done else (_excerpt(stream.raw[-120:]),),
-    )
-    yield pacing(stream, carries_delta)
+    yield checks.no_done(stream, "Messages")
 
 
 def _terminal(stream: Exchange) -> Check:
     """Exactly one `message_stop`, the last event; an `error` event is the terminal failure."""
     events = stream.events
-    errors = [e for e in events if e.event == "error" or _type(e) == "error"]
+    errors = [e for e in events if e.event == "error" or checks.event_type(e) == "error"]
     if errors:
         return Check(
             "transport",
             "message_stop",
             FAIL,
             "the stream ended in an error event",
-            (_excerpt(errors[0].data),),
+            (checks.excerpt(errors[0].data),),
         )
-    stops = [i for i, e in enumerate(events) if _type(e) == "message_stop"]
-    if len(stops) == 1 and stops[0] == len(events) - 1:
+    stops = [i for i, e in enumerate(events) if checks.event_type(e) == "message_stop"]
+    wrong = checks.misplaced(stops, len(events))
+    if not wrong:
         return Check("transport", "message_stop", PASS, "once, last")
-    detail = "missing" if not stops else f"{len(stops)} times" if len(stops) > 1 else "not last"
     if len(stops) == 1:
-        detail += f": {len(events) - 1 - stops[0]} event(s) after it"
-    return Check("transport", "message_stop", FAIL, detail, (_excerpt(stream.raw[-300:]),))
+        wrong += f": {len(events) - 1 - stops[0]} event(s) after it"
+    return Check("transport", "message_stop", FAIL, wrong, (checks.excerpt(stream.raw[-300:]),))
 
 
 def framing(stream: Exchange) -> Iterator[Check]:
     """Event names (reads, syntax and JSON are judged by `checks`)."""
-    events = [e for e in stream.events if e.data != DONE_DATA]
-    if not events:
-        return
-    mismatched = [e for e in events if e.event != _type(e)]
-    yield Check(
-        "framing",
-        "event names",
-        PASS if not mismatched else FAIL,
-        f"every `event:` names its data's type ({len(events)} events)"
-        if not mismatched
-        else f"{len(mismatched)} events whose `event:` is not their data's type",
-        tuple(f"event: {e.event} / type: {_type(e)}" for e in mismatched[:3]),
-    )
+    named = checks.event_names(stream)
+    if named is not None:
+        yield named
 
 
 @dataclass
@@ -203,7 +154,7 @@ def content(stream: Exchange) -> Iterator[Check]:
         "text",
         PASS if text else FAIL,
         f"{len(text)} characters joined from the text deltas" if text else "no text",
-        () if text else (_excerpt(stream.raw),),
+        () if text else (checks.excerpt(stream.raw),),
     )
     yield _stop_reason(events)
 
@@ -221,14 +172,9 @@ def _stop_reason(events: list[dict[str, Any]]) -> Check:
 
 
 def tools(stream: Exchange) -> Check:
-    if stream.status != 200:
-        return Check(
-            "content",
-            "tool calls",
-            WARN,
-            f"a call with a tool was answered {stream.status}: no `tools` capability",
-            (_excerpt(stream.raw),),
-        )
+    refused = checks.tools_refused(stream)
+    if refused is not None:
+        return refused
     events = _events(stream)
     found = blocks(events).found
     used = {i: b for i, b in found.items() if b.get("type") == "tool_use"}
@@ -238,7 +184,7 @@ def tools(stream: Exchange) -> Check:
     problems += [
         f"block {i}: input_json_delta does not join into JSON"
         for i, b in used.items()
-        if not _is_json(b["joined"] or "{}")
+        if not checks.is_json(b["joined"] or "{}")
     ]
     reasons = [(e.get("delta") or {}).get("stop_reason") for e in events]
     if "tool_use" not in reasons:
@@ -316,21 +262,14 @@ def error_shape(exchange: Exchange, what: str, statuses: tuple[int, ...]) -> Che
         verdict = PASS if status in statuses else WARN
     detail = f"{what}: {status}" + ("" if shaped else ", not in Anthropic's error shape")
     return Check(
-        "errors", what, verdict, detail, () if verdict == PASS else (_excerpt(exchange.raw),)
+        "errors", what, verdict, detail, () if verdict == PASS else (checks.excerpt(exchange.raw),)
     )
 
 
 def metadata(stream: Exchange, requested: str) -> Iterator[Check]:
     starts = [e.get("message") for e in _events(stream) if e.get("type") == "message_start"]
     messages = [m for m in starts if isinstance(m, dict)]
-    models = {m.get("model") for m in messages}
-    echoed = len(models) == 1 and None not in models
-    yield Check(
-        "metadata",
-        "model",
-        PASS if echoed else WARN,
-        f"model {', '.join(sorted(str(m) for m in models)) or 'not sent'} (asked {requested})",
-    )
+    yield checks.model_echoed(messages, requested)
     ids = [m.get("id") for m in messages]
     single = len(ids) == 1 and isinstance(ids[0], str) and bool(ids[0])
     yield Check(
@@ -340,12 +279,4 @@ def metadata(stream: Exchange, requested: str) -> Iterator[Check]:
         f"one message id, {ids[0]}" if single else f"{len(ids)} message_start ids: {ids!r:.120}",
         () if single else (json.dumps(starts)[:300],),
     )
-    yield residency(stream)
-
-
-def _is_json(text: str) -> bool:
-    try:
-        json.loads(text)
-    except ValueError:
-        return False
-    return True
+    yield checks.residency(stream)

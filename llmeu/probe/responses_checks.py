@@ -4,7 +4,7 @@ The wire is DESIGN's Responses format: every event an `event:` line naming its
 data's `type`, a `sequence_number` from 0 up by one, exactly one terminal
 event (`response.completed`, `.incomplete` or `.failed`) and nothing after
 it, no `[DONE]`. Framing, errors and cancellation are judged as for chat
-completions (`checks.py`); what differs is here.
+completions (`checks`); what differs is here.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from llmeu.probe.checks import FAIL, NOT_APPLICABLE, PASS, WARN, Check, pacing, residency
+from llmeu.probe import checks
+from llmeu.probe.checks import FAIL, NOT_APPLICABLE, PASS, WARN, Check
 from llmeu.probe.exchange import Exchange
-from llmeu.protocol.sse import DONE_DATA, ServerSentEvent
 
 TERMINAL = ("response.completed", "response.incomplete", "response.failed")
 TEXT_DELTA = "response.output_text.delta"
@@ -34,13 +34,8 @@ TEXT_ORDER = (
 )
 
 
-def has_delta(events: tuple[ServerSentEvent, ...]) -> bool:
-    """Whether a read carried a text or arguments delta (the hang-up comes after the first)."""
-    return any(carries_delta(e.data) for e in events)
-
-
 def carries_delta(data: str) -> bool:
-    event = _json(data)
+    event = checks.decoded(data)
     return (
         isinstance(event, dict)
         and event.get("type") in (TEXT_DELTA, ARGUMENTS_DELTA)
@@ -48,25 +43,9 @@ def carries_delta(data: str) -> bool:
     )
 
 
-def _json(data: str) -> Any:
-    try:
-        return json.loads(data)
-    except ValueError:
-        return data
-
-
-def _events(stream: Exchange) -> list[dict[str, Any]]:
-    return [p for p in stream.payloads() if isinstance(p, dict)]
-
-
-def _excerpt(data: bytes | str, limit: int = 300) -> str:
-    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
-    return text if len(text) <= limit else text[:limit] + "…"
-
-
 def terminal_response(stream: Exchange) -> dict[str, Any] | None:
     """The response object of the stream's last terminal event."""
-    ends = [e for e in _events(stream) if e.get("type") in TERMINAL]
+    ends = [e for e in checks.objects(stream) if e.get("type") in TERMINAL]
     response = ends[-1].get("response") if ends else None
     return response if isinstance(response, dict) else None
 
@@ -83,60 +62,32 @@ def output_text(response: dict[str, Any]) -> str:
 
 
 def transport(stream: Exchange) -> Iterator[Check]:
-    if stream.error or stream.status != 200:
-        detail = f"status {stream.status}: {stream.error or ''}"
-        yield Check("transport", "status", FAIL, detail, (_excerpt(stream.raw),))
-        return
-    yield Check("transport", "status", PASS, "200")
-    content_type = stream.headers.get("content-type", "")
-    yield Check(
-        "transport",
-        "content-type",
-        PASS if content_type.startswith("text/event-stream") else FAIL,
-        content_type or "none",
-    )
+    return checks.transport(stream, _ending, carries_delta)
+
+
+def _ending(stream: Exchange) -> Iterator[Check]:
+    """Exactly one terminal event, the last; no `[DONE]`."""
     events = stream.events
-    ends = [i for i, e in enumerate(events) if _type(e) in TERMINAL]
-    if len(ends) == 1 and ends[0] == len(events) - 1:
-        yield Check("transport", "terminal event", PASS, f"{_type(events[-1])}, once, last")
+    kinds = [checks.event_type(e) for e in events]
+    ends = [i for i, kind in enumerate(kinds) if kind in TERMINAL]
+    wrong = checks.misplaced(ends, len(events))
+    if not wrong:
+        yield Check("transport", "terminal event", PASS, f"{kinds[-1]}, once, last")
     else:
-        detail = "missing" if not ends else f"{len(ends)} times" if len(ends) > 1 else "not last"
         if len(ends) == 1:
-            detail += f": {len(events) - 1 - ends[0]} event(s) after {_type(events[ends[0]])}"
-        yield Check("transport", "terminal event", FAIL, detail, (_excerpt(stream.raw[-300:]),))
-    done = [e for e in events if e.data == DONE_DATA]
-    yield Check(
-        "transport",
-        "no [DONE]",
-        PASS if not done else FAIL,
-        "not sent" if not done else "`[DONE]` sent: not the Responses wire",
-        () if not done else (_excerpt(stream.raw[-120:]),),
-    )
-    yield pacing(stream, carries_delta)
-
-
-def _type(event: ServerSentEvent) -> str | None:
-    payload = _json(event.data)
-    kind = payload.get("type") if isinstance(payload, dict) else None
-    return kind if isinstance(kind, str) else None
+            wrong += f": {len(events) - 1 - ends[0]} event(s) after {kinds[ends[0]]}"
+        evidence = (checks.excerpt(stream.raw[-300:]),)
+        yield Check("transport", "terminal event", FAIL, wrong, evidence)
+    yield checks.no_done(stream, "Responses")
 
 
 def framing(stream: Exchange) -> Iterator[Check]:
     """Event names and sequence numbers (reads, syntax and JSON are judged by `checks`)."""
-    events = [e for e in stream.events if e.data != DONE_DATA]
-    if not events:
+    named = checks.event_names(stream)
+    if named is None:
         return
-    mismatched = [e for e in events if e.event != _type(e)]
-    yield Check(
-        "framing",
-        "event names",
-        PASS if not mismatched else FAIL,
-        f"every `event:` names its data's type ({len(events)} events)"
-        if not mismatched
-        else f"{len(mismatched)} events whose `event:` is not their data's type",
-        tuple(f"event: {e.event} / type: {_type(e)}" for e in mismatched[:3]),
-    )
-    numbers = [e.get("sequence_number") for e in _events(stream)]
+    yield named
+    numbers = [e.get("sequence_number") for e in checks.objects(stream)]
     wrong = next((i for i, n in enumerate(numbers) if n != i), None)
     yield Check(
         "framing",
@@ -152,7 +103,7 @@ def framing(stream: Exchange) -> Iterator[Check]:
 
 
 def content(stream: Exchange) -> Iterator[Check]:
-    events = _events(stream)
+    events = checks.objects(stream)
     kinds = [k for k, _ in itertools.groupby(str(e.get("type")) for e in events)]
     order_ok = tuple(kinds[:-1]) == TEXT_ORDER and kinds[-1:] in (
         ["response.completed"],
@@ -206,15 +157,10 @@ def _ids(events: list[dict[str, Any]]) -> Check:
 
 
 def tools(stream: Exchange) -> Check:
-    if stream.status != 200:
-        return Check(
-            "content",
-            "tool calls",
-            WARN,
-            f"a call with a tool was answered {stream.status}: no `tools` capability",
-            (_excerpt(stream.raw),),
-        )
-    events = _events(stream)
+    refused = checks.tools_refused(stream)
+    if refused is not None:
+        return refused
+    events = checks.objects(stream)
     calls: dict[str, dict[str, str]] = {}
     for event in events:
         if event.get("type") == ARGUMENTS_DELTA:
@@ -229,7 +175,7 @@ def tools(stream: Exchange) -> Check:
         arguments = event.get("arguments")
         if not event.get("name"):
             problems.append(f"{item}: no name")
-        if not isinstance(arguments, str) or not _is_json(arguments):
+        if not isinstance(arguments, str) or not checks.is_json(arguments):
             problems.append(f"{item}: arguments are not JSON")
         elif item in calls and calls[item]["args"] != arguments:
             problems.append(f"{item}: the deltas do not join into the arguments")
@@ -274,21 +220,8 @@ def usage(streamed: Exchange, whole: Exchange) -> Iterator[Check]:
 
 
 def model(stream: Exchange, requested: str) -> Iterator[Check]:
-    responses = [e["response"] for e in _events(stream) if isinstance(e.get("response"), dict)]
-    models = {r.get("model") for r in responses}
-    echoed = len(models) == 1 and None not in models
-    yield Check(
-        "metadata",
-        "model",
-        PASS if echoed else WARN,
-        f"model {', '.join(sorted(str(m) for m in models)) or 'not sent'} (asked {requested})",
-    )
-    yield residency(stream)
-
-
-def _is_json(text: str) -> bool:
-    try:
-        json.loads(text)
-    except ValueError:
-        return False
-    return True
+    responses = [
+        e["response"] for e in checks.objects(stream) if isinstance(e.get("response"), dict)
+    ]
+    yield checks.model_echoed(responses, requested)
+    yield checks.residency(stream)

@@ -16,12 +16,8 @@ import msgspec
 from msgspec import UNSET, Struct, UnsetType
 
 from llmeu.calls.request import ToolCall
-from llmeu.protocol.responses_wire import (
-    ReasoningConfig,
-    ResponsesRequest,
-    TextConfig,
-    function_tools,
-)
+from llmeu.protocol.responses_input import function_tools
+from llmeu.protocol.responses_wire import ReasoningConfig, ResponsesRequest, TextConfig
 from llmeu.protocol.routing_block import RoutingBlock
 
 

@@ -23,7 +23,7 @@ from llmeu.calls.output import Completion, Delta
 from llmeu.calls.request import ChatRequest
 from llmeu.errors import UpstreamError
 from llmeu.protocol.json_codec import encoder
-from llmeu.protocol.messages_codec import ANTHROPIC_VERSION
+from llmeu.protocol.messages_request import ANTHROPIC_VERSION
 from llmeu.protocol.messages_stream import MessagesEventDecoder
 from llmeu.protocol.messages_upstream import anthropic_request, completion_of
 from llmeu.protocol.sse import ServerSentEvent, SSEDecoder

@@ -33,6 +33,7 @@ from llmeu.providers.openai import OpenAIProvider
 from llmeu.providers.transport import Response, TransportError
 from llmeu.providers.upstream_http import read_stream_chunk
 from llmeu.routing.catalog import Capability, Endpoint
+from llmeu.routing.endpoint_kinds import RESPONSES_NATIVE_KINDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,10 +46,11 @@ class NativeAnswer:
 
 
 def native(provider: Provider) -> NativeResponses | None:
-    """The Responses API of `provider`'s endpoint, when it declares one llmeu can speak."""
-    if Capability.RESPONSES in provider.endpoint.capabilities and isinstance(
-        provider, OpenAIProvider
-    ):
+    """The Responses API of `provider`'s endpoint, when it declares one llmeu can speak: the
+    `responses` capability on a kind of `RESPONSES_NATIVE_KINDS`."""
+    endpoint = provider.endpoint
+    speaks = Capability.RESPONSES in endpoint.capabilities
+    if speaks and endpoint.kind in RESPONSES_NATIVE_KINDS and isinstance(provider, OpenAIProvider):
         return NativeResponses(provider)
     return None
 

@@ -159,3 +159,49 @@ def test_as_a_command_it_exits_2_without_starting_anything(tmp_path: Path) -> No
     assert result.stdout == ""
     assert "'forever' is not an ISO-8601 duration" in result.stderr
     assert "(field `retention`, line 13)" in result.stderr
+
+
+ANTHROPIC = """\
+  - endpoint_id: anthropic-claude
+    provider: anthropic
+    kind: anthropic
+    base_url: https://api.anthropic.com/v1
+    api_key_env: LLMEU_TEST_SCW_KEY
+    model: claude-sonnet-4-5
+    aliases: [claude]
+    inference_region: us
+    sovereignty_class: global
+    retention: P30D
+    price_eur_per_mtok: {input: 3, output: 15}
+    capabilities: [chat, responses]
+"""
+
+
+# (kind, the fields it needs besides, warned)
+KINDS = [
+    pytest.param("anthropic", "", True, id="anthropic"),
+    pytest.param("bedrock", "    region: eu-central-1\n", True, id="bedrock"),
+    pytest.param("vertex", "    region: europe-west4\n", True, id="vertex"),
+    pytest.param("vertex_anthropic", "    region: europe-west4\n", True, id="vertex_anthropic"),
+    pytest.param("openai", "", False, id="openai"),
+    pytest.param("azure_openai", "", False, id="azure_openai"),
+]
+
+
+@pytest.mark.parametrize(("kind", "fields", "warned"), KINDS)
+def test_the_responses_capability_on_a_kind_without_native_responses_is_a_warning(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, kind: str, fields: str, warned: bool
+) -> None:
+    endpoint = ANTHROPIC.replace("    kind: anthropic\n", f"    kind: {kind}\n{fields}")
+    status, out, err, _ = check(capsys, tmp_path, edit("policies:\n", endpoint + "policies:\n"))
+    assert status == 0, err
+    assert err == ""
+    warning = (
+        "  warning: endpoint `anthropic-claude` declares the `responses` capability, but only "
+        "azure_openai and openai endpoints take Responses calls natively: a "
+        f"`{kind}` endpoint gets them translated onto chat, as without the capability"
+    )
+    assert (warning in out.splitlines()) is warned
+    assert ("warning" in out) is warned
+    kinds = "2 openai, 1 local" if kind == "openai" else f"1 openai, 1 local, 1 {kind}"
+    assert out.splitlines()[1].startswith(f"  3 endpoints ({kinds};")

@@ -5,20 +5,18 @@ their data's type, a `ping`, content blocks indexed from 0, `message_delta`
 then one `message_stop`, no `[DONE]` — unless the model name asks for a
 fault (`fake;fault=NAME`, see `FAULTS`); `fake;chop=1` cuts and joins events
 across writes, which a reader must not mind. A real HTTP server on 127.0.0.1
-in a thread of the test process; the probe reaches it from its own process.
+in a thread of the test process (`fake_server`); the probe reaches it from
+its own process.
 """
 
 from __future__ import annotations
 
 import json
-import threading
-import time
 from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from contextlib import AbstractContextManager
 from typing import Any
 
-from tests.probe.fake_responses import writes
+from tests.probe.fake_server import FakeHandler, FakeServer, fault_of, running
 
 FAULTS = {
     "missing_stop": "transport/message_stop",  # the stream ends after message_delta
@@ -89,7 +87,7 @@ def _block(index: int, block: dict[str, Any], kind: str, key: str, parts: list[s
 
 
 def frames(model: str, tools: bool) -> Iterator[bytes]:
-    fault = dict(p.split("=", 1) for p in model.split(";")[1:] if "=" in p).get("fault", "")
+    fault = fault_of(model)
     for index, event in enumerate(events(model, tools, fault)):
         name = "content_block_stop" if fault == "event_name" and index == 3 else event["type"]
         yield f"event: {name}\ndata: {json.dumps(event)}\n\n".encode()
@@ -97,13 +95,10 @@ def frames(model: str, tools: bool) -> Iterator[bytes]:
         yield b"data: [DONE]\n\n"
 
 
-class _Handler(BaseHTTPRequestHandler):
-    def log_message(self, *args: Any) -> None:
-        pass
-
+class _Handler(FakeHandler):
     def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
-        self.server.seen.append(  # type: ignore[attr-defined]
+        body = self.body()
+        self.server.seen.append(
             (self.path, self.headers.get("x-api-key"), self.headers.get("anthropic-version"))
         )
         model = str(body.get("model"))
@@ -116,45 +111,14 @@ class _Handler(BaseHTTPRequestHandler):
             return self._error(400, "invalid_request_error", "messages: unexpected role")
         tools = bool(body.get("tools"))
         if not body.get("stream"):
-            return self._send(200, "application/json", json.dumps(message(model, tools)).encode())
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
-        self.end_headers()
-        try:
-            for frame in writes(frames(model, tools), chopped=";chop=1" in model):
-                self.wfile.write(frame)
-                self.wfile.flush()
-                time.sleep(0.01)
-        except OSError:
-            pass  # the client hung up
+            return self.send_json(200, message(model, tools))
+        self.stream(frames(model, tools), model)
 
     def _error(self, status: int, kind: str, message: str) -> None:
-        error = {"type": "error", "error": {"type": kind, "message": message}}
-        self._send(status, "application/json", json.dumps(error).encode())
-
-    def _send(self, status: int, content_type: str, data: bytes) -> None:
-        self.send_response(status)
-        self.send_header("content-type", content_type)
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        self.send_json(status, {"type": "error", "error": {"type": kind, "message": message}})
 
 
-class _Server(ThreadingHTTPServer):
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.seen: list[tuple[str, str | None, str | None]] = []  # path, x-api-key, version
-        self.base_url = f"http://127.0.0.1:{self.server_address[1]}/v1"
-
-
-@contextmanager
-def fake_messages() -> Iterator[_Server]:
-    """The running server (`base_url` is `http://127.0.0.1:PORT/v1`) while the block runs."""
-    server = _Server()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server
-    finally:
-        server.shutdown()
-        server.server_close()
+def fake_messages() -> AbstractContextManager[FakeServer]:
+    """The running server (its `seen`: path, x-api-key and anthropic-version of every
+    request, in order)."""
+    return running(_Handler)

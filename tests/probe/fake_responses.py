@@ -4,20 +4,18 @@ It answers `POST …/responses` as OpenAI's wire does — `event:` lines naming
 their data's type, sequence numbers from 0, one terminal event, no `[DONE]`
 — unless the model name asks for a fault (`fake;fault=NAME`, see `FAULTS`); `fake;chop=1`
 cuts and joins events across writes, which a reader must not mind.
-A real HTTP server on 127.0.0.1 in a thread of the test process; the probe
-reaches it from its own process.
+A real HTTP server on 127.0.0.1 in a thread of the test process
+(`fake_server`); the probe reaches it from its own process.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
-import threading
-import time
 from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from contextlib import AbstractContextManager
 from typing import Any
+
+from tests.probe.fake_server import FakeHandler, FakeServer, fault_of, running
 
 FAULTS = {
     "missing_terminal": "transport/terminal event",  # the stream stops before completed
@@ -77,7 +75,7 @@ def events(model: str, tools: bool) -> list[dict[str, Any]]:
 
 
 def frames(model: str, tools: bool) -> Iterator[bytes]:
-    fault = dict(p.split("=", 1) for p in model.split(";")[1:] if "=" in p).get("fault", "")
+    fault = fault_of(model)
     listed = broken(events(model, tools), fault)
     number = 0
     for index, event in enumerate(listed):
@@ -114,26 +112,10 @@ def broken(listed: list[dict[str, Any]], fault: str) -> list[dict[str, Any]]:
     return out
 
 
-def writes(frames: Iterator[bytes], *, chopped: bool) -> Iterator[bytes]:
-    """One event per write, or (`chop=1`, not a fault) three events to two writes, the first
-    holding two whole events and half the third, so events arrive several to a read and split
-    across reads."""
-    if not chopped:
-        yield from frames
-        return
-    for group in itertools.zip_longest(frames, frames, frames, fillvalue=b""):
-        data = b"".join(group)
-        cut = len(data) - len(group[2]) // 2
-        yield from (data[:cut], data[cut:])
-
-
-class _Handler(BaseHTTPRequestHandler):
-    def log_message(self, *args: Any) -> None:
-        pass
-
+class _Handler(FakeHandler):
     def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
-        self.server.seen.append(self.path)  # type: ignore[attr-defined]
+        body = self.body()
+        self.server.seen.append(self.path)
         model = str(body.get("model"))
         if not self.path.endswith("/responses"):
             return self._error(404, "not_found", f"no route {self.path}")
@@ -143,46 +125,14 @@ class _Handler(BaseHTTPRequestHandler):
             return self._error(400, "invalid_request_error", "input must be a string here")
         tools = bool(body.get("tools"))
         if not body.get("stream"):
-            final = events(model, tools)[-1]["response"]
-            return self._send(200, "application/json", json.dumps(final).encode())
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
-        self.end_headers()
-        try:
-            for frame in writes(frames(model, tools), chopped=";chop=1" in model):
-                self.wfile.write(frame)
-                self.wfile.flush()
-                time.sleep(0.01)
-        except OSError:
-            pass  # the client hung up
+            return self.send_json(200, events(model, tools)[-1]["response"])
+        self.stream(frames(model, tools), model)
 
     def _error(self, status: int, kind: str, message: str) -> None:
-        error = {"error": {"message": message, "type": kind, "param": None, "code": kind}}
-        self._send(status, "application/json", json.dumps(error).encode())
-
-    def _send(self, status: int, content_type: str, data: bytes) -> None:
-        self.send_response(status)
-        self.send_header("content-type", content_type)
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        self.send_json(status, {"error": {"message": message, "type": kind, "param": None,
+                                          "code": kind}})  # fmt: skip
 
 
-class _Server(ThreadingHTTPServer):
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.seen: list[str] = []  # the path of every request, in order
-        self.base_url = f"http://127.0.0.1:{self.server_address[1]}/v1"
-
-
-@contextmanager
-def fake_responses() -> Iterator[_Server]:
-    """The running server (`base_url` is `http://127.0.0.1:PORT/v1`) while the block runs."""
-    server = _Server()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server
-    finally:
-        server.shutdown()
-        server.server_close()
+def fake_responses() -> AbstractContextManager[FakeServer]:
+    """The running server (its `seen`: the path of every request, in order)."""
+    return running(_Handler)

@@ -27,8 +27,9 @@ from llmeu.calls.request import (
     UserMessage,
 )
 from llmeu.errors import InvalidRequest, UpstreamError, UpstreamUnavailable
-from llmeu.protocol.messages_codec import messages_request_decoder, to_chat_request
+from llmeu.protocol.messages_codec import to_chat_request
 from llmeu.protocol.messages_reply import MessageAssembler
+from llmeu.protocol.messages_request import messages_request_decoder
 from llmeu.protocol.messages_stream import MessagesEventDecoder, MessagesFrames
 from llmeu.protocol.messages_upstream import anthropic_request, completion_of
 from llmeu.protocol.routing_block import CostEstimate, RoutingBlock

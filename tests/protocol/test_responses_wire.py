@@ -9,7 +9,8 @@ import pytest
 
 from llmeu.calls.request import ChatRequest
 from llmeu.errors import InvalidRequest
-from llmeu.protocol.responses_wire import ResponsesRequest, input_item_list, to_chat
+from llmeu.protocol.responses_input import input_item_list
+from llmeu.protocol.responses_wire import ResponsesRequest, to_chat
 
 
 def chat_of(**fields: Any) -> dict[str, Any]:

@@ -37,13 +37,13 @@ from llmeu.personal.chat_text import chat_parts, rewritten
 from llmeu.personal.rules import RestrictTo
 from llmeu.personal.scan import screen
 from llmeu.protocol.json_codec import MAX_NESTING, encoder, nesting_depth
-from llmeu.protocol.messages_codec import (
+from llmeu.protocol.messages_codec import to_chat_request
+from llmeu.protocol.messages_reply import MessageAssembler, error_body, message_id
+from llmeu.protocol.messages_request import (
     MessagesRequest,
     messages_request_decoder,
     prompt_texts,
-    to_chat_request,
 )
-from llmeu.protocol.messages_reply import MessageAssembler, error_body, message_id
 from llmeu.protocol.messages_stream import MessagesFrames
 from llmeu.providers.base import ChatStream, Provider
 from llmeu.routing.catalog import Capability, Endpoint

@@ -22,7 +22,7 @@ from llmeu.ledger.store import USAGE_GROUPS
 from llmeu.protocol.chat_wire import ChatCompletion, ChatCompletionChunk
 from llmeu.protocol.embeddings_wire import EmbeddingsRequest, EmbeddingsResponse
 from llmeu.protocol.error_shape import ErrorDetail
-from llmeu.protocol.messages_codec import MessagesRequest
+from llmeu.protocol.messages_request import MessagesRequest
 from llmeu.protocol.responses_object import ResponseObject
 from llmeu.protocol.responses_wire import ResponsesRequest
 

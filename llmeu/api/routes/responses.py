@@ -51,6 +51,7 @@ from llmeu.ledger.retention import subject_digest
 from llmeu.ledger.stored_responses import StoredResponse, StoredResponses
 from llmeu.personal.chat_text import chat_parts, restored_tool_calls, rewritten
 from llmeu.protocol.json_codec import MAX_NESTING, encoder, nesting_depth
+from llmeu.protocol.responses_input import input_item_list, input_messages
 from llmeu.protocol.responses_object import (
     ResponseObject,
     final_status,
@@ -61,12 +62,7 @@ from llmeu.protocol.responses_object import (
 )
 from llmeu.protocol.responses_stream import ResponsesEvents
 from llmeu.protocol.responses_upstream import ENCRYPTED_REASONING, native_body
-from llmeu.protocol.responses_wire import (
-    ResponsesRequest,
-    input_item_list,
-    input_messages,
-    to_chat,
-)
+from llmeu.protocol.responses_wire import ResponsesRequest, to_chat
 from llmeu.providers.base import ChatStream, Provider
 from llmeu.providers.responses_native import NativeAnswer, native
 from llmeu.routing.catalog import Capability, Endpoint

@@ -1,0 +1,205 @@
+"""Anthropic's Messages wire, the request's shapes: decoding and validation.
+
+The family, all pure (in `llmeu.protocol`):
+
+    messages_request   the request: its shapes, decoded and validated
+    messages_codec     the request → ChatRequest; Anthropic's stop reasons
+    messages_reply     the answer: the `message`, usage, Anthropic's errors
+    messages_stream    the events both ways: MessagesFrames (encode),
+                       MessagesEventDecoder (Anthropic's own events → deltas)
+    messages_upstream  ChatRequest → Anthropic's request; its message → Completion
+
+Decoding validates like Anthropic does: unknown top-level fields, a missing
+`max_tokens`, a value out of range are a 400 naming the path. Inside content
+blocks and tools unknown fields are ignored (SDKs echo response blocks back,
+with `citations`, `cache_control`, ...).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import msgspec
+from msgspec import UNSET, Meta, Struct, UnsetType
+
+from llmeu.calls.request import RoutingRequest, Thinking
+from llmeu.protocol.json_codec import encoder
+
+ANTHROPIC_VERSION = "2023-06-01"
+"""The version this wire is written against (the only one Anthropic has published)."""
+
+
+class _In(Struct, omit_defaults=True):
+    """Nested request objects: unknown fields ignored."""
+
+
+class Base64Source(_In, tag_field="type", tag="base64"):
+    media_type: str
+    data: str
+
+
+class URLSource(_In, tag_field="type", tag="url"):
+    url: str
+
+
+class TextSource(_In, tag_field="type", tag="text"):
+    media_type: str
+    data: str
+
+
+class FileSource(_In, tag_field="type", tag="file"):
+    file_id: str
+
+
+class TextBlockIn(_In, tag_field="type", tag="text"):
+    text: str
+
+
+class ImageBlockIn(_In, tag_field="type", tag="image"):
+    source: Base64Source | URLSource | FileSource
+
+
+class DocumentBlockIn(_In, tag_field="type", tag="document"):
+    source: Base64Source | URLSource | TextSource | FileSource
+    title: str | UnsetType | None = UNSET
+
+
+class ToolUseBlockIn(_In, tag_field="type", tag="tool_use"):
+    id: str
+    name: str
+    input: dict[str, Any]
+
+
+class ToolResultBlockIn(_In, tag_field="type", tag="tool_result"):
+    tool_use_id: str
+    content: str | list[TextBlockIn | ImageBlockIn | DocumentBlockIn] | UnsetType = UNSET
+    is_error: bool | UnsetType = UNSET
+
+
+class ThinkingBlockIn(_In, tag_field="type", tag="thinking"):
+    thinking: str
+    signature: str | UnsetType = UNSET
+
+
+class RedactedThinkingBlockIn(_In, tag_field="type", tag="redacted_thinking"):
+    data: str
+
+
+BlockIn = (
+    TextBlockIn
+    | ImageBlockIn
+    | DocumentBlockIn
+    | ToolUseBlockIn
+    | ToolResultBlockIn
+    | ThinkingBlockIn
+    | RedactedThinkingBlockIn
+)
+
+
+class MessageIn(_In):
+    role: Literal["user", "assistant", "system"]  # `system` mid-conversation, as Claude Code
+    content: str | list[BlockIn]
+
+
+class ToolIn(_In):
+    name: Annotated[str, Meta(min_length=1, max_length=128)]
+    type: str | UnsetType | None = UNSET
+    description: str | UnsetType = UNSET
+    input_schema: dict[str, Any] | UnsetType = UNSET
+
+
+class ToolChoiceAuto(_In, tag_field="type", tag="auto"):
+    disable_parallel_tool_use: bool | UnsetType = UNSET
+
+
+class ToolChoiceAny(_In, tag_field="type", tag="any"):
+    disable_parallel_tool_use: bool | UnsetType = UNSET
+
+
+class ToolChoiceTool(_In, tag_field="type", tag="tool"):
+    name: str
+    disable_parallel_tool_use: bool | UnsetType = UNSET
+
+
+class ToolChoiceNone(_In, tag_field="type", tag="none"):
+    pass
+
+
+class MetadataIn(_In):
+    user_id: str | UnsetType | None = UNSET
+
+
+class OutputConfig(_In):
+    effort: str | UnsetType | None = UNSET  # accepted; each upstream reasons as it does
+    format: dict[str, Any] | UnsetType | None = UNSET
+
+
+class MessagesRequest(Struct, forbid_unknown_fields=True, omit_defaults=True):
+    """`POST /v1/messages` (and `count_tokens`, which has no `max_tokens`)."""
+
+    model: Annotated[str, Meta(min_length=1, max_length=256)]
+    messages: Annotated[list[MessageIn], Meta(min_length=1)]
+    max_tokens: Annotated[int, Meta(ge=1)] | UnsetType = UNSET
+    system: str | list[TextBlockIn] | UnsetType = UNSET
+    tools: list[ToolIn] | UnsetType = UNSET
+    tool_choice: ToolChoiceAuto | ToolChoiceAny | ToolChoiceTool | ToolChoiceNone | UnsetType = (
+        UNSET
+    )
+    stop_sequences: list[str] | UnsetType = UNSET
+    temperature: Annotated[float, Meta(ge=0, le=1)] | UnsetType = UNSET
+    top_p: Annotated[float, Meta(ge=0, le=1)] | UnsetType = UNSET
+    top_k: Annotated[int, Meta(ge=0)] | UnsetType = UNSET
+    metadata: MetadataIn | UnsetType = UNSET
+    thinking: Thinking | UnsetType = UNSET
+    stream: bool | UnsetType = UNSET
+    output_config: OutputConfig | UnsetType | None = UNSET
+    container: UnsetType | None = UNSET  # a server tools' sandbox: none runs here
+    # Accepted and without effect here: where and how fast a call runs is the route's
+    # (the policy's) to decide, a prompt cache is the upstream's, and llmeu has no workspaces.
+    service_tier: str | UnsetType | None = UNSET
+    inference_geo: str | UnsetType | None = UNSET
+    speed: str | UnsetType | None = UNSET
+    cache_control: dict[str, Any] | UnsetType | None = UNSET
+    diagnostics: dict[str, Any] | UnsetType | None = UNSET
+    context_management: dict[str, Any] | UnsetType | None = UNSET  # the upstream's to manage
+    workspace_id: str | UnsetType | None = UNSET
+    user_profile_id: str | UnsetType | None = UNSET
+    llmeu: RoutingRequest | UnsetType | None = UNSET
+
+
+messages_request_decoder = msgspec.json.Decoder(MessagesRequest)
+
+
+def system_text(request: MessagesRequest) -> str:
+    system = request.system
+    if isinstance(system, str):
+        return system
+    return "\n".join(block.text for block in system) if isinstance(system, list) else ""
+
+
+def prompt_texts(request: MessagesRequest) -> list[str]:
+    """Every text of the prompt: kept out of error messages, counted for estimates."""
+    texts = [system_text(request)]
+    for message in request.messages:
+        if isinstance(message.content, str):
+            texts.append(message.content)
+            continue
+        for block in message.content:
+            if isinstance(block, TextBlockIn):
+                texts.append(block.text)
+            elif isinstance(block, ToolResultBlockIn):
+                texts.append(result_text(block))
+            elif isinstance(block, ToolUseBlockIn):
+                texts.append(encoder.encode(block.input).decode())
+            elif isinstance(block, ThinkingBlockIn):
+                texts.append(block.thinking)
+    return [t for t in texts if t]
+
+
+def result_text(block: ToolResultBlockIn) -> str:
+    content = block.content
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(b.text for b in content if isinstance(b, TextBlockIn))
+    return ""
