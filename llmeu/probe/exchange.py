@@ -56,14 +56,14 @@ class Exchange:
                 continue
             try:
                 decoded.append(json.loads(event.data))
-            except ValueError:
+            except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
                 decoded.append(event.data)
         return decoded
 
     def json(self) -> Any:
         try:
             return json.loads(self.body)
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
 
 
