@@ -27,7 +27,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResp
 from llmeu.api.asgi import HANGUP_EXTENSION, HangupHook
 from llmeu.protocol.error_shape import encode_error
 from llmeu.server.connection_guard import ConnectionGuard
-from llmeu.server.request_cycle import Http10Cycle
+from llmeu.server.request_cycle import Http10Cycle, OneWriteCycle
 
 MAX_HEAD_BYTES = 64 * 1024
 _LINGER_SECONDS = 5.0
@@ -148,8 +148,9 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         # has not seen the scope.
         extensions: dict[str, Any] = self.scope.setdefault("extensions", {})
         extensions[HANGUP_EXTENSION] = HangupHook()
-        if self.scope.get("http_version") == "1.0" and type(cycle) is RequestResponseCycle:
-            cycle.__class__ = Http10Cycle
+        if type(cycle) is RequestResponseCycle:
+            http10 = self.scope.get("http_version") == "1.0"
+            cycle.__class__ = Http10Cycle if http10 else OneWriteCycle
 
     def on_message_complete(self) -> None:
         super().on_message_complete()

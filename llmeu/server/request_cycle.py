@@ -1,4 +1,12 @@
-"""Responses an HTTP/1.0 client can read.
+"""How a response goes out: its head with its body in one write, and in a form
+an HTTP/1.0 client can read.
+
+uvicorn writes a response's status line and headers, then each part of its
+body, each with a write of its own: a whole response costs two system calls
+and two TCP segments, and the client wakes twice. `OneWriteCycle` holds the
+head back until the body's first part and writes both at once; a head whose
+body does not follow in the same turn of the event loop goes out alone at
+the next turn, so a stream's headers are never held waiting for a token.
 
 HTTP/1.0 has no chunked transfer coding, yet uvicorn chunks every response
 that declares no length, whatever the request's version. Every whole response
@@ -11,12 +19,92 @@ after a response, so nothing else changes.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import RequestResponseCycle
 
 
-class Http10Cycle(RequestResponseCycle):
+class _Capture:
+    """A transport whose writes are kept rather than sent (everything else is the real one's)."""
+
+    __slots__ = ("parts", "transport")
+
+    def __init__(self, transport: asyncio.Transport):
+        self.transport = transport
+        self.parts: list[bytes] = []
+
+    def write(self, data: bytes) -> None:
+        self.parts.append(data)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.transport, name)
+
+
+class _Prefixed:
+    """A transport that writes a held head in front of the first write (or before closing)."""
+
+    __slots__ = ("head", "transport")
+
+    def __init__(self, transport: asyncio.Transport, head: bytes):
+        self.transport = transport
+        self.head: bytes | None = head
+
+    def write(self, data: bytes) -> None:
+        head, self.head = self.head, None
+        self.transport.write(data if head is None else head + data)
+
+    def close(self) -> None:
+        self.release()
+        self.transport.close()
+
+    def release(self) -> None:
+        head, self.head = self.head, None
+        if head is not None and not self.transport.is_closing():
+            self.transport.write(head)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.transport, name)
+
+
+class OneWriteCycle(RequestResponseCycle):
+    """uvicorn's request-response cycle, writing a response's head with its body's first part."""
+
+    _held: bytes | None = None
+
+    async def send(self, message: Any) -> None:
+        kind = message["type"]
+        if kind == "http.response.start" and not self.response_started:
+            capture = _Capture(self.transport)
+            self.transport = capture  # type: ignore[assignment]
+            try:
+                await super().send(message)
+            finally:
+                self.transport = capture.transport
+            if capture.parts:
+                self._held = b"".join(capture.parts)
+                asyncio.get_running_loop().call_soon(self.release_head)
+            return
+        if kind == "http.response.body" and self._held is not None:
+            prefixed = _Prefixed(self.transport, self._held)
+            self._held = None
+            self.transport = prefixed  # type: ignore[assignment]
+            try:
+                await super().send(message)
+            finally:
+                self.transport = prefixed.transport
+                prefixed.release()  # a body that wrote nothing (HEAD) still gets its head
+            return
+        await super().send(message)
+
+    def release_head(self) -> None:
+        """Write a held head now (the body did not follow in the same turn)."""
+        head, self._held = self._held, None
+        if head is not None and not self.disconnected and not self.transport.is_closing():
+            self.transport.write(head)
+
+
+class Http10Cycle(OneWriteCycle):
     """uvicorn's request-response cycle, sending a response of no declared length
     close-delimited instead of chunked."""
 
@@ -42,6 +130,7 @@ class Http10Cycle(RequestResponseCycle):
             await self.flow.drain()
         if self.disconnected or self.response_complete:
             return
+        self.release_head()
         body = message.get("body", b"")
         if body:
             self.transport.write(body)
