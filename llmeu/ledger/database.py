@@ -17,11 +17,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from llmeu.errors import DatabaseError
+
 Row = dict[str, Any]
 Params = Sequence[Any]
 Statement = tuple[str, Sequence[Params]]
 Listener = Callable[[str], None]
 """Receives the payload of each change notice on a channel."""
+
+
+class UniqueConflict(DatabaseError):
+    """A unique index refused a row because another transaction stored the same value
+    first (on PostgreSQL, possibly after waiting for it to commit). Drivers raise it for
+    every unique violation; the hash chain's writers take it as "the head moved"."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +60,9 @@ class Dialect:
     change_notices: bool
     relaxed_commit: str | None
     day_template: str
+    cte_writes: bool = False
+    """A read may be a data-modifying statement: `WITH w AS (INSERT … RETURNING …) SELECT …`
+    (PostgreSQL), so a write and the read that checks it cost one round trip."""
     lock_row: str = ""
     """Appended to a SELECT that must lock the row it reads until commit (PostgreSQL's
     `FOR UPDATE`); empty where a write transaction is exclusive already (SQLite)."""

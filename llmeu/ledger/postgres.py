@@ -22,6 +22,7 @@ from llmeu.ledger.database import (
     Params,
     Row,
     Statement,
+    UniqueConflict,
 )
 
 POSTGRES = Dialect(
@@ -30,6 +31,7 @@ POSTGRES = Dialect(
     change_notices=True,
     relaxed_commit="SET LOCAL synchronous_commit TO OFF",
     day_template="to_char(to_timestamp({column}) AT TIME ZONE 'UTC', 'YYYY-MM-DD')",
+    cte_writes=True,
     lock_row=" FOR UPDATE",
 )
 
@@ -48,7 +50,11 @@ class PostgresDatabase(Database):
     async def open(self, *, create: bool = True) -> None:
         try:
             self._pool = await asyncpg.create_pool(
-                self._url, min_size=1, max_size=self._pool_size, command_timeout=30
+                self._url,
+                min_size=1,
+                max_size=self._pool_size,
+                command_timeout=30,
+                reset=_keep_session,
             )
         except _postgres_errors() as error:
             raise DatabaseUnavailable(f"cannot connect to PostgreSQL: {error}") from error
@@ -77,18 +83,33 @@ class PostgresDatabase(Database):
     async def transaction(
         self, statements: Sequence[Statement], followup: Followup | None = None
     ) -> list[int]:
+        """One round trip per statement (`executemany` sends all its rows in one), one for
+        each read of the followup, and one each for BEGIN and COMMIT: parameterless
+        statements at the start (`relaxed_commit`) travel with the BEGIN."""
         counts: list[int] = []
+        opening = ["BEGIN"]
+        for sql, rows in statements:
+            if list(rows) != [()]:
+                break
+            opening.append(sql)
+            counts.append(0)
         try:
-            async with self._pool.acquire() as conn, conn.transaction():
-                await self._run(conn, statements, counts)
-                work: Sequence[Statement] | Followup | None = followup
-                while isinstance(work, Followup):
-                    read = [
-                        [dict(row) for row in await conn.fetch(self._sql(sql), *params)]
-                        for sql, params in work.reads
-                    ]
-                    work = work.build(read)
-                await self._run(conn, work or (), counts)
+            async with self._pool.acquire() as conn:
+                await conn.execute("; ".join(opening))
+                try:
+                    await self._run(conn, statements[len(counts) :], counts)
+                    work: Sequence[Statement] | Followup | None = followup
+                    while isinstance(work, Followup):
+                        read = [
+                            [dict(row) for row in await conn.fetch(self._sql(sql), *params)]
+                            for sql, params in work.reads
+                        ]
+                        work = work.build(read)
+                    await self._run(conn, work or (), counts)
+                except BaseException:
+                    await _roll_back(conn)
+                    raise
+                await conn.execute("COMMIT")
         except _postgres_errors() as error:
             raise _postgres_error(error) from error
         return counts
@@ -125,6 +146,22 @@ class PostgresDatabase(Database):
         return f"{scheme}{sep}{rest}"
 
 
+async def _keep_session(conn: Any) -> None:
+    """What a connection needs on its way back to the pool: nothing. asyncpg has rolled
+    back a transaction left open already; the ledger sets no session state (only `SET
+    LOCAL`), takes no session advisory locks and listens on connections of its own — so
+    asyncpg's reset query, one more round trip after every transaction, is not sent."""
+
+
+async def _roll_back(conn: Any) -> None:
+    if conn.is_closed():
+        return
+    try:
+        await conn.execute("ROLLBACK")
+    except _postgres_errors():
+        conn.terminate()  # a session in an unknown state never goes back to the pool
+
+
 # SQLSTATEs of a server that cannot take the work now: classes 08 (connection), 40
 # (transaction rolled back by a conflict), 53 (out of resources), 57 (shutdown,
 # restart), 58 (I/O); 55000 is a database that refuses connections, 3D000 one
@@ -146,6 +183,8 @@ def _postgres_error(error: Exception) -> DatabaseError:
         return DatabaseUnavailable(str(error) or type(error).__name__)
     if state.startswith(_PG_TRANSIENT_CLASSES) or state in _PG_TRANSIENT_STATES:
         return DatabaseUnavailable(str(error))
+    if state == "23505":  # unique_violation
+        return UniqueConflict(str(error))
     return DatabaseError(str(error))
 
 

@@ -11,8 +11,8 @@ from typing import Any
 from llmeu.calls.record import TraceRecord
 from llmeu.errors import DatabaseError, DatabaseUnavailable
 from llmeu.ledger.api_keys import ApiKey
-from llmeu.ledger.chaining import ChainTail, chain_final_rows
-from llmeu.ledger.database import Database, Followup, Row, Statement
+from llmeu.ledger.chaining import ChainMoved, ChainTail, chain_final_rows, link_ahead
+from llmeu.ledger.database import Database, Followup, Row, Statement, UniqueConflict
 from llmeu.ledger.migrations import CREATE_MIGRATIONS_TABLE, MIGRATIONS
 from llmeu.ledger.views import (
     STATUS_COUNTS,
@@ -36,6 +36,12 @@ _INSERT_TRACE = (
     f"INSERT INTO traces ({', '.join(_TRACE_COLUMNS)}) "
     f"VALUES ({', '.join('?' for _ in _TRACE_COLUMNS)})"
 )
+_CHAINED_COLUMNS = (*_TRACE_COLUMNS, "chain_seq", "chain_link")
+_INSERT_CHAINED = (
+    f"INSERT INTO traces ({', '.join(_CHAINED_COLUMNS)}) "
+    f"VALUES ({', '.join('?' for _ in _CHAINED_COLUMNS)})"
+)
+_LOCKED_ATTEMPTS = 5  # a locked write refused by a writer that linked ahead meanwhile
 # `model` is the model that ran: calls no model ran for (rejected, or failed on every
 # endpoint) share the row '' rather than mixing into the names clients asked for,
 # which `requested_model` groups by.
@@ -107,12 +113,24 @@ class Store:
         # A finished trace replaces its in-progress row; it never overwrites another
         # final status (a trace is final once), nor an `interrupted` row already chained:
         # the chain vouches for it as it is.
-        self._finish_trace = _INSERT_TRACE + dialect.upsert(
-            "trace_id",
-            _TRACE_COLUMNS,
-            only_where="traces.status = 'in_progress' "
-            "OR (traces.status = 'interrupted' AND traces.chain_seq IS NULL)",
+        replaceable = (
+            "traces.status = 'in_progress' "
+            "OR (traces.status = 'interrupted' AND traces.chain_seq IS NULL)"
         )
+        self._finish_trace = _INSERT_TRACE + dialect.upsert(
+            "trace_id", _TRACE_COLUMNS, only_where=replaceable
+        )
+        self._finish_chained = _INSERT_CHAINED + dialect.upsert(
+            "trace_id", _CHAINED_COLUMNS, only_where=replaceable
+        )
+
+    def _finish_chained_values(self, rows: list[tuple[Any, ...]]) -> tuple[str, list[Any]]:
+        """`_finish_chained` for several rows in one statement (one VALUES list)."""
+        values = f"({', '.join('?' for _ in _CHAINED_COLUMNS)})"
+        sql = self._finish_chained.replace(
+            f"VALUES {values}", "VALUES " + ", ".join(values for _ in rows), 1
+        )
+        return sql, [value for row in rows for value in row]
 
     def _chain(self, now: float, written: dict[str, Row] | None = None) -> Followup:
         settled_before = now - self.interrupted_settle_seconds
@@ -183,15 +201,44 @@ class Store:
             statements.append((relaxed, [()]))
         if begins:
             statements.append((self._begin_trace, begins))
-        if finishes:
-            statements.append((self._finish_trace, finishes))
-        if finishes:
-            written: dict[str, Row] = {}
-            for row in finishes:  # the first of a trace written twice is the one stored
-                written.setdefault(row[0], dict(zip(_TRACE_COLUMNS, row, strict=True)))
-            await self.db.transaction(statements, self._chain(time.time(), written))
-        elif statements:
-            await self.db.transaction(statements)
+        if not finishes:
+            if statements:
+                await self.db.transaction(statements)
+            return
+        now = time.time()
+        firsts: dict[str, tuple[Any, ...]] = {}
+        for row in finishes:  # the first of a trace written twice is the one stored
+            firsts.setdefault(row[0], row)
+        written = {i: dict(zip(_TRACE_COLUMNS, row, strict=True)) for i, row in firsts.items()}
+        settled_before = now - self.interrupted_settle_seconds
+        ahead = link_ahead(list(written.values()), self._chain_tail)
+        if ahead is not None:
+            chained = [
+                (*row, seq, link)
+                for row, (seq, link) in zip(firsts.values(), ahead.links, strict=True)
+            ]
+            if self.db.dialect.cte_writes:  # the rows and their check in one statement
+                check = ahead.check(settled_before, self._finish_chained_values(chained))
+                attempt = statements
+            else:
+                check = ahead.check(settled_before)
+                attempt = [*statements, (self._finish_chained, chained)]
+            try:
+                await self.db.transaction(attempt, check)
+                return
+            except (ChainMoved, UniqueConflict):
+                self._chain_tail.head = None  # rolled back: the locked way below
+        statements.append((self._finish_trace, finishes))
+        for _ in range(_LOCKED_ATTEMPTS - 1):
+            try:
+                await self.db.transaction(statements, self._chain(now, written))
+                return
+            except UniqueConflict:  # a writer linking ahead took the places first
+                continue
+        try:
+            await self.db.transaction(statements, self._chain(now, written))
+        except UniqueConflict as error:
+            raise DatabaseUnavailable(f"the chain head kept moving: {error}") from error
 
     async def get_trace(self, trace_id: str, *, key_id: str | None = None) -> dict[str, Any] | None:
         sql = "SELECT * FROM traces WHERE trace_id = ?"

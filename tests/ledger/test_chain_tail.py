@@ -1,14 +1,22 @@
-"""A process moves the chain head on from the head it wrote last, without reading it, and
-takes the locked way whenever that head is not the head any more: the chain stays one
-chain, in commit order, without gaps, on SQLite and on PostgreSQL."""
+"""A process links its final rows ahead, from the head it wrote last, in the rows' own
+upsert, and takes the locked way whenever that head is not the head any more: the chain
+stays one chain, in commit order, without gaps, on SQLite and on PostgreSQL."""
 
 from __future__ import annotations
 
+import pytest
+
 from llmeu.calls.record import CallStatus
 from llmeu.evidence.chain import GENESIS, ChainLink
-from llmeu.ledger.chaining import ChainTail, chain_final_rows, chain_head, chained_rows
+from llmeu.ledger.chaining import (
+    AHEAD_LIMIT,
+    ChainMoved,
+    ChainTail,
+    chain_head,
+    chained_rows,
+    link_ahead,
+)
 from llmeu.ledger.database import Database
-from llmeu.ledger.sqlite import SQLITE
 from llmeu.ledger.store import _TRACE_COLUMNS, Store, trace_row
 from tests.ledger.conftest import trace, write
 
@@ -24,15 +32,27 @@ async def assert_one_chain(db: Database, ids: list[str]) -> None:
     assert await chain_head(db) == head
 
 
-def test_a_remembered_head_spares_the_head_read() -> None:
-    tail, written = ChainTail(), {"trc_a": trace_row_of("trc_a")}
-    first = chain_final_rows(SQLITE, 0.0, written, tail)
-    assert any("chain_head" in sql for sql, _ in first.reads)  # nothing remembered yet
+def test_a_remembered_head_links_ahead_and_checks_before_commit() -> None:
+    tail, row = ChainTail(), trace_row_of("trc_a")
+    assert link_ahead([row], tail) is None  # nothing remembered yet: the locked way
     tail.head = ChainLink(3, "ab" * 32, "trc_z")
-    later = chain_final_rows(SQLITE, 0.0, written, tail)
-    assert not any("chain_head" in sql for sql, _ in later.reads)
-    without_rows = chain_final_rows(SQLITE, 0.0, {}, tail)  # chain_pending: always locked
-    assert any("chain_head" in sql for sql, _ in without_rows.reads)
+    ahead = link_ahead([row], tail)
+    assert ahead is not None and ahead.links == [(4, tail.head.next(row).link)]
+    assert link_ahead([row] * (AHEAD_LIMIT + 1), tail) is None  # a large batch: locked
+    # Landed after the remembered head, nothing else waiting: the head moves on.
+    assert ahead.check(0.0).build([[{"placed": 1, "after": 1, "waiting": 0}]]) == []
+    assert tail.head == ChainLink(3, "ab" * 32, "trc_z").next(row)
+    for found in (
+        {"placed": 0, "after": 1, "waiting": 0},  # the row was final already (a retry)
+        {"placed": 1, "after": 0, "waiting": 0},  # the remembered head was never committed
+        {"placed": 1, "after": 1, "waiting": 1},  # a call found interrupted waits for a place
+    ):
+        tail.head = ChainLink(3, "ab" * 32, "trc_z")
+        ahead = link_ahead([row], tail)
+        assert ahead is not None
+        with pytest.raises(ChainMoved):
+            ahead.check(0.0).build([[found]])
+        assert tail.head is None
 
 
 def trace_row_of(trace_id: str) -> dict[str, object]:
@@ -79,3 +99,29 @@ async def test_rows_of_others_go_the_locked_way_with_a_remembered_head(store: St
         [interrupted.trace_id, after.trace_id]
     )
     await assert_one_chain(store.db, chained)
+
+
+async def test_a_retried_batch_of_rows_final_already_keeps_the_chain_whole(store: Store) -> None:
+    """The outcome of a commit was lost: the same rows come again, with a new one."""
+    first, second = trace(), trace()
+    await write(store, first, second)
+    again = trace()
+    rows = [trace_row(first), trace_row(again), trace_row(second)]
+    await store.write_traces([], rows)
+    await assert_one_chain(store.db, [first.trace_id, second.trace_id, again.trace_id])
+    assert store._chain_tail.head == await chain_head(store.db)
+
+
+async def test_two_writers_linking_ahead_from_the_same_head_make_one_chain(
+    store: Store,
+) -> None:
+    """Both remember the same head; the second's places are taken by then: refused by the
+    unique index, it goes the locked way after the first."""
+    other = Store(store.db)
+    first = trace()
+    await write(store, first)
+    other._chain_tail.head = store._chain_tail.head
+    mine, theirs = trace(), trace()
+    await write(store, mine)
+    await write(other, theirs)
+    await assert_one_chain(store.db, [first.trace_id, mine.trace_id, theirs.trace_id])
