@@ -13,7 +13,7 @@ rows. Two ways to link a transaction's final rows:
   that were final already are not), and that no other final row waits for a
   place. Otherwise the transaction rolls back (`ChainMoved`) and goes the
   locked way. Another writer taking the same places meanwhile is refused by
-  the unique index (`UniqueConflict`), so there is never a second row at one
+  the unique index (`WriteConflict`), so there is never a second row at one
   place, and never a gap: a row's place follows a committed one.
 - **Locked** (`chain_final_rows`): every transaction that can make rows final
   without knowing the head (calls found `interrupted`, a remembered head that
@@ -98,29 +98,20 @@ class ChainTail:
 @dataclass(frozen=True, slots=True)
 class Ahead:
     """Final rows linked ahead from a remembered head: `links[i]` is (chain_seq, chain_link)
-    of the i-th row; `check` ends the transaction that writes them."""
+    of the i-th row; `check` ends the transaction that writes them, or `statement` writes
+    and checks them at once."""
 
     before: ChainLink
     head: ChainLink
     links: list[tuple[int, str]]
     tail: ChainTail
 
-    def check(self, settled_before: float, write: tuple[str, Params] | None = None) -> Followup:
-        """The read that confirms the rows landed where they were linked. With `write` (an
-        INSERT … RETURNING of the rows, where the database runs one inside a read:
-        `Dialect.cte_writes`), the rows are written by that read itself, one round trip
-        for both; otherwise they were written by a statement before it."""
-        before, n = self.before, len(self.links)
-        tail = (before.seq, before.link, settled_before)
-        if write is None:
-            read: tuple[str, Params] = (_AHEAD_CHECK, (before.seq, self.head.seq, *tail))
-        else:
-            sql, params = write
-            read = (
-                f"WITH written AS ({sql} RETURNING 1) "
-                f"SELECT (SELECT COUNT(*) FROM written) AS placed, {_AFTER_AND_WAITING}",
-                (*params, *tail),
-            )
+    def check(self, settled_before: float) -> Followup:
+        """The read that confirms, before commit, that the rows (written by a statement
+        before it) landed where they were linked."""
+        before = self.before
+        read = (_AHEAD_CHECK, (before.seq, self.head.seq, before.seq, before.link, settled_before))
+        n = len(self.links)
 
         def landed(read: list[list[Row]]) -> list[Statement]:
             found = read[0][0]
@@ -133,6 +124,28 @@ class Ahead:
             return []
 
         return Followup((read,), landed)
+
+    def statement(self, settled_before: float, write: tuple[str, Params]) -> tuple[str, Params]:
+        """The rows' write (an INSERT of them) and its check as one statement, where the
+        database runs a write inside a read (`Dialect.cte_writes`): the check fails the
+        statement (`llmeu_chain_landed`, migration 9), so nothing of it commits unless
+        the rows landed right after the remembered head and no other final row waits."""
+        sql, params = write
+        before = self.before
+        after = " AND EXISTS (SELECT 1 FROM traces WHERE chain_seq = ? AND chain_link = ?)"
+        if before.seq == 0:
+            after = ""
+        return (
+            f"WITH written AS ({sql} RETURNING 1) SELECT llmeu_chain_landed("
+            f"(SELECT COUNT(*) FROM written) = ?{after} "
+            f"AND NOT EXISTS (SELECT 1 {_FINAL_UNCHAINED}LIMIT 1)) AS landed",
+            (
+                *params,
+                len(self.links),
+                *(() if before.seq == 0 else (before.seq, before.link)),
+                settled_before,
+            ),
+        )
 
 
 def link_ahead(rows: Sequence[Mapping[str, Any]], tail: ChainTail) -> Ahead | None:

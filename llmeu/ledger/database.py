@@ -26,10 +26,15 @@ Listener = Callable[[str], None]
 """Receives the payload of each change notice on a channel."""
 
 
-class UniqueConflict(DatabaseError):
-    """A unique index refused a row because another transaction stored the same value
-    first (on PostgreSQL, possibly after waiting for it to commit). Drivers raise it for
-    every unique violation; the hash chain's writers take it as "the head moved"."""
+class WriteConflict(DatabaseError):
+    """The write lost to another transaction: a unique index refused a row because another
+    transaction stored the same value first (on PostgreSQL, possibly after waiting for it
+    to commit), or a check inside the statement found what it was written after gone
+    (`CONFLICT_SQLSTATE`). The hash chain's writers take it as "the head moved"."""
+
+
+CONFLICT_SQLSTATE = "LLC01"
+"""Raised by `llmeu_chain_landed(false)` (PostgreSQL, migration 9)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +110,11 @@ class Database(ABC):
 
     async def execute(self, sql: str, params: Params = ()) -> int:
         return (await self.transaction([(sql, [params])]))[0]
+
+    async def statement(self, sql: str, params: Params = ()) -> list[Row]:
+        """One statement, alone in its transaction, and the rows it returns: a
+        data-modifying one where `dialect.cte_writes` (one round trip in all)."""
+        raise NotImplementedError(f"{self.dialect.name} runs no writes inside a read")
 
     async def listen(self, channel: str, listener: Listener) -> Any:
         """A dedicated connection receiving the change notices of `channel`; returns it for

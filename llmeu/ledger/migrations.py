@@ -1,14 +1,18 @@
 """Schema migrations: numbered steps recorded in `schema_migrations`.
 
 One DDL text serves SQLite and PostgreSQL (TEXT, BIGINT, INTEGER and DOUBLE
-PRECISION mean the same in both). Timestamps are seconds since the epoch,
-JSON is stored as TEXT. A migration is applied once, in order, inside a
-transaction; add new steps at the end, never edit an applied one.
+PRECISION mean the same in both); a step for one database only names it.
+Timestamps are seconds since the epoch, JSON is stored as TEXT. A migration
+is applied once, in order, inside a transaction; add new steps at the end,
+never edit an applied one.
 """
 
 from __future__ import annotations
 
-MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
+Step = str | tuple[str, str]
+"""DDL for every database, or (database name, DDL) for one only."""
+
+MIGRATIONS: tuple[tuple[int, str, tuple[Step, ...]], ...] = (
     (
         1,
         "traces, keys, policies, instances",
@@ -193,6 +197,29 @@ MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
             """,
             "CREATE INDEX stored_responses_expiry ON stored_responses (expires_at)",
             "CREATE INDEX stored_responses_subject ON stored_responses (subject_sha256)",
+        ),
+    ),
+    (
+        9,
+        "a check that fails the statement it is part of (PostgreSQL)",
+        (
+            # A final row linked ahead and the check that it landed after a committed
+            # head are one statement, alone in its transaction (llmeu.ledger.chaining):
+            # a failed check must fail that statement, so that nothing of it commits.
+            (
+                "postgres",
+                """
+                CREATE FUNCTION llmeu_chain_landed(landed boolean) RETURNS boolean
+                LANGUAGE plpgsql AS $$
+                BEGIN
+                    IF landed IS NOT TRUE THEN
+                        RAISE EXCEPTION 'the chain head moved' USING ERRCODE = 'LLC01';
+                    END IF;
+                    RETURN true;
+                END
+                $$
+                """,
+            ),
         ),
     ),
 )

@@ -2,7 +2,9 @@
 
 Change notices (LISTEN/NOTIFY) tell the other processes of a revoked key or
 a replaced policy at once; a batch of in-progress rows may commit without
-waiting for the WAL flush (`relaxed_commit`, see `Store.write_traces`).
+waiting for the WAL flush (`relaxed_commit`, see `Store.write_traces`): such
+a batch of one statement goes, alone in its transaction, over a connection
+whose session commits that way, in one round trip.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import asyncpg
 
 from llmeu.errors import DatabaseError, DatabaseUnavailable
 from llmeu.ledger.database import (
+    CONFLICT_SQLSTATE,
     Database,
     Dialect,
     Followup,
@@ -22,7 +25,7 @@ from llmeu.ledger.database import (
     Params,
     Row,
     Statement,
-    UniqueConflict,
+    WriteConflict,
 )
 
 POSTGRES = Dialect(
@@ -45,6 +48,7 @@ class PostgresDatabase(Database):
         self._url = url
         self._pool_size = pool_size
         self._pool: Any = None
+        self._relaxed_pool: Any = None
         self._rewritten: dict[str, str] = {}
 
     async def open(self, *, create: bool = True) -> None:
@@ -56,12 +60,21 @@ class PostgresDatabase(Database):
                 command_timeout=30,
                 reset=_keep_session,
             )
+            self._relaxed_pool = await asyncpg.create_pool(
+                self._url,
+                min_size=0,
+                max_size=2,
+                command_timeout=30,
+                reset=_keep_session,
+                server_settings={"synchronous_commit": "off"},
+            )
         except _postgres_errors() as error:
             raise DatabaseUnavailable(f"cannot connect to PostgreSQL: {error}") from error
 
     async def close(self) -> None:
-        if self._pool is not None:
-            await self._pool.close()
+        for pool in (self._pool, self._relaxed_pool):
+            if pool is not None:
+                await pool.close()
 
     def _sql(self, sql: str) -> str:
         rewritten = self._rewritten.get(sql)
@@ -86,6 +99,17 @@ class PostgresDatabase(Database):
         """One round trip per statement (`executemany` sends all its rows in one), one for
         each read of the followup, and one each for BEGIN and COMMIT: parameterless
         statements at the start (`relaxed_commit`) travel with the BEGIN."""
+        relaxed = self.dialect.relaxed_commit
+        if followup is None and len(statements) == 2 and statements[0] == (relaxed, [()]):
+            # One statement is its own transaction: over the relaxed session, no BEGIN or
+            # COMMIT to send (asyncpg's executemany applies all its rows or none).
+            try:
+                async with self._relaxed_pool.acquire() as conn:
+                    alone = [0]
+                    await self._run(conn, statements[1:], alone)
+                    return alone
+            except _postgres_errors() as error:
+                raise _postgres_error(error) from error
         counts: list[int] = []
         opening = ["BEGIN"]
         for sql, rows in statements:
@@ -113,6 +137,14 @@ class PostgresDatabase(Database):
         except _postgres_errors() as error:
             raise _postgres_error(error) from error
         return counts
+
+    async def statement(self, sql: str, params: Params = ()) -> list[Row]:
+        try:
+            async with self._pool.acquire() as conn:
+                rows = await conn.fetch(self._sql(sql), *params)
+        except _postgres_errors() as error:
+            raise _postgres_error(error) from error
+        return [dict(row) for row in rows]
 
     async def _run(self, conn: Any, statements: Sequence[Statement], counts: list[int]) -> None:
         for sql, rows in statements:
@@ -183,8 +215,8 @@ def _postgres_error(error: Exception) -> DatabaseError:
         return DatabaseUnavailable(str(error) or type(error).__name__)
     if state.startswith(_PG_TRANSIENT_CLASSES) or state in _PG_TRANSIENT_STATES:
         return DatabaseUnavailable(str(error))
-    if state == "23505":  # unique_violation
-        return UniqueConflict(str(error))
+    if state in ("23505", CONFLICT_SQLSTATE):  # unique_violation, or a check that failed
+        return WriteConflict(str(error))
     return DatabaseError(str(error))
 
 

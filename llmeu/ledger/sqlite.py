@@ -18,7 +18,7 @@ from llmeu.ledger.database import (
     Params,
     Row,
     Statement,
-    UniqueConflict,
+    WriteConflict,
 )
 
 T = TypeVar("T")
@@ -194,6 +194,6 @@ def _sqlite_code(error: sqlite3.Error) -> int:
 
 def _sqlite_error(error: sqlite3.Error) -> DatabaseError:
     if int(getattr(error, "sqlite_errorcode", 0)) in _SQLITE_UNIQUE:
-        return UniqueConflict(str(error))
+        return WriteConflict(str(error))
     kind = DatabaseUnavailable if _sqlite_code(error) in _SQLITE_TRANSIENT else DatabaseError
     return kind(str(error))

@@ -12,8 +12,8 @@ from llmeu.calls.record import TraceRecord
 from llmeu.errors import DatabaseError, DatabaseUnavailable
 from llmeu.ledger.api_keys import ApiKey
 from llmeu.ledger.chaining import ChainMoved, ChainTail, chain_final_rows, link_ahead
-from llmeu.ledger.database import Database, Followup, Row, Statement, UniqueConflict
-from llmeu.ledger.migrations import CREATE_MIGRATIONS_TABLE, MIGRATIONS
+from llmeu.ledger.database import Database, Followup, Row, Statement, WriteConflict
+from llmeu.ledger.migrations import CREATE_MIGRATIONS_TABLE, MIGRATIONS, Step
 from llmeu.ledger.views import (
     STATUS_COUNTS,
     decode_cursor,
@@ -163,13 +163,22 @@ class Store:
                 [(version, name, time.time())],
             )
             try:
-                await self.db.transaction([claim, *((sql, [()]) for sql in statements)])
+                await self.db.transaction(
+                    [claim, *((sql, [()]) for sql in self._steps(statements))]
+                )
             except DatabaseError:
                 if version in await self._applied_versions():
                     continue
                 raise
             applied.append(version)
         return applied
+
+    def _steps(self, steps: Sequence[Step]) -> list[str]:
+        """A migration's DDL for this database."""
+        name = self.db.dialect.name
+        return [
+            s if isinstance(s, str) else s[1] for s in steps if isinstance(s, str) or s[0] == name
+        ]
 
     async def has_schema(self) -> bool:
         """Whether this database holds a ledger (its migrations were applied)."""
@@ -217,27 +226,31 @@ class Store:
                 (*row, seq, link)
                 for row, (seq, link) in zip(firsts.values(), ahead.links, strict=True)
             ]
-            if self.db.dialect.cte_writes:  # the rows and their check in one statement
-                check = ahead.check(settled_before, self._finish_chained_values(chained))
-                attempt = statements
-            else:
-                check = ahead.check(settled_before)
-                attempt = [*statements, (self._finish_chained, chained)]
             try:
-                await self.db.transaction(attempt, check)
+                if self.db.dialect.cte_writes and not statements:
+                    # The rows and their check: one statement, alone in its transaction.
+                    await self.db.statement(
+                        *ahead.statement(settled_before, self._finish_chained_values(chained))
+                    )
+                    self._chain_tail.head = ahead.head
+                else:
+                    await self.db.transaction(
+                        [*statements, (self._finish_chained, chained)],
+                        ahead.check(settled_before),
+                    )
                 return
-            except (ChainMoved, UniqueConflict):
+            except (ChainMoved, WriteConflict):
                 self._chain_tail.head = None  # rolled back: the locked way below
         statements.append((self._finish_trace, finishes))
         for _ in range(_LOCKED_ATTEMPTS - 1):
             try:
                 await self.db.transaction(statements, self._chain(now, written))
                 return
-            except UniqueConflict:  # a writer linking ahead took the places first
+            except WriteConflict:  # a writer linking ahead took the places first
                 continue
         try:
             await self.db.transaction(statements, self._chain(now, written))
-        except UniqueConflict as error:
+        except WriteConflict as error:
             raise DatabaseUnavailable(f"the chain head kept moving: {error}") from error
 
     async def get_trace(self, trace_id: str, *, key_id: str | None = None) -> dict[str, Any] | None:

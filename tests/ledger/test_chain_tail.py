@@ -16,7 +16,7 @@ from llmeu.ledger.chaining import (
     chained_rows,
     link_ahead,
 )
-from llmeu.ledger.database import Database
+from llmeu.ledger.database import Database, WriteConflict
 from llmeu.ledger.store import _TRACE_COLUMNS, Store, trace_row
 from tests.ledger.conftest import trace, write
 
@@ -125,3 +125,24 @@ async def test_two_writers_linking_ahead_from_the_same_head_make_one_chain(
     await write(store, mine)
     await write(other, theirs)
     await assert_one_chain(store.db, [first.trace_id, mine.trace_id, theirs.trace_id])
+
+
+async def test_a_failed_check_leaves_nothing_of_its_rows(store: Store) -> None:
+    """Rows linked after a head that is not there: refused before commit, nothing stored,
+    whichever way the database checks (one statement, or a read before commit)."""
+    await write(store, trace())
+    head = await chain_head(store.db)
+    tail = ChainTail()
+    tail.head = ChainLink(head.seq, "f" * 64, "trc_never")
+    row = trace()
+    ahead = link_ahead([trace_row_of(row.trace_id)], tail)
+    assert ahead is not None
+    chained = [(*trace_row(row), *ahead.links[0])]
+    if store.db.dialect.cte_writes:
+        checked = store.db.statement(*ahead.statement(0.0, store._finish_chained_values(chained)))
+    else:
+        checked = store.db.transaction([(store._finish_chained, chained)], ahead.check(0.0))
+    with pytest.raises((ChainMoved, WriteConflict)):
+        await checked
+    assert await store.get_trace(row.trace_id) is None
+    assert await chain_head(store.db) == head
