@@ -9,7 +9,7 @@ non-streamed call (the final row follows at once) and a streamed call (its
 first frame waits for the in-progress row, the end for the final row). The
 ledgers are a SQLite file in a temporary directory and a throwaway PostgreSQL
 database at 127.0.0.1:5432 (bench/pgdb.py), with the chain and its checks as
-the gateway writes them; and the same PostgreSQL database through a URL with
+the gateway writes them; and another through a URL with
 `?synchronous_commit=off`, the opt-in that lets final rows commit without
 waiting for the WAL flush (README, "Ledger"). Prints the median over rounds of
 the median µs per call, and each PostgreSQL / SQLite.
@@ -76,11 +76,15 @@ def main() -> None:
     args = parser.parse_args()
     runs = []
     for _ in range(args.rounds):
-        with tempfile.TemporaryDirectory() as directory, pgdb.temporary_database("lw") as url:
+        with (
+            tempfile.TemporaryDirectory() as directory,
+            pgdb.temporary_database("lw") as url,
+            pgdb.temporary_database("lw_relaxed") as relaxed_url,
+        ):
             databases: dict[str, Database] = {
                 "sqlite": SqliteDatabase(Path(directory) / "ledger.db"),
                 "postgres": PostgresDatabase(url),
-                "relaxed": PostgresDatabase(url + "?synchronous_commit=off"),
+                "relaxed": PostgresDatabase(relaxed_url + "?synchronous_commit=off"),
             }
             runs.append(asyncio.run(per_call_us(databases, args.calls)))
     print(f"ledger work of one call at c=1, µs, median of {args.rounds} rounds x {args.calls}:")
