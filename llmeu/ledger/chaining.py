@@ -8,22 +8,29 @@ rows. Two ways to link a transaction's final rows:
 - **Ahead** (`link_ahead`), the usual case: a process remembers the head it
   wrote last (`ChainTail`), computes the links of its new final rows from it
   and writes them in the rows' own upsert; one read before commit
-  (`_AHEAD_CHECK`) confirms that the remembered head is a committed row, that
+  (`_AHEAD_CHECK`; on PostgreSQL part of the same statement, which then fails
+  as a whole) confirms that the remembered head is a committed row, that
   every row of the batch was stored at its place (a retried batch's rows
   that were final already are not), and that no other final row waits for a
-  place. Otherwise the transaction rolls back (`ChainMoved`) and goes the
-  locked way. Another writer taking the same places meanwhile is refused by
-  the unique index (`WriteConflict`), so there is never a second row at one
-  place, and never a gap: a row's place follows a committed one.
+  place. Otherwise the transaction rolls back (`ChainMoved`, `WriteConflict`)
+  and goes the locked way. Another writer that took the same places first is
+  refused by the unique index (`WriteConflict`), so there is never a second
+  row at one place, and never a gap: a row's place follows a committed one.
 - **Locked** (`chain_final_rows`): every transaction that can make rows final
   without knowing the head (calls found `interrupted`, a remembered head that
   moved) reads the head and the unchained final rows, oldest first, and gives
-  each its `chain_seq` and `chain_link`. On PostgreSQL the locked writers
-  queue on the one-row `chain_head` (`SELECT … FOR UPDATE`; its columns are
-  no longer kept), then read the head in a statement of their own, which sees
-  every commit before the lock was theirs; SQLite's write transaction is
-  exclusive already. A database sequence would not do: it would leave a gap
-  at every rolled-back transaction, and a gap means "deleted" to the verifier.
+  each its `chain_seq` and `chain_link`. A database sequence would not do: it
+  would leave a gap at every rolled-back transaction, and a gap means
+  "deleted" to the verifier.
+
+On PostgreSQL every writer of the chain, either way, first takes one
+transaction-scoped advisory lock (`Dialect.chain_lock`; linked ahead, in the
+upsert's first value: `llmeu_chain_lock(trace_id)`), so the writers of all
+processes queue on it: a locked writer reads the head in a statement of its
+own once the lock is its, which sees every commit before, and no writer can
+take places meanwhile. The lock is in memory: no row is written for it. SQLite's
+write transaction is exclusive already. (The one-row `chain_head` table of
+migration 3 is no longer read or written.)
 
 Picking up every unchained final row also chains final rows written before the
 chain existed (migration 3) the first time anything is written after it.
@@ -54,7 +61,6 @@ _HEAD = (
     "SELECT chain_seq AS seq, chain_link AS link, trace_id FROM traces "
     "WHERE chain_seq IS NOT NULL ORDER BY chain_seq DESC LIMIT 1"
 )
-_LOCK = "SELECT head_id FROM chain_head WHERE head_id = 1"
 # Columns a verifier reads: the chained ones, the row's place, and whether its metadata
 # was purged (then its link is taken as given).
 VERIFY_COLUMNS = (*CHAINED_COLUMNS, "chain_seq", "chain_link", "metadata_purged_at")
@@ -182,8 +188,8 @@ def chain_final_rows(
     known = written or {}
     full_read = ((_UNCHAINED, (settled_before,)),)
     reads: list[tuple[str, tuple[Any, ...]]] = [(_HEAD, ()), (_UNCHAINED_IDS, (settled_before,))]
-    if dialect.lock_row:
-        reads.insert(0, (_LOCK + dialect.lock_row, ()))
+    if dialect.chain_lock:
+        reads.insert(0, (dialect.chain_lock, ()))
 
     def link(read: list[list[Row]]) -> list[Statement] | Followup:
         heads, ids = read[-2:]

@@ -68,9 +68,10 @@ class Dialect:
     cte_writes: bool = False
     """A read may be a data-modifying statement: `WITH w AS (INSERT … RETURNING …) SELECT …`
     (PostgreSQL), so a write and the read that checks it cost one round trip."""
-    lock_row: str = ""
-    """Appended to a SELECT that must lock the row it reads until commit (PostgreSQL's
-    `FOR UPDATE`); empty where a write transaction is exclusive already (SQLite)."""
+    chain_lock: str = ""
+    """A read that takes, until commit, the lock every writer of the hash chain queues on
+    (PostgreSQL: a transaction-scoped advisory lock, `llmeu_chain_lock`, migration 9);
+    empty where a write transaction is exclusive already (SQLite)."""
 
     def day(self, column: str) -> str:
         """SQL for the UTC day (YYYY-MM-DD) of an epoch-seconds column."""

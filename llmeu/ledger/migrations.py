@@ -201,7 +201,7 @@ MIGRATIONS: tuple[tuple[int, str, tuple[Step, ...]], ...] = (
     ),
     (
         9,
-        "a check that fails the statement it is part of (PostgreSQL)",
+        "the hash chain's lock and check inside a statement (PostgreSQL)",
         (
             # A final row linked ahead and the check that it landed after a committed
             # head are one statement, alone in its transaction (llmeu.ledger.chaining):
@@ -216,6 +216,20 @@ MIGRATIONS: tuple[tuple[int, str, tuple[Step, ...]], ...] = (
                         RAISE EXCEPTION 'the chain head moved' USING ERRCODE = 'LLC01';
                     END IF;
                     RETURN true;
+                END
+                $$
+                """,
+            ),
+            # The lock every writer of the chain takes before it stores a place, until
+            # commit; returns its argument, so that an INSERT takes it in its first value.
+            (
+                "postgres",
+                """
+                CREATE FUNCTION llmeu_chain_lock(passed text) RETURNS text
+                LANGUAGE plpgsql AS $$
+                BEGIN
+                    PERFORM pg_advisory_xact_lock(7813861853286690676);
+                    RETURN passed;
                 END
                 $$
                 """,

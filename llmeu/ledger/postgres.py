@@ -35,7 +35,7 @@ POSTGRES = Dialect(
     relaxed_commit="SET LOCAL synchronous_commit TO OFF",
     day_template="to_char(to_timestamp({column}) AT TIME ZONE 'UTC', 'YYYY-MM-DD')",
     cte_writes=True,
-    lock_row=" FOR UPDATE",
+    chain_lock="SELECT llmeu_chain_lock(NULL) AS locked",
 )
 
 _PLACEHOLDER = re.compile(r"\?")

@@ -125,10 +125,13 @@ class Store:
         )
 
     def _finish_chained_values(self, rows: list[tuple[Any, ...]]) -> tuple[str, list[Any]]:
-        """`_finish_chained` for several rows in one statement (one VALUES list)."""
+        """`_finish_chained` for several rows in one statement (one VALUES list), each row's
+        first value through `llmeu_chain_lock`: the chain's lock is taken before any row
+        is stored (PostgreSQL, `Dialect.chain_lock`)."""
         values = f"({', '.join('?' for _ in _CHAINED_COLUMNS)})"
+        locked = f"(llmeu_chain_lock(?), {', '.join('?' for _ in _CHAINED_COLUMNS[1:])})"
         sql = self._finish_chained.replace(
-            f"VALUES {values}", "VALUES " + ", ".join(values for _ in rows), 1
+            f"VALUES {values}", "VALUES " + ", ".join(locked for _ in rows), 1
         )
         return sql, [value for row in rows for value in row]
 
@@ -227,15 +230,17 @@ class Store:
                 for row, (seq, link) in zip(firsts.values(), ahead.links, strict=True)
             ]
             try:
-                if self.db.dialect.cte_writes and not statements:
+                d = self.db.dialect
+                if d.cte_writes and not statements:
                     # The rows and their check: one statement, alone in its transaction.
                     await self.db.statement(
                         *ahead.statement(settled_before, self._finish_chained_values(chained))
                     )
                     self._chain_tail.head = ahead.head
-                else:
+                else:  # the chain's lock first, where there is one (PostgreSQL)
+                    lock: list[Statement] = [(d.chain_lock, [()])] if d.chain_lock else []
                     await self.db.transaction(
-                        [*statements, (self._finish_chained, chained)],
+                        [*lock, *statements, (self._finish_chained, chained)],
                         ahead.check(settled_before),
                     )
                 return

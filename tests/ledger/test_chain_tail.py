@@ -4,6 +4,9 @@ stays one chain, in commit order, without gaps, on SQLite and on PostgreSQL."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable
+
 import pytest
 
 from llmeu.calls.record import CallStatus
@@ -17,7 +20,9 @@ from llmeu.ledger.chaining import (
     link_ahead,
 )
 from llmeu.ledger.database import Database, WriteConflict
+from llmeu.ledger.opening import open_database
 from llmeu.ledger.store import _TRACE_COLUMNS, Store, trace_row
+from llmeu.ledger.writer import Ledger
 from tests.ledger.conftest import trace, write
 
 
@@ -138,6 +143,7 @@ async def test_a_failed_check_leaves_nothing_of_its_rows(store: Store) -> None:
     ahead = link_ahead([trace_row_of(row.trace_id)], tail)
     assert ahead is not None
     chained = [(*trace_row(row), *ahead.links[0])]
+    checked: Awaitable[object]
     if store.db.dialect.cte_writes:
         checked = store.db.statement(*ahead.statement(0.0, store._finish_chained_values(chained)))
     else:
@@ -146,3 +152,54 @@ async def test_a_failed_check_leaves_nothing_of_its_rows(store: Store) -> None:
         await checked
     assert await store.get_trace(row.trace_id) is None
     assert await chain_head(store.db) == head
+
+
+async def test_writers_of_several_processes_at_once_make_one_chain(
+    store: Store, database_url: str
+) -> None:
+    """Three processes' writers, each with its own connections and remembered head, write
+    at the same time: linked ahead, refused, locked — one chain without gaps."""
+    others = []
+    for _ in range(2):
+        db = open_database(database_url)
+        await db.open()
+        others.append(Store(db))
+    try:
+
+        async def writes(writer: Store) -> list[str]:
+            ids = []
+            for n in range(12):
+                batch = [trace() for _ in range(1 + n % 3)]
+                await write(writer, *batch)
+                ids += [r.trace_id for r in batch]
+            return ids
+
+        written = await asyncio.gather(*(writes(s) for s in (store, *others)))
+    finally:
+        for other in others:
+            await other.db.close()
+    chained = [r["trace_id"] for r in await chained_rows(store.db)]
+    assert sorted(chained) == sorted(i for ids in written for i in ids)
+    for ids in written:  # each writer's rows in the order it wrote them
+        assert [i for i in chained if i in set(ids)] == ids
+    await assert_one_chain(store.db, chained)
+
+
+async def test_a_final_row_and_its_in_progress_row_in_either_order(
+    store: Store, ledger: Ledger
+) -> None:
+    """The in-progress row may be on its way beside the writer loop when the final row
+    goes: whichever lands first, the trace ends final and chained."""
+    call = trace(CallStatus.IN_PROGRESS)
+    began = ledger.begin(call)
+    await asyncio.sleep(0)  # its batch is on the way
+    call.status = CallStatus.COMPLETED
+    await ledger.finish(call)
+    await began
+    late = trace()
+    await store.write_traces([], [trace_row(late)])
+    late_begin = trace(CallStatus.IN_PROGRESS, trace_id=late.trace_id)
+    await store.write_traces([trace_row(late_begin)], [])  # arrives after its final row
+    for done in (call, late):
+        assert (await store.get_trace(done.trace_id))["status"] == "completed"  # type: ignore[index]
+    await assert_one_chain(store.db, [call.trace_id, late.trace_id])
