@@ -19,9 +19,9 @@ How the ledger is meant to store it (integration):
   `chain_link` (64 hex digits);
 - the head is the row with the highest `chain_seq`; a writer links its
   rows after the head it wrote last and checks before commit that they
-  landed right after a committed row, or reads the head (behind a row lock
-  on PostgreSQL; SQLite's write transaction is already exclusive) and links
-  them then (`llmeu.ledger.chaining`). A unique index on `chain_seq` refuses
+  landed right after a committed row, or reads the head and links them then;
+  on PostgreSQL every writer first takes one advisory lock, SQLite's write
+  transaction being exclusive already (`llmeu.ledger.chaining`). A unique index on `chain_seq` refuses
   a second row at one place, so the chain stays one chain, in commit order,
   across processes. A PostgreSQL SEQUENCE would not do: it leaves gaps on
   rollback, and a gap means "deleted" to the verifier;
