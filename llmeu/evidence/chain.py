@@ -21,10 +21,11 @@ How the ledger is meant to store it (integration):
   rows after the head it wrote last and checks before commit that they
   landed right after a committed row, or reads the head and links them then;
   on PostgreSQL every writer first takes one advisory lock, SQLite's write
-  transaction being exclusive already (`llmeu.ledger.chaining`). A unique index on `chain_seq` refuses
-  a second row at one place, so the chain stays one chain, in commit order,
-  across processes. A PostgreSQL SEQUENCE would not do: it leaves gaps on
-  rollback, and a gap means "deleted" to the verifier;
+  transaction being exclusive already (`llmeu.ledger.chaining`). A unique
+  index on `chain_seq` refuses a second row at one place, so the chain stays
+  one chain, in commit order, across processes. A PostgreSQL SEQUENCE would
+  not do: it leaves gaps on rollback, and a gap means "deleted" to the
+  verifier;
 - every N traces or M minutes a checkpoint of the head is signed
   (`sign_checkpoint`) and stored, and may be copied to an append-only place:
   it is what makes truncating the tail, or rewriting the whole chain with
