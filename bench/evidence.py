@@ -52,7 +52,8 @@ from llmeu.evidence.chain import chain_metadata
 from llmeu.ledger.database import Database
 from llmeu.ledger.postgres import PostgresDatabase
 from llmeu.ledger.sqlite import SqliteDatabase
-from llmeu.ledger.store import Store, trace_row
+from llmeu.ledger.store import Store
+from llmeu.ledger.trace_writes import trace_row
 
 
 def trace_view() -> dict[str, object]:
@@ -172,7 +173,7 @@ async def ledger_cost(batches: int, batch_size: int) -> tuple[float, float]:
             if name == "chained":
                 await store.write_traces([], rows)
             else:  # the same upsert, in a transaction without the chain
-                await store.db.transaction([(store._finish_trace, rows)])
+                await store.db.transaction([(store.writes.finish_trace, rows)])
             spent[name] += time.process_time() - started
         for store in stores.values():
             await store.db.close()
@@ -235,7 +236,7 @@ async def head_cost(kind: str, batches: int) -> tuple[float, float]:
         for n in range(batches * 2):
             name = "read" if n % 2 == 0 else "remembered"
             rows = [trace_row(record())]
-            stores["read"]._chain_tail.head = None  # forgotten: the locked way
+            stores["read"].writes.chain_tail.head = None  # forgotten: the locked way
             started = time.process_time()
             await stores[name].write_traces([], rows)
             spent[name] += time.process_time() - started

@@ -26,7 +26,8 @@ from typing import Any
 
 from llmeu.calls.record import TraceRecord
 from llmeu.errors import DatabaseUnavailable
-from llmeu.ledger.store import Store, trace_row
+from llmeu.ledger.store import Store
+from llmeu.ledger.trace_writes import trace_row
 
 log = logging.getLogger("llmeu.ledger")
 

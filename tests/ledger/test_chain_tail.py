@@ -21,7 +21,8 @@ from llmeu.ledger.chaining import (
 )
 from llmeu.ledger.database import Database, WriteConflict
 from llmeu.ledger.opening import open_database
-from llmeu.ledger.store import _TRACE_COLUMNS, Store, trace_row
+from llmeu.ledger.store import Store
+from llmeu.ledger.trace_writes import TRACE_COLUMNS, trace_row
 from llmeu.ledger.writer import Ledger
 from tests.ledger.conftest import trace, write
 
@@ -61,7 +62,7 @@ def test_a_remembered_head_links_ahead_and_checks_before_commit() -> None:
 
 
 def trace_row_of(trace_id: str) -> dict[str, object]:
-    return dict(zip(_TRACE_COLUMNS, trace_row(trace(trace_id=trace_id)), strict=True))
+    return dict(zip(TRACE_COLUMNS, trace_row(trace(trace_id=trace_id)), strict=True))
 
 
 async def test_two_writers_alternating_make_one_chain(store: Store) -> None:
@@ -74,7 +75,7 @@ async def test_two_writers_alternating_make_one_chain(store: Store) -> None:
     await write(store, (last := trace()))
     await write(store, (again := trace()))  # the head is this store's own again
     await assert_one_chain(store.db, [*ids, last.trace_id, again.trace_id])
-    assert store._chain_tail.head == await chain_head(store.db)
+    assert store.writes.chain_tail.head == await chain_head(store.db)
 
 
 async def test_a_head_that_was_never_committed_is_not_trusted(store: Store) -> None:
@@ -82,10 +83,10 @@ async def test_a_head_that_was_never_committed_is_not_trusted(store: Store) -> N
     await write(store, first)
     head = await chain_head(store.db)
     # What a rolled-back transaction leaves remembered: the right place, another link.
-    store._chain_tail.head = ChainLink(head.seq, "f" * 64, "trc_rolled_back")
+    store.writes.chain_tail.head = ChainLink(head.seq, "f" * 64, "trc_rolled_back")
     second = trace()
     await write(store, second)
-    store._chain_tail.head = ChainLink(head.seq + 5, "e" * 64, "trc_ahead")
+    store.writes.chain_tail.head = ChainLink(head.seq + 5, "e" * 64, "trc_ahead")
     third = trace()
     await write(store, third)
     await assert_one_chain(store.db, [first.trace_id, second.trace_id, third.trace_id])
@@ -96,7 +97,7 @@ async def test_rows_of_others_go_the_locked_way_with_a_remembered_head(store: St
     await write(store, mine)
     interrupted = trace(CallStatus.INTERRUPTED)
     interrupted.finished_at = 1.0  # settled long ago: any write chains it
-    await store.db.transaction([(store._finish_trace, [trace_row(interrupted)])])
+    await store.db.transaction([(store.writes.finish_trace, [trace_row(interrupted)])])
     after = trace()
     await write(store, after)
     chained = [r["trace_id"] for r in await chained_rows(store.db)]
@@ -114,7 +115,7 @@ async def test_a_retried_batch_of_rows_final_already_keeps_the_chain_whole(store
     rows = [trace_row(first), trace_row(again), trace_row(second)]
     await store.write_traces([], rows)
     await assert_one_chain(store.db, [first.trace_id, second.trace_id, again.trace_id])
-    assert store._chain_tail.head == await chain_head(store.db)
+    assert store.writes.chain_tail.head == await chain_head(store.db)
 
 
 async def test_two_writers_linking_ahead_from_the_same_head_make_one_chain(
@@ -125,7 +126,7 @@ async def test_two_writers_linking_ahead_from_the_same_head_make_one_chain(
     other = Store(store.db)
     first = trace()
     await write(store, first)
-    other._chain_tail.head = store._chain_tail.head
+    other.writes.chain_tail.head = store.writes.chain_tail.head
     mine, theirs = trace(), trace()
     await write(store, mine)
     await write(other, theirs)
@@ -145,9 +146,11 @@ async def test_a_failed_check_leaves_nothing_of_its_rows(store: Store) -> None:
     chained = [(*trace_row(row), *ahead.links[0])]
     checked: Awaitable[object]
     if store.db.dialect.cte_writes:
-        checked = store.db.statement(*ahead.statement(0.0, store._finish_chained_values(chained)))
+        checked = store.db.statement(
+            *ahead.statement(0.0, store.writes.finish_chained_values(chained))
+        )
     else:
-        checked = store.db.transaction([(store._finish_chained, chained)], ahead.check(0.0))
+        checked = store.db.transaction([(store.writes.finish_chained, chained)], ahead.check(0.0))
     with pytest.raises((ChainMoved, WriteConflict)):
         await checked
     assert await store.get_trace(row.trace_id) is None
