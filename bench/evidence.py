@@ -15,10 +15,11 @@ statements without the chain, alternating in one run, batches of 1 and of 16
 traces; and what every call pays besides (the digests of its request body and
 of its answer). Prints the difference per trace and the ratio.
 
-Then the head: the CPU per final trace, written alone, of a store that reads the chain
-head in every transaction against one that moves on from the head it wrote last
-(`llmeu.ledger.chaining.ChainTail`), on SQLite and, with `--postgres`, on a throwaway
-PostgreSQL database at 127.0.0.1:5432 (bench/pgdb.py).
+Then the head: the CPU per final trace, written alone, of a store that goes the locked
+way in every transaction (reads the chain head, then links its rows with a second
+UPDATE) against one that links them ahead, in their own upsert, from the head it wrote
+last (`llmeu.ledger.chaining.link_ahead`), on SQLite and, with `--postgres`, on a
+throwaway PostgreSQL database at 127.0.0.1:5432 (bench/pgdb.py).
 """
 
 from __future__ import annotations
@@ -51,7 +52,8 @@ from llmeu.evidence.chain import chain_metadata
 from llmeu.ledger.database import Database
 from llmeu.ledger.postgres import PostgresDatabase
 from llmeu.ledger.sqlite import SqliteDatabase
-from llmeu.ledger.store import Store, trace_row
+from llmeu.ledger.store import Store
+from llmeu.ledger.trace_writes import trace_row
 
 
 def trace_view() -> dict[str, object]:
@@ -171,7 +173,7 @@ async def ledger_cost(batches: int, batch_size: int) -> tuple[float, float]:
             if name == "chained":
                 await store.write_traces([], rows)
             else:  # the same upsert, in a transaction without the chain
-                await store.db.transaction([(store._finish_trace, rows)])
+                await store.db.transaction([(store.writes.finish_trace, rows)])
             spent[name] += time.process_time() - started
         for store in stores.values():
             await store.db.close()
@@ -225,16 +227,16 @@ async def databases(kind: str, names: tuple[str, ...]) -> AsyncIterator[dict[str
 
 
 async def head_cost(kind: str, batches: int) -> tuple[float, float]:
-    """CPU µs per final trace written alone: (head read every time, head remembered)."""
+    """CPU µs per final trace written alone: (the locked way every time, linked ahead)."""
     async with databases(kind, ("read", "remembered")) as opened:
         stores = {name: Store(db) for name, db in opened.items()}
         for store in stores.values():
             await store.migrate()
-        stores["read"]._chain_tail = None  # type: ignore[assignment]
         spent = dict.fromkeys(stores, 0.0)
         for n in range(batches * 2):
             name = "read" if n % 2 == 0 else "remembered"
             rows = [trace_row(record())]
+            stores["read"].writes.chain_tail.head = None  # forgotten: the locked way
             started = time.process_time()
             await stores[name].write_traces([], rows)
             spent[name] += time.process_time() - started
@@ -247,8 +249,8 @@ def head_report(batches: int, rounds: int, postgres: bool) -> None:
         runs = [asyncio.run(head_cost(kind, batches)) for _ in range(rounds)]
         read = statistics.median(r[0] for r in runs)
         remembered = statistics.median(r[1] for r in runs)
-        print(f"  {kind:8s}: {read:7.1f} µs reading the head, {remembered:7.1f} µs remembering "
-              f"it: {remembered - read:+6.1f} µs ({remembered / read:.2f}x)")  # fmt: skip
+        print(f"  {kind:8s}: {read:7.1f} µs the locked way, {remembered:7.1f} µs linked ahead: "
+              f"{remembered - read:+6.1f} µs ({remembered / read:.2f}x)")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -17,14 +17,15 @@ How the ledger is meant to store it (integration):
 
 - each final trace row gets `chain_seq` (1, 2, 3 … with no gaps) and
   `chain_link` (64 hex digits);
-- a one-row table `chain_head (seq, link, trace_id)` is read with
-  `SELECT … FOR UPDATE` (PostgreSQL; SQLite's write transaction is already
-  exclusive) inside the transaction that writes final rows; the batch's rows
-  are linked in order with `ChainLink.next`, written, and the head updated
-  before commit. Concurrent writers from several processes queue on that row
-  lock, so chain order is commit order and the chain stays one chain. A
-  PostgreSQL SEQUENCE would not do: it leaves gaps on rollback, and a gap
-  means "deleted" to the verifier;
+- the head is the row with the highest `chain_seq`; a writer links its
+  rows after the head it wrote last and checks before commit that they
+  landed right after a committed row, or reads the head and links them then;
+  on PostgreSQL every writer first takes one advisory lock, SQLite's write
+  transaction being exclusive already (`llmeu.ledger.chaining`). A unique
+  index on `chain_seq` refuses a second row at one place, so the chain stays
+  one chain, in commit order, across processes. A PostgreSQL SEQUENCE would
+  not do: it leaves gaps on rollback, and a gap means "deleted" to the
+  verifier;
 - every N traces or M minutes a checkpoint of the head is signed
   (`sign_checkpoint`) and stored, and may be copied to an append-only place:
   it is what makes truncating the tail, or rewriting the whole chain with

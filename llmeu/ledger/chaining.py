@@ -1,27 +1,39 @@
 """The hash chain in the ledger: every final trace row linked to the one before, in commit order.
 
-`llmeu.evidence.chain` defines the links; this module stores them. Every
-transaction that can make a row final (a finished call, calls found
-`interrupted`) ends with `CHAIN_FINAL_ROWS`: it reads the one-row
-`chain_head` — locked until commit on PostgreSQL (`SELECT … FOR UPDATE`),
-SQLite's write transaction being exclusive already — then the final rows not
-yet chained, oldest first, gives each its `chain_seq` and `chain_link` after
-the head, and moves the head. Writers of every gateway process queue on that
-row, so there is one chain, in commit order, without gaps: a database
-sequence would leave a gap at every rolled-back transaction, and a gap means
-"deleted" to the verifier.
+`llmeu.evidence.chain` defines the links; this module stores them. The chain's
+head is its last row: the highest `chain_seq` (the unique index
+`traces_chain_seq` finds it), so a commit writes no head row besides its own
+rows. Two ways to link a transaction's final rows:
 
-A process that moved the head last need not read it again: it remembers the
-head it wrote (`ChainTail`), reads the unchained ids first and moves the head
-with `UPDATE … WHERE seq = ? AND link = ?` — which takes the same row lock on
-PostgreSQL. When another process (or a rolled-back transaction) moved it since,
-nothing is updated and the transaction goes the locked way above, from the head
-read. The head's link names the whole chain before it, so a head that matches
-is the head this process wrote, committed.
+- **Ahead** (`link_ahead`), the usual case: a process remembers the head it
+  wrote last (`ChainTail`), computes the links of its new final rows from it
+  and writes them in the rows' own upsert; one read before commit
+  (`_AHEAD_CHECK`; on PostgreSQL part of the same statement, which then fails
+  as a whole) confirms that the remembered head is a committed row, that
+  every row of the batch was stored at its place (a retried batch's rows
+  that were final already are not), and that no other final row waits for a
+  place. Otherwise the transaction rolls back (`ChainMoved`, `WriteConflict`)
+  and goes the locked way. Another writer that took the same places first is
+  refused by the unique index (`WriteConflict`), so there is never a second
+  row at one place, and never a gap: a row's place follows a committed one.
+- **Locked** (`chain_final_rows`): every transaction that can make rows final
+  without knowing the head (calls found `interrupted`, a remembered head that
+  moved) reads the head and the unchained final rows, oldest first, and gives
+  each its `chain_seq` and `chain_link`. A database sequence would not do: it
+  would leave a gap at every rolled-back transaction, and a gap means
+  "deleted" to the verifier.
 
-Picking up every unchained final row, rather than the rows this transaction
-wrote, also chains final rows written before the chain existed (migration 3)
-the first time anything is written after it.
+On PostgreSQL every writer of the chain, either way, first takes one
+transaction-scoped advisory lock (`Dialect.chain_lock`; linked ahead, in the
+upsert's first value: `llmeu_chain_lock(trace_id)`), so the writers of all
+processes queue on it: a locked writer reads the head in a statement of its
+own once the lock is its, which sees every commit before, and no writer can
+take places meanwhile. The lock is in memory: no row is written for it. SQLite's
+write transaction is exclusive already. (The one-row `chain_head` table of
+migration 3 is no longer read or written.)
+
+Picking up every unchained final row also chains final rows written before the
+chain existed (migration 3) the first time anything is written after it.
 
 Content (prompt, completion) is not chained, so purging or erasing it never
 breaks the chain; a metadata purge (`llmeu.ledger.retention`) keeps the row,
@@ -36,45 +48,121 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from llmeu.evidence.chain import CHAINED_COLUMNS, ChainLink, sign_checkpoint
+from llmeu.errors import DatabaseError
+from llmeu.evidence.chain import CHAINED_COLUMNS, GENESIS, ChainLink, sign_checkpoint
 from llmeu.evidence.signing_keys import SigningKey
-from llmeu.ledger.database import Database, Dialect, Followup, Row, Statement
+from llmeu.ledger.database import Database, Dialect, Followup, Params, Row, Statement
 
 _SWEEP_LIMIT = 5000  # rows chained per transaction; the rest go with the next one
+AHEAD_LIMIT = 64  # rows linked ahead in one transaction; a larger batch goes the locked way
 _CHAINED_SELECT = ", ".join(CHAINED_COLUMNS)
 _SET_LINK = "UPDATE traces SET chain_seq = ?, chain_link = ? WHERE trace_id = ?"
-_MOVE_HEAD = "UPDATE chain_head SET seq = ?, link = ?, trace_id = ? WHERE head_id = 1"
-_HEAD = "SELECT seq, link, trace_id FROM chain_head WHERE head_id = 1"
-_MOVE_HEAD_FROM = (
-    "UPDATE chain_head SET seq = ?, link = ?, trace_id = ? "
-    "WHERE head_id = 1 AND seq = ? AND link = ? RETURNING seq"
+_HEAD = (
+    "SELECT chain_seq AS seq, chain_link AS link, trace_id FROM traces "
+    "WHERE chain_seq IS NOT NULL ORDER BY chain_seq DESC LIMIT 1"
 )
 # Columns a verifier reads: the chained ones, the row's place, and whether its metadata
 # was purged (then its link is taken as given).
 VERIFY_COLUMNS = (*CHAINED_COLUMNS, "chain_seq", "chain_link", "metadata_purged_at")
 
-
-_UNCHAINED_WHERE = (
+_FINAL_UNCHAINED = (
     "FROM traces WHERE chain_seq IS NULL "
     "AND (status NOT IN ('in_progress', 'interrupted') "
     "OR (status = 'interrupted' AND finished_at <= ?)) "
-    f"ORDER BY received_at, trace_id LIMIT {_SWEEP_LIMIT}"
 )
+_UNCHAINED_WHERE = f"{_FINAL_UNCHAINED}ORDER BY received_at, trace_id LIMIT {_SWEEP_LIMIT}"
 _UNCHAINED_IDS = f"SELECT trace_id {_UNCHAINED_WHERE}"
 _UNCHAINED = f"SELECT {_CHAINED_SELECT} {_UNCHAINED_WHERE}"
+_AFTER_AND_WAITING = (
+    "(SELECT COUNT(*) FROM traces WHERE chain_seq = ? AND chain_link = ?) AS after, "
+    f"(SELECT COUNT(*) FROM (SELECT 1 {_FINAL_UNCHAINED}LIMIT 1) AS waiting) AS waiting"
+)
+_AHEAD_CHECK = (
+    "SELECT (SELECT COUNT(*) FROM traces WHERE chain_seq > ? AND chain_seq <= ?) AS placed, "
+    + _AFTER_AND_WAITING
+)
+
+
+class ChainMoved(DatabaseError):
+    """Rows linked ahead did not land where they were linked: the transaction rolls back
+    and its rows go the locked way. Never leaves `Store.write_traces`."""
 
 
 class ChainTail:
     """The chain head this process wrote last, as a guess of the head at its next write.
 
     Set inside the transaction that moves the head, before it commits: a guess that
-    turns out wrong (rolled back, or moved by another process) only costs the locked
-    read the head would have needed anyway."""
+    turns out wrong (rolled back, or moved on by another process) only costs a
+    rolled-back attempt and the locked way."""
 
     __slots__ = ("head",)
 
     def __init__(self) -> None:
         self.head: ChainLink | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Ahead:
+    """Final rows linked ahead from a remembered head: `links[i]` is (chain_seq, chain_link)
+    of the i-th row; `check` ends the transaction that writes them, or `statement` writes
+    and checks them at once."""
+
+    before: ChainLink
+    head: ChainLink
+    links: list[tuple[int, str]]
+    tail: ChainTail
+
+    def check(self, settled_before: float) -> Followup:
+        """The read that confirms, before commit, that the rows (written by a statement
+        before it) landed where they were linked."""
+        before = self.before
+        read = (_AHEAD_CHECK, (before.seq, self.head.seq, before.seq, before.link, settled_before))
+        n = len(self.links)
+
+        def landed(read: list[list[Row]]) -> list[Statement]:
+            found = read[0][0]
+            placed = int(found["placed"]) == n
+            after_head = before.seq == 0 or int(found["after"]) == 1
+            if not (placed and after_head) or int(found["waiting"]):
+                self.tail.head = None
+                raise ChainMoved(f"the chain head is not {before.seq} any more, or a row was final")
+            self.tail.head = self.head
+            return []
+
+        return Followup((read,), landed)
+
+    def statement(self, settled_before: float, write: tuple[str, Params]) -> tuple[str, Params]:
+        """The rows' write (an INSERT of them) and its check as one statement, where the
+        database runs a write inside a read (`Dialect.cte_writes`): the check fails the
+        statement (`llmeu_chain_landed`, migration 9), so nothing of it commits unless
+        the rows landed right after the remembered head and no other final row waits."""
+        sql, params = write
+        before = self.before
+        after = " AND EXISTS (SELECT 1 FROM traces WHERE chain_seq = ? AND chain_link = ?)"
+        if before.seq == 0:
+            after = ""
+        return (
+            f"WITH written AS ({sql} RETURNING 1) SELECT llmeu_chain_landed("
+            f"(SELECT COUNT(*) FROM written) = ?{after} "
+            f"AND NOT EXISTS (SELECT 1 {_FINAL_UNCHAINED}LIMIT 1)) AS landed",
+            (
+                *params,
+                len(self.links),
+                *(() if before.seq == 0 else (before.seq, before.link)),
+                settled_before,
+            ),
+        )
+
+
+def link_ahead(rows: Sequence[Mapping[str, Any]], tail: ChainTail) -> Ahead | None:
+    """Links for `rows` (final rows, one per trace, in the order to chain them) from the
+    head `tail` remembers; None when it remembers none, or the batch is large (then the
+    locked way costs little per row)."""
+    before = tail.head
+    if before is None or not rows or len(rows) > AHEAD_LIMIT:
+        return None
+    links, head = _links(before, rows)
+    return Ahead(before, head, [(seq, link) for seq, link, _ in links], tail)
 
 
 def chain_final_rows(
@@ -83,7 +171,8 @@ def chain_final_rows(
     written: Mapping[str, Row] | None = None,
     tail: ChainTail | None = None,
 ) -> Followup:
-    """The end of a transaction that may have made rows final: link them to the head.
+    """The end of a transaction that may have made rows final: link them to the head, the
+    locked way.
 
     `written` holds the final rows this transaction wrote, as written (by trace id): the
     ids of the unchained final rows are read first, and when they are all among these —
@@ -92,19 +181,18 @@ def chain_final_rows(
     never among those ids. Any other unchained row (a call found `interrupted`, a row
     written before the chain existed) sends the whole batch through a full read.
 
-    With a `tail` that knows the head, and only rows of `written` to chain, the head is
-    not read: it is moved on from the remembered one if it is still there.
-
     An `interrupted` row joins the chain once it was marked before `settled_before`:
     until then the call's own process, judged stopped while only slow, may still
     record how the call ended (`Store.write_traces` replaces the row).
     """
     known = written or {}
     full_read = ((_UNCHAINED, (settled_before,)),)
-    ids_read = (_UNCHAINED_IDS, (settled_before,))
+    reads: list[tuple[str, tuple[Any, ...]]] = [(_HEAD, ()), (_UNCHAINED_IDS, (settled_before,))]
+    if dialect.chain_lock:
+        reads.insert(0, (dialect.chain_lock, ()))
 
     def link(read: list[list[Row]]) -> list[Statement] | Followup:
-        heads, ids = read
+        heads, ids = read[-2:]
         if not ids:
             return []
         head = _head(heads)
@@ -112,29 +200,7 @@ def chain_final_rows(
             return _link_rows(head, [known[row["trace_id"]] for row in ids], tail)
         return Followup(full_read, lambda rows: _link_rows(head, rows[0], tail))
 
-    locked = Followup(reads=((_HEAD + dialect.lock_row, ()), ids_read), build=link)
-    if tail is None or tail.head is None or not known:
-        return locked
-    remembered, guess = tail, tail.head
-
-    def move_on(read: list[list[Row]]) -> list[Statement] | Followup:
-        ids = read[0]
-        if not ids:
-            return []
-        if not all(row["trace_id"] in known for row in ids):
-            return locked
-        links, head = _links(guess, [known[row["trace_id"]] for row in ids])
-        moved = (_MOVE_HEAD_FROM, (head.seq, head.link, head.trace_id, guess.seq, guess.link))
-
-        def moved_or_locked(read: list[list[Row]]) -> list[Statement] | Followup:
-            if not read[0]:  # the head moved since this process wrote it
-                return locked
-            remembered.head = head
-            return [(_SET_LINK, links)]
-
-        return Followup(reads=(moved,), build=moved_or_locked)
-
-    return Followup(reads=(ids_read,), build=move_on)
+    return Followup(reads=reads, build=link)
 
 
 def _links(
@@ -155,12 +221,12 @@ def _link_rows(
     links, head = _links(head, rows)
     if tail is not None:
         tail.head = head
-    return [(_SET_LINK, links), (_MOVE_HEAD, [(head.seq, head.link, head.trace_id)])]
+    return [(_SET_LINK, links)]
 
 
 def _head(rows: list[Row]) -> ChainLink:
     if not rows:
-        raise RuntimeError("the ledger has no chain_head row: migration 3 did not run")
+        return GENESIS
     row = rows[0]
     return ChainLink(int(row["seq"]), row["link"], row["trace_id"])
 

@@ -17,11 +17,24 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from llmeu.errors import DatabaseError
+
 Row = dict[str, Any]
 Params = Sequence[Any]
 Statement = tuple[str, Sequence[Params]]
 Listener = Callable[[str], None]
 """Receives the payload of each change notice on a channel."""
+
+
+class WriteConflict(DatabaseError):
+    """The write lost to another transaction: a unique index refused a row because another
+    transaction stored the same value first (on PostgreSQL, possibly after waiting for it
+    to commit), or a check inside the statement found what it was written after gone
+    (`CONFLICT_SQLSTATE`). The hash chain's writers take it as "the head moved"."""
+
+
+CONFLICT_SQLSTATE = "LLC01"
+"""Raised by `llmeu_chain_landed(false)` (PostgreSQL, migration 9)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,9 +65,13 @@ class Dialect:
     change_notices: bool
     relaxed_commit: str | None
     day_template: str
-    lock_row: str = ""
-    """Appended to a SELECT that must lock the row it reads until commit (PostgreSQL's
-    `FOR UPDATE`); empty where a write transaction is exclusive already (SQLite)."""
+    cte_writes: bool = False
+    """A read may be a data-modifying statement: `WITH w AS (INSERT … RETURNING …) SELECT …`
+    (PostgreSQL), so a write and the read that checks it cost one round trip."""
+    chain_lock: str = ""
+    """A read that takes, until commit, the lock every writer of the hash chain queues on
+    (PostgreSQL: a transaction-scoped advisory lock, `llmeu_chain_lock`, migration 9);
+    empty where a write transaction is exclusive already (SQLite)."""
 
     def day(self, column: str) -> str:
         """SQL for the UTC day (YYYY-MM-DD) of an epoch-seconds column."""
@@ -94,6 +111,11 @@ class Database(ABC):
 
     async def execute(self, sql: str, params: Params = ()) -> int:
         return (await self.transaction([(sql, [params])]))[0]
+
+    async def statement(self, sql: str, params: Params = ()) -> list[Row]:
+        """One statement, alone in its transaction, and the rows it returns: a
+        data-modifying one where `dialect.cte_writes` (one round trip in all)."""
+        raise NotImplementedError(f"{self.dialect.name} runs no writes inside a read")
 
     async def listen(self, channel: str, listener: Listener) -> Any:
         """A dedicated connection receiving the change notices of `channel`; returns it for

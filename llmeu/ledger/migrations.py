@@ -1,14 +1,18 @@
 """Schema migrations: numbered steps recorded in `schema_migrations`.
 
 One DDL text serves SQLite and PostgreSQL (TEXT, BIGINT, INTEGER and DOUBLE
-PRECISION mean the same in both). Timestamps are seconds since the epoch,
-JSON is stored as TEXT. A migration is applied once, in order, inside a
-transaction; add new steps at the end, never edit an applied one.
+PRECISION mean the same in both); a step for one database only names it.
+Timestamps are seconds since the epoch, JSON is stored as TEXT. A migration
+is applied once, in order, inside a transaction; add new steps at the end,
+never edit an applied one.
 """
 
 from __future__ import annotations
 
-MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
+Step = str | tuple[str, str]
+"""DDL for every database, or (database name, DDL) for one only."""
+
+MIGRATIONS: tuple[tuple[int, str, tuple[Step, ...]], ...] = (
     (
         1,
         "traces, keys, policies, instances",
@@ -193,6 +197,43 @@ MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
             """,
             "CREATE INDEX stored_responses_expiry ON stored_responses (expires_at)",
             "CREATE INDEX stored_responses_subject ON stored_responses (subject_sha256)",
+        ),
+    ),
+    (
+        9,
+        "the hash chain's lock and check inside a statement (PostgreSQL)",
+        (
+            # A final row linked ahead and the check that it landed after a committed
+            # head are one statement, alone in its transaction (llmeu.ledger.chaining):
+            # a failed check must fail that statement, so that nothing of it commits.
+            (
+                "postgres",
+                """
+                CREATE FUNCTION llmeu_chain_landed(landed boolean) RETURNS boolean
+                LANGUAGE plpgsql AS $$
+                BEGIN
+                    IF landed IS NOT TRUE THEN
+                        RAISE EXCEPTION 'the chain head moved' USING ERRCODE = 'LLC01';
+                    END IF;
+                    RETURN true;
+                END
+                $$
+                """,
+            ),
+            # The lock every writer of the chain takes before it stores a place, until
+            # commit; returns its argument, so that an INSERT takes it in its first value.
+            (
+                "postgres",
+                """
+                CREATE FUNCTION llmeu_chain_lock(passed text) RETURNS text
+                LANGUAGE plpgsql AS $$
+                BEGIN
+                    PERFORM pg_advisory_xact_lock(7813861853286690676);
+                    RETURN passed;
+                END
+                $$
+                """,
+            ),
         ),
     ),
 )

@@ -2,7 +2,9 @@
 
 Change notices (LISTEN/NOTIFY) tell the other processes of a revoked key or
 a replaced policy at once; a batch of in-progress rows may commit without
-waiting for the WAL flush (`relaxed_commit`, see `Store.write_traces`).
+waiting for the WAL flush (`relaxed_commit`, see `Store.write_traces`): such
+a batch of one statement goes, alone in its transaction, over a connection
+whose session commits that way, in one round trip.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import asyncpg
 
 from llmeu.errors import DatabaseError, DatabaseUnavailable
 from llmeu.ledger.database import (
+    CONFLICT_SQLSTATE,
     Database,
     Dialect,
     Followup,
@@ -22,6 +25,7 @@ from llmeu.ledger.database import (
     Params,
     Row,
     Statement,
+    WriteConflict,
 )
 
 POSTGRES = Dialect(
@@ -30,7 +34,8 @@ POSTGRES = Dialect(
     change_notices=True,
     relaxed_commit="SET LOCAL synchronous_commit TO OFF",
     day_template="to_char(to_timestamp({column}) AT TIME ZONE 'UTC', 'YYYY-MM-DD')",
-    lock_row=" FOR UPDATE",
+    cte_writes=True,
+    chain_lock="SELECT llmeu_chain_lock(NULL) AS locked",
 )
 
 _PLACEHOLDER = re.compile(r"\?")
@@ -43,19 +48,33 @@ class PostgresDatabase(Database):
         self._url = url
         self._pool_size = pool_size
         self._pool: Any = None
+        self._relaxed_pool: Any = None
         self._rewritten: dict[str, str] = {}
 
     async def open(self, *, create: bool = True) -> None:
         try:
             self._pool = await asyncpg.create_pool(
-                self._url, min_size=1, max_size=self._pool_size, command_timeout=30
+                self._url,
+                min_size=1,
+                max_size=self._pool_size,
+                command_timeout=30,
+                reset=_keep_session,
+            )
+            self._relaxed_pool = await asyncpg.create_pool(
+                self._url,
+                min_size=0,
+                max_size=2,
+                command_timeout=30,
+                reset=_keep_session,
+                server_settings={"synchronous_commit": "off"},
             )
         except _postgres_errors() as error:
             raise DatabaseUnavailable(f"cannot connect to PostgreSQL: {error}") from error
 
     async def close(self) -> None:
-        if self._pool is not None:
-            await self._pool.close()
+        for pool in (self._pool, self._relaxed_pool):
+            if pool is not None:
+                await pool.close()
 
     def _sql(self, sql: str) -> str:
         rewritten = self._rewritten.get(sql)
@@ -77,21 +96,55 @@ class PostgresDatabase(Database):
     async def transaction(
         self, statements: Sequence[Statement], followup: Followup | None = None
     ) -> list[int]:
+        """One round trip per statement (`executemany` sends all its rows in one), one for
+        each read of the followup, and one each for BEGIN and COMMIT: parameterless
+        statements at the start (`relaxed_commit`) travel with the BEGIN."""
+        relaxed = self.dialect.relaxed_commit
+        if followup is None and len(statements) == 2 and statements[0] == (relaxed, [()]):
+            # One statement is its own transaction: over the relaxed session, no BEGIN or
+            # COMMIT to send (asyncpg's executemany applies all its rows or none).
+            try:
+                async with self._relaxed_pool.acquire() as conn:
+                    alone = [0]
+                    await self._run(conn, statements[1:], alone)
+                    return alone
+            except _postgres_errors() as error:
+                raise _postgres_error(error) from error
         counts: list[int] = []
+        opening = ["BEGIN"]
+        for sql, rows in statements:
+            if list(rows) != [()]:
+                break
+            opening.append(sql)
+            counts.append(0)
         try:
-            async with self._pool.acquire() as conn, conn.transaction():
-                await self._run(conn, statements, counts)
-                work: Sequence[Statement] | Followup | None = followup
-                while isinstance(work, Followup):
-                    read = [
-                        [dict(row) for row in await conn.fetch(self._sql(sql), *params)]
-                        for sql, params in work.reads
-                    ]
-                    work = work.build(read)
-                await self._run(conn, work or (), counts)
+            async with self._pool.acquire() as conn:
+                await conn.execute("; ".join(opening))
+                try:
+                    await self._run(conn, statements[len(counts) :], counts)
+                    work: Sequence[Statement] | Followup | None = followup
+                    while isinstance(work, Followup):
+                        read = [
+                            [dict(row) for row in await conn.fetch(self._sql(sql), *params)]
+                            for sql, params in work.reads
+                        ]
+                        work = work.build(read)
+                    await self._run(conn, work or (), counts)
+                except BaseException:
+                    await _roll_back(conn)
+                    raise
+                await conn.execute("COMMIT")
         except _postgres_errors() as error:
             raise _postgres_error(error) from error
         return counts
+
+    async def statement(self, sql: str, params: Params = ()) -> list[Row]:
+        try:
+            async with self._pool.acquire() as conn:
+                rows = await conn.fetch(self._sql(sql), *params)
+        except _postgres_errors() as error:
+            raise _postgres_error(error) from error
+        return [dict(row) for row in rows]
 
     async def _run(self, conn: Any, statements: Sequence[Statement], counts: list[int]) -> None:
         for sql, rows in statements:
@@ -125,6 +178,22 @@ class PostgresDatabase(Database):
         return f"{scheme}{sep}{rest}"
 
 
+async def _keep_session(conn: Any) -> None:
+    """What a connection needs on its way back to the pool: nothing. asyncpg has rolled
+    back a transaction left open already; the ledger sets no session state (only `SET
+    LOCAL`), takes no session advisory locks and listens on connections of its own — so
+    asyncpg's reset query, one more round trip after every transaction, is not sent."""
+
+
+async def _roll_back(conn: Any) -> None:
+    if conn.is_closed():
+        return
+    try:
+        await conn.execute("ROLLBACK")
+    except _postgres_errors():
+        conn.terminate()  # a session in an unknown state never goes back to the pool
+
+
 # SQLSTATEs of a server that cannot take the work now: classes 08 (connection), 40
 # (transaction rolled back by a conflict), 53 (out of resources), 57 (shutdown,
 # restart), 58 (I/O); 55000 is a database that refuses connections, 3D000 one
@@ -146,6 +215,8 @@ def _postgres_error(error: Exception) -> DatabaseError:
         return DatabaseUnavailable(str(error) or type(error).__name__)
     if state.startswith(_PG_TRANSIENT_CLASSES) or state in _PG_TRANSIENT_STATES:
         return DatabaseUnavailable(str(error))
+    if state in ("23505", CONFLICT_SQLSTATE):  # unique_violation, or a check that failed
+        return WriteConflict(str(error))
     return DatabaseError(str(error))
 
 

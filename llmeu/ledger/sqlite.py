@@ -11,7 +11,15 @@ from pathlib import Path
 from typing import TypeVar
 
 from llmeu.errors import DatabaseError, DatabaseUnavailable
-from llmeu.ledger.database import Database, Dialect, Followup, Params, Row, Statement
+from llmeu.ledger.database import (
+    Database,
+    Dialect,
+    Followup,
+    Params,
+    Row,
+    Statement,
+    WriteConflict,
+)
 
 T = TypeVar("T")
 
@@ -177,6 +185,7 @@ def _run_transaction(
 # holds the lock), read-only, I/O error, disk full, cannot open, lock protocol.
 _SQLITE_BUSY = frozenset({5, 6})
 _SQLITE_TRANSIENT = _SQLITE_BUSY | {8, 10, 13, 14, 15}
+_SQLITE_UNIQUE = frozenset({1555, 2067})  # SQLITE_CONSTRAINT_PRIMARYKEY, _UNIQUE
 
 
 def _sqlite_code(error: sqlite3.Error) -> int:
@@ -184,5 +193,7 @@ def _sqlite_code(error: sqlite3.Error) -> int:
 
 
 def _sqlite_error(error: sqlite3.Error) -> DatabaseError:
+    if int(getattr(error, "sqlite_errorcode", 0)) in _SQLITE_UNIQUE:
+        return WriteConflict(str(error))
     kind = DatabaseUnavailable if _sqlite_code(error) in _SQLITE_TRANSIENT else DatabaseError
     return kind(str(error))

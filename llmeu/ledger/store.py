@@ -11,9 +11,9 @@ from typing import Any
 from llmeu.calls.record import TraceRecord
 from llmeu.errors import DatabaseError, DatabaseUnavailable
 from llmeu.ledger.api_keys import ApiKey
-from llmeu.ledger.chaining import ChainTail, chain_final_rows
-from llmeu.ledger.database import Database, Followup, Row, Statement
-from llmeu.ledger.migrations import CREATE_MIGRATIONS_TABLE, MIGRATIONS
+from llmeu.ledger.database import Database, Row, Statement
+from llmeu.ledger.migrations import CREATE_MIGRATIONS_TABLE, MIGRATIONS, Step
+from llmeu.ledger.trace_writes import TRACE_COLUMNS, TraceWrites, trace_row
 from llmeu.ledger.views import (
     STATUS_COUNTS,
     decode_cursor,
@@ -22,20 +22,6 @@ from llmeu.ledger.views import (
     usage_view,
 )
 
-_TRACE_COLUMNS = (
-    "trace_id", "key_id", "route", "request_model", "stream", "status", "instance_id",
-    "received_at", "first_token_at", "finished_at", "ttft_ms", "tpot_ms", "policy_id",
-    "endpoint_id", "provider", "model_used", "model_version", "inference_region",
-    "sovereignty_class", "retention", "input_tokens", "output_tokens", "tokens_estimated",
-    "cost_eur", "finish_reason", "http_status", "error_type", "error_code", "error_message",
-    "attempts", "excluded", "prompt", "completion", "content_expires_at", "subject_sha256",
-    "metadata_expires_at", "personal_data", "policy_sha256", "request_sha256", "content_sha256",
-    "cache_read_tokens", "cache_creation_tokens", "ignored_features",
-)  # fmt: skip
-_INSERT_TRACE = (
-    f"INSERT INTO traces ({', '.join(_TRACE_COLUMNS)}) "
-    f"VALUES ({', '.join('?' for _ in _TRACE_COLUMNS)})"
-)
 # `model` is the model that ran: calls no model ran for (rejected, or failed on every
 # endpoint) share the row '' rather than mixing into the names clients asked for,
 # which `requested_model` groups by.
@@ -61,37 +47,9 @@ class TracePage:
     next_cursor: str | None
 
 
-def trace_row(record: TraceRecord) -> tuple[Any, ...]:
-    """The record as a row of `traces`: the statements of `write_traces` take these."""
-    return _storable((
-        record.trace_id, record.key_id, record.route, record.request_model, int(record.stream),
-        record.status.value, record.instance_id, record.received_at, record.first_token_at,
-        record.finished_at, record.ttft_ms, record.tpot_ms, record.policy_id, record.endpoint_id,
-        record.provider, record.model_used, record.model_version, record.inference_region,
-        record.sovereignty_class, record.retention, record.input_tokens, record.output_tokens,
-        int(record.tokens_estimated), record.cost_eur, record.finish_reason, record.http_status,
-        record.error_type, record.error_code, record.error_message,
-        json.dumps([a.as_dict() for a in record.attempts]), json.dumps(record.excluded),
-        record.prompt, record.completion, record.content_expires_at, record.subject_sha256,
-        record.metadata_expires_at,
-        None if record.personal_data is None else json.dumps(record.personal_data),
-        record.policy_sha256, record.request_sha256,
-        record.content_sha256,
-        record.cache_read_tokens, record.cache_creation_tokens, record.ignored_features,
-    ))  # fmt: skip
-
-
 def record_view(record: TraceRecord) -> dict[str, Any]:
     """The record as the platform API will show it once stored: what its receipt is made of."""
-    return trace_view(dict(zip(_TRACE_COLUMNS, trace_row(record), strict=True)))
-
-
-def _storable(row: tuple[Any, ...]) -> tuple[Any, ...]:
-    """PostgreSQL cannot store NUL in text, and a client may send one (in a model name,
-    a message, an upstream's error): it is written as U+FFFD so the trace is never lost."""
-    if not any(isinstance(v, str) and "\x00" in v for v in row):
-        return row
-    return tuple(v.replace("\x00", "\ufffd") if isinstance(v, str) else v for v in row)
+    return trace_view(dict(zip(TRACE_COLUMNS, trace_row(record), strict=True)))
 
 
 class Store:
@@ -99,24 +57,20 @@ class Store:
         """`interrupted_settle_seconds`: how long a call found `interrupted` may still be
         replaced by the final trace of a process that was only slow, before the hash chain
         takes it as it is (`llmeu.ledger.chaining`)."""
-        self.db = db
-        self.interrupted_settle_seconds = interrupted_settle_seconds
-        self._chain_tail = ChainTail()
-        dialect = db.dialect
-        self._begin_trace = _INSERT_TRACE + dialect.keep_existing("trace_id")
-        # A finished trace replaces its in-progress row; it never overwrites another
-        # final status (a trace is final once), nor an `interrupted` row already chained:
-        # the chain vouches for it as it is.
-        self._finish_trace = _INSERT_TRACE + dialect.upsert(
-            "trace_id",
-            _TRACE_COLUMNS,
-            only_where="traces.status = 'in_progress' "
-            "OR (traces.status = 'interrupted' AND traces.chain_seq IS NULL)",
-        )
+        self.writes = TraceWrites(db, interrupted_settle_seconds=interrupted_settle_seconds)
 
-    def _chain(self, now: float, written: dict[str, Row] | None = None) -> Followup:
-        settled_before = now - self.interrupted_settle_seconds
-        return chain_final_rows(self.db.dialect, settled_before, written, self._chain_tail)
+    @property
+    def db(self) -> Database:
+        return self.writes.db
+
+    @db.setter
+    def db(self, db: Database) -> None:
+        """Another handle on a database of the same kind (the statements stay)."""
+        self.writes.db = db
+
+    @property
+    def interrupted_settle_seconds(self) -> float:
+        return self.writes.interrupted_settle_seconds
 
     @property
     def shared(self) -> bool:
@@ -145,13 +99,22 @@ class Store:
                 [(version, name, time.time())],
             )
             try:
-                await self.db.transaction([claim, *((sql, [()]) for sql in statements)])
+                await self.db.transaction(
+                    [claim, *((sql, [()]) for sql in self._steps(statements))]
+                )
             except DatabaseError:
                 if version in await self._applied_versions():
                     continue
                 raise
             applied.append(version)
         return applied
+
+    def _steps(self, steps: Sequence[Step]) -> list[str]:
+        """A migration's DDL for this database."""
+        name = self.db.dialect.name
+        return [
+            s if isinstance(s, str) else s[1] for s in steps if isinstance(s, str) or s[0] == name
+        ]
 
     async def has_schema(self) -> bool:
         """Whether this database holds a ledger (its migrations were applied)."""
@@ -168,30 +131,9 @@ class Store:
     async def write_traces(
         self, begins: Sequence[tuple[Any, ...]], finishes: Sequence[tuple[Any, ...]]
     ) -> None:
-        """One transaction: in-progress rows first, then finished traces (rows of `trace_row`).
-
-        Where the database has a relaxed commit (PostgreSQL), a batch of
-        in-progress rows only does not wait for the WAL flush: such a row exists
-        to be found as `interrupted` after a gateway crash, and a committed row
-        survives the gateway's crash either way; only a crash of the database
-        server itself within a fraction of a second could lose it. A batch with a
-        finished trace always commits synchronously.
-        """
-        statements: list[Statement] = []
-        relaxed = self.db.dialect.relaxed_commit
-        if begins and not finishes and relaxed is not None:
-            statements.append((relaxed, [()]))
-        if begins:
-            statements.append((self._begin_trace, begins))
-        if finishes:
-            statements.append((self._finish_trace, finishes))
-        if finishes:
-            written: dict[str, Row] = {}
-            for row in finishes:  # the first of a trace written twice is the one stored
-                written.setdefault(row[0], dict(zip(_TRACE_COLUMNS, row, strict=True)))
-            await self.db.transaction(statements, self._chain(time.time(), written))
-        elif statements:
-            await self.db.transaction(statements)
+        """In-progress rows, then final rows (rows of `trace_row`), in one transaction:
+        `TraceWrites.write`."""
+        await self.writes.write(begins, finishes)
 
     async def get_trace(self, trace_id: str, *, key_id: str | None = None) -> dict[str, Any] | None:
         sql = "SELECT * FROM traces WHERE trace_id = ?"
@@ -318,7 +260,7 @@ class Store:
                 ),
                 ("DELETE FROM instances WHERE heartbeat_at < ?", [(live_after,)]),
             ],
-            self._chain(now),
+            self.writes.chain(now),
         )
         return counts[0]
 
@@ -335,7 +277,7 @@ class Store:
                 ),
                 ("DELETE FROM instances WHERE instance_id = ?", [(instance_id,)]),
             ],
-            self._chain(now),
+            self.writes.chain(now),
         )
         return counts[0]
 

@@ -7,6 +7,13 @@ load a row is written at once. When the database is unavailable the rows
 stay queued (up to `buffer_limit`) and are retried with backoff; `full`
 tells the API to refuse new calls (503) rather than serve calls it cannot
 record.
+
+Where the database takes several transactions at once (PostgreSQL), a batch
+of in-progress rows only is written beside the main loop: a call's final row,
+queued while its in-progress row is still on the way (the upstream answered
+at once), does not wait for that row's round trip. Either may land first: an
+in-progress row never replaces a row that is there, and a final row replaces
+an in-progress one.
 """
 
 from __future__ import annotations
@@ -19,7 +26,8 @@ from typing import Any
 
 from llmeu.calls.record import TraceRecord
 from llmeu.errors import DatabaseUnavailable
-from llmeu.ledger.store import Store, trace_row
+from llmeu.ledger.store import Store
+from llmeu.ledger.trace_writes import trace_row
 
 log = logging.getLogger("llmeu.ledger")
 
@@ -44,6 +52,8 @@ class Ledger:
         self._queue: deque[_Pending] = deque()
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._beside = store.shared  # in-progress rows beside the main loop
+        self._begins: asyncio.Task[None] | None = None
         self._backoff = _FIRST_BACKOFF
         self._waiting: set[asyncio.Future[None]] = set()  # callers in durable(), released on outage
         self.healthy = True
@@ -112,48 +122,60 @@ class Ledger:
 
     async def stop(self, timeout: float = 10.0) -> None:
         flushed = await self.flush(timeout)
+        if self._begins is not None:  # a batch of in-progress rows still on its way
+            await asyncio.wait([self._begins], timeout=timeout)
         if not flushed:
             log.error("ledger: %d records could not be written before shutdown", self.depth)
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
+        for task in (self._task, self._begins):
+            if task is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
 
     async def _run(self) -> None:
-        loop = asyncio.get_running_loop()
         while True:
             await self._wakeup.wait()
             self._wakeup.clear()
             while self._queue:
                 batch = [self._queue.popleft() for _ in range(min(len(self._queue), _MAX_BATCH))]
-                finishes = [p.row for p in batch if p.kind == "finish"]
-                # A call that ended before its in-progress row was written needs only its final row.
-                finished = {row[0] for row in finishes}
-                begins = [p.row for p in batch if p.kind == "begin" and p.row[0] not in finished]
-                started = loop.time()
-                try:
-                    await self.store.write_traces(begins, finishes)
-                except (DatabaseUnavailable, OSError) as error:
-                    await self._keep(batch, error)
+                if not self._beside or any(p.kind == "finish" for p in batch):
+                    await self._write(batch)
                     continue
-                except Exception:  # a row the database refuses must not block the others
-                    log.exception("ledger: batch refused; writing its rows one by one")
-                    rest, cause = await self._write_one_by_one(batch)
-                    if rest:
-                        await self._keep(rest, cause)
-                    continue
-                self._available()
-                self.batches += 1
-                self.rows_written += len(begins) + len(finishes)
-                self.last_batch_seconds = loop.time() - started
-                if finishes and self.on_finals is not None:
-                    self.on_finals(len(finishes))
-                for pending in batch:
-                    if not pending.future.done():
-                        pending.future.set_result(None)
+                if self._begins is not None:  # one batch of in-progress rows at a time
+                    await asyncio.gather(self._begins, return_exceptions=True)
+                self._begins = asyncio.create_task(self._write(batch), name="llmeu-ledger-begins")
+
+    async def _write(self, batch: list[_Pending]) -> None:
+        loop = asyncio.get_running_loop()
+        finishes = [p.row for p in batch if p.kind == "finish"]
+        # A call that ended before its in-progress row was written needs only its final row.
+        finished = {row[0] for row in finishes}
+        begins = [p.row for p in batch if p.kind == "begin" and p.row[0] not in finished]
+        started = loop.time()
+        try:
+            await self.store.write_traces(begins, finishes)
+        except (DatabaseUnavailable, OSError) as error:
+            await self._keep(batch, error)
+            return
+        except Exception:  # a row the database refuses must not block the others
+            log.exception("ledger: batch refused; writing its rows one by one")
+            rest, cause = await self._write_one_by_one(batch)
+            if rest:
+                await self._keep(rest, cause)
+            return
+        self._available()
+        self.batches += 1
+        self.rows_written += len(begins) + len(finishes)
+        self.last_batch_seconds = loop.time() - started
+        if finishes and self.on_finals is not None:
+            self.on_finals(len(finishes))
+        for pending in batch:
+            if not pending.future.done():
+                pending.future.set_result(None)
 
     async def _keep(self, rows: list[_Pending], error: BaseException | None) -> None:
         """The database is unavailable: put the rows back in front and wait before retrying."""
         self._queue.extendleft(reversed(rows))
+        self._wakeup.set()  # kept beside the main loop: the loop must see them again
         if self.healthy:
             log.error("ledger: database unavailable, %d records buffered: %s",
                       len(self._queue), error)  # fmt: skip

@@ -16,7 +16,8 @@ from llmeu.calls.record import CallStatus, TraceRecord, new_trace_id
 from llmeu.ledger.database import Database
 from llmeu.ledger.opening import open_database
 from llmeu.ledger.sqlite import SqliteDatabase
-from llmeu.ledger.store import Store, trace_row
+from llmeu.ledger.store import Store
+from llmeu.ledger.trace_writes import trace_row
 from llmeu.ledger.writer import Ledger
 from tests.support.databases import postgres_database, unreachable
 

@@ -23,7 +23,8 @@ from llmeu.ledger.chaining import (
 )
 from llmeu.ledger.database import Database
 from llmeu.ledger.retention import Retention, subject_digest
-from llmeu.ledger.store import Store, trace_row
+from llmeu.ledger.store import Store
+from llmeu.ledger.trace_writes import trace_row
 from tests.ledger.conftest import trace, write
 from tests.support.processes import REPO
 

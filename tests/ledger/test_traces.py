@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from llmeu.calls.record import CallStatus
-from llmeu.ledger.store import Store, trace_row
+from llmeu.ledger.store import Store
+from llmeu.ledger.trace_writes import trace_row
 from llmeu.ledger.views import decode_cursor, encode_cursor
 from tests.ledger.conftest import trace, write
 

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from llmeu.calls.record import CallStatus
-from llmeu.ledger.store import USAGE_GROUPS, Store, trace_row
+from llmeu.ledger.store import USAGE_GROUPS, Store
+from llmeu.ledger.trace_writes import trace_row
 from tests.ledger.conftest import trace, write
 
 JAN_1_2300 = datetime(2024, 1, 1, 23, 0, tzinfo=UTC).timestamp()

@@ -1,0 +1,172 @@
+"""Writing traces: in-progress rows, final rows, and the final rows' places in the hash chain.
+
+A call's in-progress row is written when it starts (found `interrupted` after a
+crash), its final row when it ends; `Ledger` (writer.py) hands both over in
+batches. A final row is linked to the chain in the same transaction
+(`llmeu.ledger.chaining`): ahead, in its own upsert, from the head this process
+wrote last — on PostgreSQL in one statement, alone in its transaction — or the
+locked way when that head is not the head any more.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from llmeu.calls.record import TraceRecord
+from llmeu.errors import DatabaseUnavailable
+from llmeu.ledger.chaining import ChainMoved, ChainTail, chain_final_rows, link_ahead
+from llmeu.ledger.database import Database, Followup, Row, Statement, WriteConflict
+
+TRACE_COLUMNS = (
+    "trace_id", "key_id", "route", "request_model", "stream", "status", "instance_id",
+    "received_at", "first_token_at", "finished_at", "ttft_ms", "tpot_ms", "policy_id",
+    "endpoint_id", "provider", "model_used", "model_version", "inference_region",
+    "sovereignty_class", "retention", "input_tokens", "output_tokens", "tokens_estimated",
+    "cost_eur", "finish_reason", "http_status", "error_type", "error_code", "error_message",
+    "attempts", "excluded", "prompt", "completion", "content_expires_at", "subject_sha256",
+    "metadata_expires_at", "personal_data", "policy_sha256", "request_sha256", "content_sha256",
+    "cache_read_tokens", "cache_creation_tokens", "ignored_features",
+)  # fmt: skip
+_INSERT_TRACE = (
+    f"INSERT INTO traces ({', '.join(TRACE_COLUMNS)}) "
+    f"VALUES ({', '.join('?' for _ in TRACE_COLUMNS)})"
+)
+_CHAINED_COLUMNS = (*TRACE_COLUMNS, "chain_seq", "chain_link")
+_INSERT_CHAINED = (
+    f"INSERT INTO traces ({', '.join(_CHAINED_COLUMNS)}) "
+    f"VALUES ({', '.join('?' for _ in _CHAINED_COLUMNS)})"
+)
+_LOCKED_ATTEMPTS = 5  # a locked write refused by a writer that took no lock (an older version)
+
+
+def trace_row(record: TraceRecord) -> tuple[Any, ...]:
+    """The record as a row of `traces`: the statements of `write_traces` take these."""
+    return _storable((
+        record.trace_id, record.key_id, record.route, record.request_model, int(record.stream),
+        record.status.value, record.instance_id, record.received_at, record.first_token_at,
+        record.finished_at, record.ttft_ms, record.tpot_ms, record.policy_id, record.endpoint_id,
+        record.provider, record.model_used, record.model_version, record.inference_region,
+        record.sovereignty_class, record.retention, record.input_tokens, record.output_tokens,
+        int(record.tokens_estimated), record.cost_eur, record.finish_reason, record.http_status,
+        record.error_type, record.error_code, record.error_message,
+        json.dumps([a.as_dict() for a in record.attempts]), json.dumps(record.excluded),
+        record.prompt, record.completion, record.content_expires_at, record.subject_sha256,
+        record.metadata_expires_at,
+        None if record.personal_data is None else json.dumps(record.personal_data),
+        record.policy_sha256, record.request_sha256,
+        record.content_sha256,
+        record.cache_read_tokens, record.cache_creation_tokens, record.ignored_features,
+    ))  # fmt: skip
+
+
+def _storable(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """PostgreSQL cannot store NUL in text, and a client may send one (in a model name,
+    a message, an upstream's error): it is written as U+FFFD so the trace is never lost."""
+    if not any(isinstance(v, str) and "\x00" in v for v in row):
+        return row
+    return tuple(v.replace("\x00", "\ufffd") if isinstance(v, str) else v for v in row)
+
+
+class TraceWrites:
+    """The statements that write traces, and the chain head this process wrote last."""
+
+    def __init__(self, db: Database, *, interrupted_settle_seconds: float = 3600.0):
+        self.db = db
+        self.interrupted_settle_seconds = interrupted_settle_seconds
+        self.chain_tail = ChainTail()
+        dialect = db.dialect
+        self.begin_trace = _INSERT_TRACE + dialect.keep_existing("trace_id")
+        # A finished trace replaces its in-progress row; it never overwrites another
+        # final status (a trace is final once), nor an `interrupted` row already chained:
+        # the chain vouches for it as it is.
+        replaceable = (
+            "traces.status = 'in_progress' "
+            "OR (traces.status = 'interrupted' AND traces.chain_seq IS NULL)"
+        )
+        self.finish_trace = _INSERT_TRACE + dialect.upsert(
+            "trace_id", TRACE_COLUMNS, only_where=replaceable
+        )
+        self.finish_chained = _INSERT_CHAINED + dialect.upsert(
+            "trace_id", _CHAINED_COLUMNS, only_where=replaceable
+        )
+
+    def finish_chained_values(self, rows: list[tuple[Any, ...]]) -> tuple[str, list[Any]]:
+        """`finish_chained` for several rows in one statement (one VALUES list), each row's
+        first value through `llmeu_chain_lock`: the chain's lock is taken before any row
+        is stored (PostgreSQL, `Dialect.chain_lock`)."""
+        values = f"({', '.join('?' for _ in _CHAINED_COLUMNS)})"
+        locked = f"(llmeu_chain_lock(?), {', '.join('?' for _ in _CHAINED_COLUMNS[1:])})"
+        sql = self.finish_chained.replace(
+            f"VALUES {values}", "VALUES " + ", ".join(locked for _ in rows), 1
+        )
+        return sql, [value for row in rows for value in row]
+
+    def chain(self, now: float, written: dict[str, Row] | None = None) -> Followup:
+        settled_before = now - self.interrupted_settle_seconds
+        return chain_final_rows(self.db.dialect, settled_before, written, self.chain_tail)
+
+    async def write(
+        self, begins: Sequence[tuple[Any, ...]], finishes: Sequence[tuple[Any, ...]]
+    ) -> None:
+        """One transaction: in-progress rows first, then finished traces (rows of `trace_row`).
+
+        Where the database has a relaxed commit (PostgreSQL), a batch of
+        in-progress rows only does not wait for the WAL flush: such a row exists
+        to be found as `interrupted` after a gateway crash, and a committed row
+        survives the gateway's crash either way; only a crash of the database
+        server itself within a fraction of a second could lose it. A batch with a
+        finished trace always commits synchronously.
+        """
+        statements: list[Statement] = []
+        relaxed = self.db.dialect.relaxed_commit
+        if begins and not finishes and relaxed is not None:
+            statements.append((relaxed, [()]))
+        if begins:
+            statements.append((self.begin_trace, begins))
+        if not finishes:
+            if statements:
+                await self.db.transaction(statements)
+            return
+        now = time.time()
+        firsts: dict[str, tuple[Any, ...]] = {}
+        for row in finishes:  # the first of a trace written twice is the one stored
+            firsts.setdefault(row[0], row)
+        written = {i: dict(zip(TRACE_COLUMNS, row, strict=True)) for i, row in firsts.items()}
+        settled_before = now - self.interrupted_settle_seconds
+        ahead = link_ahead(list(written.values()), self.chain_tail)
+        if ahead is not None:
+            chained = [
+                (*row, seq, link)
+                for row, (seq, link) in zip(firsts.values(), ahead.links, strict=True)
+            ]
+            try:
+                d = self.db.dialect
+                if d.cte_writes and not statements:
+                    # The rows and their check: one statement, alone in its transaction.
+                    await self.db.statement(
+                        *ahead.statement(settled_before, self.finish_chained_values(chained))
+                    )
+                    self.chain_tail.head = ahead.head
+                else:  # the chain's lock first, where there is one (PostgreSQL)
+                    lock: list[Statement] = [(d.chain_lock, [()])] if d.chain_lock else []
+                    await self.db.transaction(
+                        [*lock, *statements, (self.finish_chained, chained)],
+                        ahead.check(settled_before),
+                    )
+                return
+            except (ChainMoved, WriteConflict):
+                self.chain_tail.head = None  # rolled back: the locked way below
+        statements.append((self.finish_trace, finishes))
+        for _ in range(_LOCKED_ATTEMPTS - 1):
+            try:
+                await self.db.transaction(statements, self.chain(now, written))
+                return
+            except WriteConflict:  # a writer that takes no lock (an older version) was first
+                continue
+        try:
+            await self.db.transaction(statements, self.chain(now, written))
+        except WriteConflict as error:
+            raise DatabaseUnavailable(f"the chain head kept moving: {error}") from error
