@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import sqlite3
+
+import asyncpg
 
 from llmeu.ledger.database import Database
 from llmeu.ledger.migrations import MIGRATIONS
@@ -50,3 +54,38 @@ async def test_processes_starting_together_migrate_once(database_url: str) -> No
     finally:
         for database in databases:
             await database.close()
+
+
+PARTIAL_LOOKUPS = [
+    # The content purge and the erasure by data subject, as the ledger runs them.
+    (
+        "UPDATE traces SET prompt = NULL, completion = NULL, content_expires_at = NULL "
+        "WHERE content_expires_at IS NOT NULL AND content_expires_at <= 1.0",
+        "traces_content_expiry",
+    ),
+    (
+        "UPDATE traces SET prompt = NULL, completion = NULL, content_expires_at = NULL "
+        "WHERE subject_sha256 = 'ab' AND (prompt IS NOT NULL OR completion IS NOT NULL)",
+        "traces_subject",
+    ),
+]
+
+
+async def test_the_purge_and_the_erasure_use_their_partial_indexes(
+    database_url: str, store: Store
+) -> None:
+    """Migration 10 indexes only traces that have content or a subject; the lookups that need
+    those indexes must still find them (or a purge would scan every trace)."""
+    for statement, index in PARTIAL_LOOKUPS:
+        if database_url.startswith("sqlite"):
+            path = database_url.removeprefix("sqlite:///")
+            with contextlib.closing(sqlite3.connect(path)) as conn:
+                plan = " ".join(row[-1] for row in conn.execute(f"EXPLAIN QUERY PLAN {statement}"))
+        else:
+            conn = await asyncpg.connect(database_url)
+            try:
+                await conn.execute("SET enable_seqscan = off")  # an empty table: force the choice
+                plan = " ".join(r[0] for r in await conn.fetch(f"EXPLAIN {statement}"))
+            finally:
+                await conn.close()
+        assert index in plan, plan
