@@ -77,9 +77,12 @@ _AFTER_AND_WAITING = (
     "(SELECT COUNT(*) FROM traces WHERE chain_seq = ? AND chain_link = ?) AS after, "
     f"(SELECT COUNT(*) FROM (SELECT 1 {_FINAL_UNCHAINED}LIMIT 1) AS waiting) AS waiting"
 )
-_AHEAD_CHECK = (
-    "SELECT (SELECT COUNT(*) FROM traces WHERE chain_seq > ? AND chain_seq <= ?) AS placed, "
-    + _AFTER_AND_WAITING
+# The rows at the places after the remembered head must be the batch's own, with the links
+# computed for them: a retried batch's row that was final already keeps its earlier place,
+# and another writer's row may sit at the place computed for it.
+_AHEAD_PLACED = (
+    "SELECT (SELECT COUNT(*) FROM traces WHERE chain_seq > ? AND chain_seq <= ? "
+    "AND trace_id IN ({marks}) AND chain_link IN ({marks})) AS placed, "
 )
 
 
@@ -110,14 +113,22 @@ class Ahead:
     before: ChainLink
     head: ChainLink
     links: list[tuple[int, str]]
+    trace_ids: list[str]
     tail: ChainTail
 
     def check(self, settled_before: float) -> Followup:
         """The read that confirms, before commit, that the rows (written by a statement
         before it) landed where they were linked."""
         before = self.before
-        read = (_AHEAD_CHECK, (before.seq, self.head.seq, before.seq, before.link, settled_before))
         n = len(self.links)
+        marks = ", ".join("?" * n)
+        read = (
+            _AHEAD_PLACED.format(marks=marks) + _AFTER_AND_WAITING,
+            (
+                before.seq, self.head.seq, *self.trace_ids, *(link for _, link in self.links),
+                before.seq, before.link, settled_before,
+            ),
+        )  # fmt: skip
 
         def landed(read: list[list[Row]]) -> list[Statement]:
             found = read[0][0]
@@ -162,7 +173,9 @@ def link_ahead(rows: Sequence[Mapping[str, Any]], tail: ChainTail) -> Ahead | No
     if before is None or not rows or len(rows) > AHEAD_LIMIT:
         return None
     links, head = _links(before, rows)
-    return Ahead(before, head, [(seq, link) for seq, link, _ in links], tail)
+    return Ahead(
+        before, head, [(seq, link) for seq, link, _ in links], [t for _, _, t in links], tail
+    )
 
 
 def chain_final_rows(

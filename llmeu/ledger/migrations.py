@@ -249,7 +249,8 @@ MIGRATIONS: tuple[tuple[int, str, tuple[Step, ...]], ...] = (
             "CREATE INDEX traces_content_expiry ON traces (content_expires_at) "
             "WHERE content_expires_at IS NOT NULL",
             "DROP INDEX traces_subject",
-            "CREATE INDEX traces_subject ON traces (subject_sha256) WHERE subject_sha256 IS NOT NULL",
+            "CREATE INDEX traces_subject ON traces (subject_sha256) "
+            "WHERE subject_sha256 IS NOT NULL",
         ),
     ),
 )

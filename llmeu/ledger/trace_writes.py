@@ -15,6 +15,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+import msgspec
+
 from llmeu.calls.record import TraceRecord
 from llmeu.errors import DatabaseUnavailable
 from llmeu.ledger.chaining import ChainMoved, ChainTail, chain_final_rows, link_ahead
@@ -52,20 +54,38 @@ def trace_row(record: TraceRecord) -> tuple[Any, ...]:
         record.sovereignty_class, record.retention, record.input_tokens, record.output_tokens,
         int(record.tokens_estimated), record.cost_eur, record.finish_reason, record.http_status,
         record.error_type, record.error_code, record.error_message,
-        json.dumps([a.as_dict() for a in record.attempts]), json.dumps(record.excluded),
+        json_text([a.as_dict() for a in record.attempts]), json_text(record.excluded),
         record.prompt, record.completion, record.content_expires_at, record.subject_sha256,
         record.metadata_expires_at,
-        None if record.personal_data is None else json.dumps(record.personal_data),
+        None if record.personal_data is None else json_text(record.personal_data),
         record.policy_sha256, record.request_sha256,
         record.content_sha256,
         record.cache_read_tokens, record.cache_creation_tokens, record.ignored_features,
     ))  # fmt: skip
 
 
+_json = msgspec.json.Encoder()
+
+
+def json_text(value: Any) -> str:
+    """A JSON column's text: compact, UTF-8. Text that is not valid Unicode (a lone
+    surrogate, which a client's or an upstream's string may hold) is written with escapes,
+    as the stdlib writes it, rather than lose the trace."""
+    try:
+        return _json.encode(value).decode()
+    except (msgspec.EncodeError, UnicodeError):
+        return json.dumps(value)
+
+
 def _storable(row: tuple[Any, ...]) -> tuple[Any, ...]:
     """PostgreSQL cannot store NUL in text, and a client may send one (in a model name,
-    a message, an upstream's error): it is written as U+FFFD so the trace is never lost."""
-    if not any(isinstance(v, str) and "\x00" in v for v in row):
+    a message, an upstream's error): it is written as U+FFFD so the trace is never lost.
+    Found in one pass of C: a NUL in any string of the row is `\\u0000` in its JSON."""
+    try:
+        clean = b"\\u0000" not in _json.encode(row)
+    except (msgspec.EncodeError, UnicodeError, TypeError):
+        clean = not any(isinstance(v, str) and "\x00" in v for v in row)
+    if clean:
         return row
     return tuple(v.replace("\x00", "\ufffd") if isinstance(v, str) else v for v in row)
 

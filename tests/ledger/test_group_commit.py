@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from llmeu.calls.record import CallStatus, TraceRecord
+from llmeu.calls.record import Attempt, CallStatus, TraceRecord
 from llmeu.ledger.opening import open_database
 from llmeu.ledger.store import Store
 from llmeu.ledger.writer import Ledger
@@ -126,3 +126,16 @@ async def test_waiting_for_durability_ends_at_an_outage_not_at_the_timeout(
         assert await ledger.durable(ledger.finish(trace()), timeout=3600) is False
     await asyncio.wait_for(future, 30)
     assert await ledger.durable(future, timeout=30) is True
+
+
+async def test_a_lone_surrogate_and_a_nul_in_an_attempt_error_keep_the_trace(
+    ledger: Ledger, store: Store
+) -> None:
+    """A JSON column holds what an upstream's error said, exactly, valid Unicode or not."""
+    record = trace(completion="a\x00b")
+    record.attempts.append(Attempt("ep", "prov", 1.0, 2.0, "failed", "bad \ud800 text\x00"))
+    await ledger.finish(record)
+    view = await store.get_trace(record.trace_id)
+    assert view is not None
+    [attempt] = view["attempts"]
+    assert attempt["error"] == "bad \ud800 text\x00"  # escaped in the JSON text, kept
