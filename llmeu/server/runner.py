@@ -39,8 +39,15 @@ class _Stopped(Exception):
     """SIGTERM or SIGINT after the server shut down (or before it started): exit 0."""
 
 
+_stop_requested: list[str] = []
+
+
 def _stop(signum: int, frame: FrameType | None) -> None:
-    raise _Stopped(signal.Signals(signum).name)
+    # Also remembered: raised where Python swallows exceptions (a weakref callback, a
+    # __del__), the exception alone would be lost and the process would start serving.
+    name = signal.Signals(signum).name
+    _stop_requested.append(name)
+    raise _Stopped(name)
 
 
 def run(settings: Settings) -> int:
@@ -110,6 +117,8 @@ def _serve(settings: Settings, sock: socket.socket | None, instance_id: str | No
     # and RSS under 1,000 streams grew by 8 MB a round.
     gc.collect()
     gc.freeze()
+    if _stop_requested:  # asked to stop while starting, and the exception went astray
+        raise _Stopped(_stop_requested[0])
     server = uvicorn.Server(config)
     server.run(sockets=[sock] if sock is not None else None)
     return 0 if server.started else 1

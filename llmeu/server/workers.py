@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import logging
 import os
 import signal
 import socket
+import sys
 import time
 from dataclasses import dataclass, field
 from types import FrameType
@@ -120,8 +122,10 @@ class Supervisor:
         # unblocks them), a signal waits instead of running the supervisor's handler in
         # the worker's copy of it, which would swallow a SIGTERM the worker must obey.
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+        supervisor = os.getpid()
         pid = os.fork()
         if pid == 0:  # the worker
+            _end_with(supervisor)
             os._exit(self._serve(instance_id))
         self._workers[pid] = _Worker(slot, instance_id)  # before a SIGTERM can look for it
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
@@ -171,3 +175,20 @@ async def _mark_interrupted(settings: Settings, instance_id: str) -> int:
 def _signal(pid: int, signum: int) -> None:
     with contextlib.suppress(ProcessLookupError):  # it ended meanwhile
         os.kill(pid, signum)
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _end_with(supervisor: int) -> None:
+    """A worker drains and exits when its supervisor goes, however it goes (SIGKILL
+    included): otherwise it would go on accepting on the port, which a new start could
+    then not bind. Linux tells a process of its parent's end (`PR_SET_PDEATHSIG`); the
+    worker asks for a SIGTERM, which it handles as the supervisor's own."""
+    if not sys.platform.startswith("linux"):
+        return
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    if os.getppid() != supervisor:  # gone between the fork and the request
+        os.kill(os.getpid(), signal.SIGTERM)

@@ -171,3 +171,22 @@ def test_the_reload_route_reaches_the_other_worker(
         with admin(workers) as client:
             models = [m["id"] for m in client.get("/v1/models").json()["data"]]
         assert "third-model" in models
+
+
+def _running(pid: int) -> bool:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+    return "\nState:\tZ" not in status  # reparented and ended, not yet reaped: gone
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux tells of a parent's end")
+def test_workers_end_with_a_supervisor_killed_outright(workers: Gateway) -> None:
+    """Orphaned workers would go on accepting on the port, which a new start could not bind."""
+    pids = list(started(workers).values())
+    assert all(_running(pid) for pid in pids)
+    workers.kill()
+    wait_for(lambda: not any(_running(pid) for pid in pids), timeout=30, what="workers ended")
+    with pytest.raises(httpx.TransportError):
+        httpx.get(f"{workers.url}/healthz", timeout=2)
