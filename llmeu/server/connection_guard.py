@@ -64,7 +64,13 @@ class ConnectionGuard:
         self._open: dict[Guarded, str] = {}
         self._per_client: dict[str, int] = {}
         self.evicted = 0
-        self.refused = 0
+        self.refused_per_client = 0
+        self.refused_busy = 0
+        self.head_timeouts = 0
+
+    @property
+    def refused(self) -> int:
+        return self.refused_per_client + self.refused_busy
 
     @property
     def capacity(self) -> int:
@@ -78,10 +84,10 @@ class ConnectionGuard:
         to refuse it with: 429 over the per-address cap, 503 when every connection is busy."""
         cap = self.limits.max_per_client
         if cap and self._per_client.get(client, 0) >= cap:
-            self.refused += 1
+            self.refused_per_client += 1
             return 429
         if len(self._open) >= self._capacity and not self._evict_idle():
-            self.refused += 1
+            self.refused_busy += 1
             return 503
         self._open[connection] = client
         self._per_client[client] = self._per_client.get(client, 0) + 1

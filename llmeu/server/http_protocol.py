@@ -201,10 +201,11 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         if self.cycle is not None and not self.cycle.response_complete:
             self._arm_head_timer()  # a pipelined head waits for the answer before it
             return
+        assert self._guard is not None
+        self._guard.head_timeouts += 1
         if self._head_received == 0:
             self.transport.close()  # never said anything: nobody to answer
             return
-        assert self._guard is not None
         self._refuse(
             408,
             f"the request head did not arrive within {self._guard.limits.head_timeout:g} s",

@@ -30,6 +30,7 @@ import uvicorn
 from llmeu.api.app import create_app
 from llmeu.config import Settings
 from llmeu.errors import ConfigError
+from llmeu.observability.connection_metrics import ConnectionsCollector
 from llmeu.observability.logs import configure_logging
 from llmeu.server.connection_guard import ConnectionGuard, ConnectionLimits
 from llmeu.server.http_protocol import MAX_HEAD_BYTES, protocol_factory
@@ -94,6 +95,7 @@ def _serve(settings: Settings, sock: socket.socket | None, instance_id: str | No
             max_per_client=settings.max_connections_per_client,
         )
     )
+    app.gateway.telemetry.registry.register(ConnectionsCollector(guard))
     config = uvicorn.Config(
         app,
         host=settings.host,

@@ -4,6 +4,7 @@ surplus connections, a lowered descriptor limit, bodies that would hold the memo
 from __future__ import annotations
 
 import json
+import re
 import select
 import socket
 import time
@@ -60,6 +61,18 @@ def parse(raw: bytes) -> RawResponse:
     return RawResponse(int(status_line.split()[1]), headers, body)
 
 
+def read_response_text(sock: socket.socket) -> str:
+    """A whole response of known length on a kept-alive connection, as text."""
+    raw = b""
+    while b"\r\n\r\n" not in raw:
+        raw += sock.recv(65536)
+    head, _, body = raw.partition(b"\r\n\r\n")
+    length = int(re.search(rb"content-length: (\d+)", head.lower())[1])  # type: ignore[index]
+    while len(body) < length:
+        body += sock.recv(65536)
+    return body.decode()
+
+
 def readable(sock: socket.socket) -> bool:
     return bool(select.select([sock], [], [], 0)[0])
 
@@ -73,6 +86,15 @@ def assert_refused(response: RawResponse, status: int, code: str) -> dict[str, A
     assert set(error) >= {"message", "type", "param", "code"}
     assert error["code"] == code
     return error
+
+
+def metric(gateway: Gateway, sample: str) -> float:
+    """One sample of the gateway's /metrics, by its name and labels as Prometheus writes them."""
+    for line in httpx.get(f"{gateway.url}/metrics").text.splitlines():
+        name, _, value = line.rpartition(" ")
+        if name == sample:
+            return float(value)
+    raise AssertionError(f"{sample} is not in /metrics")
 
 
 def chat_head(length: int, *, key: str = ADMIN_KEY) -> bytes:
@@ -103,6 +125,7 @@ def test_a_head_sent_a_byte_at_a_time_gets_408_and_the_connection_closes(
     error = assert_refused(response, 408, "request_timeout")
     assert error["type"] == "invalid_request_error"
     assert httpx.get(f"{gateway.url}/healthz").status_code == 200
+    assert metric(gateway, "llmeu_connections_head_timeouts_total") == 1
 
 
 def test_a_connection_that_never_speaks_is_closed(
@@ -111,6 +134,7 @@ def test_a_connection_that_never_speaks_is_closed(
     gateway = gateway_factory(config=config, args=["--head-timeout", "1"])
     with connect(gateway) as sock:
         assert read_until_closed(sock) == b""  # closed, with nothing to answer
+    assert metric(gateway, "llmeu_connections_head_timeouts_total") == 1
 
 
 def test_a_stalled_body_is_408_and_its_call_is_rejected(
@@ -161,6 +185,11 @@ def test_one_address_may_hold_only_so_many_connections(
         error = assert_refused(response, 429, "too_many_connections")
         assert error["type"] == "rate_limit_error"
         assert response.headers["retry-after"] == "1"
+        for sock in held[:1]:  # a connection held open asks, so /metrics is not refused
+            sock.sendall(b"GET /metrics HTTP/1.1\r\nhost: gateway\r\n\r\n")
+            text = read_response_text(sock)
+        assert 'llmeu_connections_refused_total{reason="per_client"} 1.0' in text
+        assert "llmeu_connections_open 4.0" in text
     finally:
         for sock in held:
             sock.close()
@@ -212,6 +241,14 @@ def test_when_every_connection_is_busy_a_newcomer_gets_503(
     finally:
         for sock in busy:
             sock.close()
+    deadline = time.monotonic() + 10
+    while True:  # the busy ones are gone once /metrics gets a connection
+        try:
+            assert metric(gateway, 'llmeu_connections_refused_total{reason="busy"}') >= 1
+            break
+        except httpx.TransportError:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
 
 
 def test_bodies_in_flight_are_bounded_in_memory(
