@@ -78,16 +78,26 @@ def json_text(value: Any) -> str:
 
 
 def _storable(row: tuple[Any, ...]) -> tuple[Any, ...]:
-    """PostgreSQL cannot store NUL in text, and a client may send one (in a model name,
-    a message, an upstream's error): it is written as U+FFFD so the trace is never lost.
-    Found in one pass of C: a NUL in any string of the row is `\\u0000` in its JSON."""
+    """Text both databases can store, so the trace is never lost: a NUL (PostgreSQL stores
+    none in text) and a lone surrogate (not valid Unicode: neither database takes it) are
+    written as U+FFFD. A client or an upstream may send either. Found in one pass of C:
+    a NUL in any string of the row is `\\u0000` in its JSON, and a lone surrogate fails
+    the encoding."""
     try:
-        clean = b"\\u0000" not in _json.encode(row)
-    except (msgspec.EncodeError, UnicodeError, TypeError):
-        clean = not any(isinstance(v, str) and "\x00" in v for v in row)
-    if clean:
-        return row
-    return tuple(v.replace("\x00", "\ufffd") if isinstance(v, str) else v for v in row)
+        if b"\\u0000" not in _json.encode(row):
+            return row
+    except (UnicodeError, TypeError):
+        pass
+    return tuple(_storable_text(v) if isinstance(v, str) else v for v in row)
+
+
+def _storable_text(text: str) -> str:
+    text = text.replace("\x00", "\ufffd")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # UTF-16 pairs what belongs together, and replaces the rest
+        text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
 
 
 class TraceWrites:

@@ -131,11 +131,14 @@ async def test_waiting_for_durability_ends_at_an_outage_not_at_the_timeout(
 async def test_a_lone_surrogate_and_a_nul_in_an_attempt_error_keep_the_trace(
     ledger: Ledger, store: Store
 ) -> None:
-    """A JSON column holds what an upstream's error said, exactly, valid Unicode or not."""
-    record = trace(completion="a\x00b")
+    """A JSON column holds what an upstream's error said, exactly, valid Unicode or not; a
+    text column holds it with U+FFFD for what neither database can store."""
+    record = trace(completion="a\ud800b", prompt='"x"', request_model="m\udfff")
     record.attempts.append(Attempt("ep", "prov", 1.0, 2.0, "failed", "bad \ud800 text\x00"))
     await ledger.finish(record)
     view = await store.get_trace(record.trace_id)
     assert view is not None
     [attempt] = view["attempts"]
     assert attempt["error"] == "bad \ud800 text\x00"  # escaped in the JSON text, kept
+    assert view["request_model"] == "m\ufffd"
+    assert view["content"]["completion"] == "a\ufffdb"
