@@ -140,8 +140,12 @@ class Ledger:
                 if not self._beside or any(p.kind == "finish" for p in batch):
                     await self._write(batch)
                     continue
-                if self._begins is not None:  # one batch of in-progress rows at a time
+                if self._begins is not None and not self._begins.done():
+                    # One batch of in-progress rows at a time; this one waits in the queue
+                    # (counted in `depth`), where final rows arriving meanwhile can join it.
+                    self._queue.extendleft(reversed(batch))
                     await asyncio.gather(self._begins, return_exceptions=True)
+                    continue
                 self._begins = asyncio.create_task(self._write(batch), name="llmeu-ledger-begins")
 
     async def _write(self, batch: list[_Pending]) -> None:
