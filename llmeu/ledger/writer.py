@@ -54,6 +54,7 @@ class Ledger:
         self._task: asyncio.Task[None] | None = None
         self._beside = store.shared  # in-progress rows beside the main loop
         self._begins: asyncio.Task[None] | None = None
+        self._flying: list[_Pending] = []  # the in-progress rows on their way beside the loop
         self._backoff = _FIRST_BACKOFF
         self._waiting: set[asyncio.Future[None]] = set()  # callers in durable(), released on outage
         self.healthy = True
@@ -69,7 +70,9 @@ class Ledger:
 
     @property
     def full(self) -> bool:
-        return len(self._queue) >= self.buffer_limit
+        """No room for another call's rows: the buffer's bound counts the rows on their way
+        beside the main loop too, which go back to the queue if the database is away."""
+        return len(self._queue) + len(self._flying) >= self.buffer_limit
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="llmeu-ledger-writer")
@@ -146,7 +149,17 @@ class Ledger:
                     self._queue.extendleft(reversed(batch))
                     await asyncio.gather(self._begins, return_exceptions=True)
                     continue
-                self._begins = asyncio.create_task(self._write(batch), name="llmeu-ledger-begins")
+                self._begins = asyncio.create_task(
+                    self._write_beside(batch), name="llmeu-ledger-begins"
+                )
+
+    async def _write_beside(self, batch: list[_Pending]) -> None:
+        self._flying = batch
+        try:
+            await self._write(batch)
+        finally:
+            if self._flying is batch:
+                self._flying = []
 
     async def _write(self, batch: list[_Pending]) -> None:
         loop = asyncio.get_running_loop()
@@ -178,6 +191,8 @@ class Ledger:
 
     async def _keep(self, rows: list[_Pending], error: BaseException | None) -> None:
         """The database is unavailable: put the rows back in front and wait before retrying."""
+        if rows is self._flying:
+            self._flying = []  # in the queue again
         self._queue.extendleft(reversed(rows))
         self._wakeup.set()  # kept beside the main loop: the loop must see them again
         if self.healthy:
