@@ -28,8 +28,8 @@ from llmeu.protocol.messages_stream import MessagesEventDecoder
 from llmeu.protocol.messages_upstream import anthropic_request, completion_of
 from llmeu.protocol.sse import ServerSentEvent, SSEDecoder
 from llmeu.providers.base import ChatStream, Provider
-from llmeu.providers.transport import HttpClient, Response, TransportError
-from llmeu.providers.upstream_http import HttpUpstream, read_stream_chunk
+from llmeu.providers.transport import HttpClient, Response
+from llmeu.providers.upstream_http import HttpUpstream, finish_body, read_stream_chunk
 from llmeu.routing.catalog import Endpoint
 
 
@@ -180,13 +180,7 @@ class _AnthropicStream(ChatStream):
         """After `message_stop`: read to the end of the body so the connection can be reused."""
         self._done = True
         self._hangup.unbind(self._response.abort)
-        try:
-            while await self._response.read_chunk(self._endpoint.timeouts.idle) is not None:
-                pass
-        except TransportError:
-            self._response.abort()
-            return
-        self._response.release()
+        await finish_body(self._response, self._endpoint.timeouts.idle)
 
     async def aclose(self) -> None:
         self._hangup.unbind(self._response.abort)

@@ -29,8 +29,8 @@ from llmeu.errors import UpstreamError, UpstreamRejected
 from llmeu.protocol.json_codec import encoder
 from llmeu.protocol.sse import DONE_DATA, ServerSentEvent, SSEDecoder
 from llmeu.providers.base import ChatStream, Provider
-from llmeu.providers.transport import HttpClient, Response, TransportError
-from llmeu.providers.upstream_http import Headers, HttpUpstream, read_stream_chunk
+from llmeu.providers.transport import HttpClient, Response
+from llmeu.providers.upstream_http import Headers, HttpUpstream, finish_body, read_stream_chunk
 from llmeu.routing.catalog import Endpoint
 
 _INCLUDE_USAGE = StreamOptions(include_usage=True)
@@ -291,13 +291,7 @@ class _OpenAIChatStream(ChatStream):
     async def _finish(self) -> None:
         """After [DONE]: read to the end of the body so the connection can be reused."""
         self._hangup.unbind(self._response.abort)
-        try:
-            while await self._response.read_chunk(self._endpoint.timeouts.idle) is not None:
-                pass
-        except TransportError:
-            self._response.abort()
-            return
-        self._response.release()
+        await finish_body(self._response, self._endpoint.timeouts.idle)
 
     async def aclose(self) -> None:
         self._hangup.unbind(self._response.abort)

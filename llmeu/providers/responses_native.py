@@ -30,8 +30,8 @@ from llmeu.protocol.responses_upstream import UpstreamEvents, whole_deltas
 from llmeu.protocol.sse import ServerSentEvent, SSEDecoder
 from llmeu.providers.base import ChatStream, Provider
 from llmeu.providers.openai import OpenAIProvider
-from llmeu.providers.transport import Response, TransportError
-from llmeu.providers.upstream_http import read_stream_chunk
+from llmeu.providers.transport import Response
+from llmeu.providers.upstream_http import finish_body, read_stream_chunk
 from llmeu.routing.catalog import Capability, Endpoint
 from llmeu.routing.endpoint_kinds import RESPONSES_NATIVE_KINDS
 
@@ -141,13 +141,7 @@ class _NativeStream(ChatStream):
             return
         self._done = True
         self._hangup.unbind(self._response.abort)
-        try:
-            while await self._response.read_chunk(self._endpoint.timeouts.idle) is not None:
-                pass
-        except TransportError:
-            self._response.abort()
-            return
-        self._response.release()
+        await finish_body(self._response, self._endpoint.timeouts.idle)
 
     async def aclose(self) -> None:
         self._hangup.unbind(self._response.abort)

@@ -186,6 +186,18 @@ async def read_stream_chunk(
         raise UpstreamError(f"upstream stream broke: {error}") from None
 
 
+async def finish_body(response: Response, idle: float) -> None:
+    """After a stream's terminal event: read the body to its end so the connection can be
+    reused; one that breaks or stalls meanwhile is closed instead."""
+    try:
+        while await response.read_chunk(idle) is not None:
+            pass
+    except TransportError:
+        response.abort()
+        return
+    response.release()
+
+
 def _error_hints(response: Response) -> str:
     """What the headers add to an error: AWS's exception name, and how long the upstream asks
     us to wait (Azure's `retry-after-ms`, else `retry-after`), which the breaker's log shows."""
