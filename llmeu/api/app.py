@@ -13,6 +13,7 @@ from llmeu.api.body_intake import BodyBounds, BodyIntake
 from llmeu.api.cors import CorsMiddleware
 from llmeu.api.error_responses import OPENAI_ERRORS, ErrorShape, as_api_error, send_error
 from llmeu.api.gateway import Gateway
+from llmeu.api.health import health, readiness
 from llmeu.api.identifiers import check_identifier
 from llmeu.api.routes import compliance, console, platform, receipt_keys, service
 from llmeu.api.routes.chat_completions import handle_chat
@@ -110,8 +111,8 @@ def route_table(gw: Gateway) -> list[Route]:
             partial(receipt_keys.get_receipt, gw.evidence),
         ),
         Route("GET", "/.well-known/llmeu/jwks.json", partial(receipt_keys.get_jwks, gw.evidence)),
-        Route("GET", "/healthz", partial(service.handle_healthz, gw.health)),
-        Route("GET", "/readyz", partial(service.handle_readyz, gw.readiness)),
+        Route("GET", "/healthz", partial(service.handle_healthz, partial(health, gw))),
+        Route("GET", "/readyz", partial(service.handle_readyz, partial(readiness, gw))),
         Route("GET", "/metrics", partial(service.handle_metrics, gw.telemetry)),
         Route("GET", "/openapi.json", handle_openapi),
         Route("GET", "/console", console.handle_console, documented=False),

@@ -369,32 +369,6 @@ class Gateway:
         if self._finals_since_checkpoint >= self.settings.checkpoint_every_traces:
             self._checkpoint_due.set()
 
-    def health(self) -> tuple[bool, dict[str, Any]]:
-        """Alive, and the state an operator wants at a glance (no key, no tenant data)."""
-        ledger = self.ledger
-        body = {
-            "status": "ok" if self.calls.accepting else "shutting_down",
-            "ledger": "ok" if ledger.healthy else "degraded",
-            "ledger_queue": ledger.depth,
-            "limits": self.limits.state.status,
-            "instance_id": self.instance_id,
-        }
-        return self.calls.accepting, body
-
-    def readiness(self) -> tuple[bool, dict[str, Any]]:
-        """Ready to serve: started (configuration and local models loaded), accepting calls,
-        and the ledger's database answering."""
-        checks = {
-            "configuration": "ok" if self.loaded else "loading",
-            "ledger": "ok" if self.ledger.healthy and self.loaded else "unavailable",
-            "accepting": "ok" if self.calls.accepting else "shutting_down",
-        }
-        ready = all(value == "ok" for value in checks.values())
-        # Limits that cannot be checked degrade the gateway but leave it serving (as each
-        # policy's `limits_fail` says), so they do not make it unready.
-        body = {"status": "ready" if ready else "not_ready", **checks}
-        return ready, {**body, "limits": self.limits.state.status}
-
     async def stop(self) -> None:
         """Refuse new calls, let those still in flight record how they ended, then stop."""
         self.calls.accepting = False

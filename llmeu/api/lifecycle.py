@@ -20,20 +20,13 @@ everything else happens here, once:
 in the plan's order, only inside the policy, falling back only before the
 first byte reaches the client; every attempt is recorded; the client's
 connection is watched while an upstream works, and a hang-up aborts the
-upstream at once. Leaving the block settles the call whatever happened:
-an error before the upstream phase is `rejected`, after it `failed` (an
-error frame once a stream has begun) — except an endpoint's refusal of what
-it cannot do (`UnsupportedByEndpoint`), which is `rejected` too; a hang-up (`ClientDisconnected`) is
-`cancelled` with what was produced; a cancelled task — the server ending the
-request at shutdown — is `interrupted`. Each ends with exactly one trace.
+upstream at once. Leaving the block settles the call whatever happened, with
+exactly one trace (`llmeu.api.call_settlement`).
 
-`screen` applies the key's policy's `personal_data` rules to the prompt's
-text, which the surface hands over as `(path, text)` parts: a `block` hit
-refuses the call, a `restrict` hit narrows the route `route` plans, and a
-`mask` hit gives the surface a screening whose `masked(path, text)` it sends
-upstream instead (then `keep_prompt` with the masked prompt). The values come
-back in the answer: `restore` for a whole one, and a stream's deltas are
-restored here, a placeholder split across deltas held back until complete.
+`screen` applies the policy's `personal_data` rules to the prompt's `(path,
+text)` parts: `block` refuses, `restrict` narrows the route, `mask` hands the
+surface the masked text to send (`keep_prompt` keeps it), and the values come
+back in the answer (`restore`; a stream's deltas here, a split placeholder held).
 Without a `personal_data` section none of this costs anything.
 """
 
@@ -43,20 +36,18 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from enum import Enum
-from types import TracebackType
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from llmeu.api.accounting import Accounting, CallCeiling, Counts, streamed_counts
+from llmeu.api.accounting import Accounting, CallCeiling
 from llmeu.api.asgi import JSON_HEADERS, SSE_HEADERS, DisconnectWatch, Headers, Request
-from llmeu.api.error_responses import ErrorShape, as_api_error, send_error
+from llmeu.api.call_settlement import Phase, Settlement, StreamEncoder
+from llmeu.api.error_responses import ErrorShape
 from llmeu.api.trace import TraceRecorder
 from llmeu.calls.hangup import Hangup
 from llmeu.calls.output import Delta, StreamOutput, Usage
 from llmeu.calls.record import CallStatus
 from llmeu.calls.request import RoutingRequest
 from llmeu.errors import (
-    ApiError,
     ClientDisconnected,
     ServiceUnavailable,
     UnsupportedByEndpoint,
@@ -67,7 +58,6 @@ from llmeu.personal.masking import Masking
 from llmeu.personal.rules import RestrictTo
 from llmeu.personal.scan import Screening, TextParts, screen
 from llmeu.personal.streams import StreamRestorer
-from llmeu.protocol.error_shape import error_body
 from llmeu.protocol.routing_block import RoutingBlock
 from llmeu.providers.base import ChatStream, Provider
 from llmeu.routing.catalog import Capability, Endpoint
@@ -85,34 +75,7 @@ Operation = Callable[[Provider, Hangup], Awaitable[T]]
 """What one attempt asks of an endpoint's provider."""
 
 
-class StreamEncoder(Protocol):
-    """A surface's wire for one stream: what goes out before the first delta, one piece per
-    delta, the end (with the routing block), or the error that ends a broken stream."""
-
-    def start(self) -> bytes: ...
-
-    def delta(self, delta: Delta) -> bytes: ...
-
-    def finish(self, finish_reason: str, usage: Usage, routing: RoutingBlock) -> bytes: ...
-
-    def error(self, error: ApiError, routing: RoutingBlock) -> bytes: ...
-
-
-class _Phase(Enum):
-    ADMISSION = "admission"  # an error here refuses the call: `rejected`
-    COMPLETE = "complete"
-    STREAM = "stream"
-
-
-def shutting_down() -> ServiceUnavailable:
-    """What a call still running when the shutdown grace ran out is told (and recorded)."""
-    return ServiceUnavailable(
-        "the gateway is shutting down and ended the call before it finished",
-        code="gateway_shutdown",
-    )
-
-
-class Call:
+class Call(Settlement):
     """One call, from its key to its trace; see the module docstring for the order of steps."""
 
     def __init__(
@@ -128,11 +91,11 @@ class Call:
         self._route = route
         self._shape = shape
         self._credentials = credentials
-        self._phase = _Phase.ADMISSION
+        self._phase = Phase.ADMISSION
         self._plan: RoutePlan | None = None
         self._upstreams = calls.upstreams
         self._prompt: object = None
-        self._prompt_tokens: Callable[[], int] = _no_estimate
+        self._prompt_tokens: Callable[[], int] = int  # no estimate: 0
         self._prompt_tokens_known = False
         self._model = ""
         self._max_output_tokens: int | None = None
@@ -272,7 +235,7 @@ class Call:
 
     async def complete(self, operation: Operation[T]) -> tuple[Endpoint, T]:
         """Try the plan's endpoints until one answers; the answer is the surface's to send."""
-        self._upstream_phase(_Phase.COMPLETE)  # the final row replaces it; nobody waits for it
+        self._upstream_phase(Phase.COMPLETE)  # the final row replaces it; nobody waits for it
         result = await run_with_fallback(self._planned(), lambda ep: self._attempt(ep, operation))
         self._watch.stop()
         return result
@@ -288,7 +251,7 @@ class Call:
         (finish reason, usage) runs once the stream ended and before the call is settled:
         what it keeps is there before the client sees the end, and its failure fails the
         call."""
-        began = self._upstream_phase(_Phase.STREAM)
+        began = self._upstream_phase(Phase.STREAM)
 
         async def first_delta(provider: Provider, hangup: Hangup) -> Delta | None:
             upstream = await open_stream(provider, hangup)
@@ -341,18 +304,6 @@ class Call:
         """The calling key: the tenant of what the call keeps."""
         return self._key_id
 
-    def counted(self, counts: Counts) -> None:
-        self.trace.usage(counts.input_tokens, counts.output_tokens, estimated=counts.estimated)
-
-    def reported(self, usage: Usage | None) -> None:
-        """The prompt cache's share of the input, where the upstream's usage says it."""
-        if usage is not None:
-            read, created = usage.cache_read_input_tokens, usage.cache_creation_input_tokens
-            self.trace.cache_tokens(
-                read if isinstance(read, int) else None,
-                created if isinstance(created, int) else None,
-            )
-
     def keep_content(self, completion: object) -> None:
         self.trace.keep_content(self._prompt, completion)
 
@@ -374,44 +325,7 @@ class Call:
             headers.append((b"x-llmeu-receipt", receipt.encode()))
         await self.request.respond(200, body, headers)
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> bool:
-        self._watch.stop()
-        try:
-            if exc is None:
-                return False
-            if not self.trace.open:  # recorded already: a late hang-up changes nothing
-                if isinstance(exc, ClientDisconnected):
-                    return True
-                if isinstance(exc, Exception) and self._stream_open:
-                    # The trace is final, the stream's end was never sent: end it in error.
-                    log.error("call %s failed ending its stream", self.trace_id, exc_info=exc)
-                    await self._end_stream(as_api_error(exc))
-                    return True
-                return False
-            if isinstance(exc, ClientDisconnected):
-                await self._hung_up()
-            elif isinstance(exc, asyncio.CancelledError):  # the server ended the request
-                await self._ended(shutting_down(), CallStatus.INTERRUPTED)
-            elif isinstance(exc, Exception):
-                error = as_api_error(exc)
-                if error.status == 500:
-                    log.error("call %s failed", self.trace_id, exc_info=exc)
-                refused = isinstance(exc, UnsupportedByEndpoint) or (
-                    isinstance(exc, ApiError) and self._phase is _Phase.ADMISSION
-                )
-                await self._ended(error, CallStatus.REJECTED if refused else CallStatus.FAILED)
-            else:
-                return False
-            return True
-        finally:
-            self._calls.inflight.pop(self.trace_id, None)
-
-    def _upstream_phase(self, phase: _Phase) -> asyncio.Future[None]:
+    def _upstream_phase(self, phase: Phase) -> asyncio.Future[None]:
         self._phase = phase
         self._watch.start()
         return self.trace.begin()
@@ -470,12 +384,6 @@ class Call:
         self.trace.response_started(timing)
         return [*headers, (b"x-llmeu-trace-id", self.trace_id.encode()), *timing.headers()]
 
-    def _count_stream(self, usage: Usage | None) -> None:
-        """What a stream produced: counts (the upstream's, else estimates) and content."""
-        self.counted(streamed_counts(usage, self._output, self._prompt_tokens))
-        self.reported(usage)
-        self.trace.keep_content(self._prompt, self._output.stored())
-
     def _usage(self, reported: Usage | None = None) -> Usage:
         """The call's counts; the cache's share of the prompt where the upstream reported it."""
         record = self.trace.record
@@ -487,80 +395,3 @@ class Call:
             usage.cache_creation_input_tokens = reported.cache_creation_input_tokens
             usage.cache_read_input_tokens = reported.cache_read_input_tokens
         return usage
-
-    async def _finish(
-        self, status: CallStatus, error: ApiError | None = None, http_status: int | None = None
-    ) -> None:
-        self._accounting.settle(self.trace.record)
-        future = self.trace.finish(status, error=error, http_status=http_status)
-        self._calls.inflight.pop(self.trace_id, None)
-        await self.trace.durable(future)
-
-    async def _close_upstream(self) -> None:
-        if self._upstream is not None:
-            await self._upstream.aclose()
-
-    async def _hung_up(self) -> None:
-        """The client left: the upstream is stopped (the hang-up aborted it), and the call is
-        `cancelled` with what it produced; nobody is left to answer."""
-        await self._close_upstream()
-        self._count_partial(CallStatus.CANCELLED)
-        await self._finish(CallStatus.CANCELLED, http_status=499)
-
-    async def _ended(self, error: ApiError, status: CallStatus) -> None:
-        """A refused, failed or interrupted call: before the response began the client gets an
-        HTTP error; after, the stream's error frame (and no normal end)."""
-        await self._close_upstream()
-        trace = self.trace
-        if status is not CallStatus.REJECTED:
-            self._count_partial(status)
-        if not self.request.response_started:
-            await self._finish(status, error)
-            routing = trace.error_routing() if self._phase is not _Phase.ADMISSION else None
-            await send_error(
-                self.request, error, shape=self._shape, trace_id=self.trace_id, routing=routing
-            )
-            return
-        try:
-            await self._finish(status, error, http_status=200)
-        finally:
-            await self._end_stream(error)
-
-    @property
-    def _stream_open(self) -> bool:
-        return self._encoder is not None and not self._stream_ended
-
-    async def _end_stream(self, error: ApiError) -> None:
-        """The error that ends a stream once it has begun (DESIGN §2: no normal end after
-        it). Whatever fails in building it, the client still gets an error frame."""
-        encoder = self._encoder
-        if encoder is None or self._stream_ended:
-            return
-        self._stream_ended = True
-        try:
-            frame = encoder.error(error, self.trace.routing_block())
-        except Exception:  # the routing block itself is what failed: the frame goes without it
-            log.exception("call %s: the error frame goes without its routing block", self.trace_id)
-            frame = b"data: " + error_body(error, {"trace_id": self.trace_id}) + b"\n\n"
-        await self.request.write(frame, more=False)
-
-    def _count_partial(self, status: CallStatus) -> None:
-        """What a call that ended early used. A stream: what it produced so far — with the
-        upstream's counts for a hang-up, estimated when it failed or was interrupted (and then
-        only once an endpoint served). A call waiting for a whole answer: its prompt
-        (estimated) when cancelled or interrupted, nothing when the upstream failed."""
-        if self._phase is _Phase.STREAM:
-            if status is CallStatus.CANCELLED:
-                self._count_stream(self._upstream.usage if self._upstream is not None else None)
-            elif self.trace.endpoint is not None:
-                self._count_stream(None)
-        elif (
-            self._phase is _Phase.COMPLETE
-            and status is not CallStatus.FAILED
-            and self._prompt_tokens_known
-        ):
-            self.counted(Counts(self._prompt_tokens(), 0, True))
-
-
-def _no_estimate() -> int:
-    return 0
