@@ -142,24 +142,32 @@ class Ahead:
 
         return Followup((read,), landed)
 
-    def statement(self, settled_before: float, write: tuple[str, Params]) -> tuple[str, Params]:
+    def statement(
+        self,
+        settled_before: float,
+        write: tuple[str, Params],
+        before: tuple[str, Params] | None = None,
+    ) -> tuple[str, Params]:
         """The rows' write (an INSERT of them) and its check as one statement, where the
         database runs a write inside a read (`Dialect.cte_writes`): the check fails the
         statement (`llmeu_chain_landed`, migration 9), so nothing of it commits unless
-        the rows landed right after the remembered head and no other final row waits."""
+        the rows landed right after the remembered head and no other final row waits.
+        `before`: another write (of another table) that is part of the same statement."""
         sql, params = write
-        before = self.before
+        head = self.before
         after = " AND EXISTS (SELECT 1 FROM traces WHERE chain_seq = ? AND chain_link = ?)"
-        if before.seq == 0:
+        if head.seq == 0:
             after = ""
+        also, also_params = ("", ()) if before is None else (f"also AS ({before[0]}), ", before[1])
         return (
-            f"WITH written AS ({sql} RETURNING 1) SELECT llmeu_chain_landed("
+            f"WITH {also}written AS ({sql} RETURNING 1) SELECT llmeu_chain_landed("
             f"(SELECT COUNT(*) FROM written) = ?{after} "
             f"AND NOT EXISTS (SELECT 1 {_FINAL_UNCHAINED}LIMIT 1)) AS landed",
             (
+                *also_params,
                 *params,
                 len(self.links),
-                *(() if before.seq == 0 else (before.seq, before.link)),
+                *(() if head.seq == 0 else (head.seq, head.link)),
                 settled_before,
             ),
         )

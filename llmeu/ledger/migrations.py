@@ -12,6 +12,35 @@ from __future__ import annotations
 Step = str | tuple[str, str]
 """DDL for every database, or (database name, DDL) for one only."""
 
+# The columns of `traces` a call's row has while it runs (llmeu.ledger.trace_writes), with
+# the types and defaults they have in `traces`: no chain place, never purged.
+_OPEN_CALL_TYPES = (
+    ("trace_id", "TEXT PRIMARY KEY"), ("key_id", "TEXT NOT NULL"), ("route", "TEXT NOT NULL"),
+    ("request_model", "TEXT NOT NULL"), ("stream", "INTEGER NOT NULL"),
+    ("status", "TEXT NOT NULL"), ("instance_id", "TEXT NOT NULL"),
+    ("received_at", "DOUBLE PRECISION NOT NULL"), ("first_token_at", "DOUBLE PRECISION"),
+    ("finished_at", "DOUBLE PRECISION"), ("ttft_ms", "DOUBLE PRECISION"),
+    ("tpot_ms", "DOUBLE PRECISION"), ("policy_id", "TEXT"), ("endpoint_id", "TEXT"),
+    ("provider", "TEXT"), ("model_used", "TEXT"), ("model_version", "TEXT"),
+    ("inference_region", "TEXT"), ("sovereignty_class", "TEXT"), ("retention", "TEXT"),
+    ("input_tokens", "BIGINT"), ("output_tokens", "BIGINT"),
+    ("tokens_estimated", "INTEGER NOT NULL DEFAULT 0"), ("cost_eur", "DOUBLE PRECISION"),
+    ("finish_reason", "TEXT"), ("http_status", "INTEGER"), ("error_type", "TEXT"),
+    ("error_code", "TEXT"), ("error_message", "TEXT"), ("attempts", "TEXT NOT NULL DEFAULT '[]'"),
+    ("excluded", "TEXT NOT NULL DEFAULT '[]'"), ("prompt", "TEXT"), ("completion", "TEXT"),
+    ("content_expires_at", "DOUBLE PRECISION"), ("subject_sha256", "TEXT"),
+    ("metadata_expires_at", "DOUBLE PRECISION"), ("personal_data", "TEXT"),
+    ("policy_sha256", "TEXT"), ("request_sha256", "TEXT"), ("content_sha256", "TEXT"),
+    ("cache_read_tokens", "BIGINT"), ("cache_creation_tokens", "BIGINT"),
+    ("ignored_features", "TEXT"),
+)  # fmt: skip
+_OPEN_CALL_COLUMNS = ", ".join(name for name, _ in _OPEN_CALL_TYPES)
+_OPEN_CALLS = (
+    "CREATE TABLE open_calls ("
+    + ", ".join(f"{name} {kind}" for name, kind in _OPEN_CALL_TYPES)
+    + "){end}"
+)
+
 MIGRATIONS: tuple[tuple[int, str, tuple[Step, ...]], ...] = (
     (
         1,
@@ -251,6 +280,27 @@ MIGRATIONS: tuple[tuple[int, str, tuple[Step, ...]], ...] = (
             "DROP INDEX traces_subject",
             "CREATE INDEX traces_subject ON traces (subject_sha256) "
             "WHERE subject_sha256 IS NOT NULL",
+        ),
+    ),
+    (
+        11,
+        "calls in progress in a table of their own; metadata expiry indexed where set",
+        (
+            # A call's in-progress row (found `interrupted` after a crash) lives here until
+            # its final row goes into `traces` and removes it in the same transaction: a
+            # trace row is written once, final, and touches the indexes of `traces` once.
+            # The table holds only the calls open now, so it stays a page or a few; SQLite
+            # keeps it in one b-tree (no rowid, no second index for the key).
+            ("sqlite", _OPEN_CALLS.format(end=" WITHOUT ROWID")),
+            ("postgres", _OPEN_CALLS.format(end="")),
+            f"INSERT INTO open_calls ({_OPEN_CALL_COLUMNS}) "
+            f"SELECT {_OPEN_CALL_COLUMNS} FROM traces WHERE status = 'in_progress'",
+            "DELETE FROM traces WHERE status = 'in_progress'",
+            # Most traces have no metadata retention: their NULLs filled the index, and
+            # every commit wrote a page of it (the purge looks up non-NULL values only).
+            "DROP INDEX traces_metadata_expiry",
+            "CREATE INDEX traces_metadata_expiry ON traces (metadata_expires_at) "
+            "WHERE metadata_expires_at IS NOT NULL",
         ),
     ),
 )

@@ -61,9 +61,16 @@ _CALL_COLUMNS = (
     "input_tokens", "output_tokens", "tokens_estimated", "cost_eur", "finish_reason",
     "http_status", "error_type", "error_code", "attempts", "metadata_purged_at",
 )  # fmt: skip
+# Final traces, and the calls in progress (`open_calls`, which has no purge column) whose
+# final row is not there yet.
+_OPEN_COLUMNS = ", ".join("NULL" if c == "metadata_purged_at" else c for c in _CALL_COLUMNS)
 _SELECT_CALLS = (
     f"SELECT {', '.join(_CALL_COLUMNS)} FROM traces "
-    "WHERE received_at >= ? AND received_at < ? ORDER BY received_at, trace_id"
+    "WHERE received_at >= ? AND received_at < ? "
+    f"UNION ALL SELECT {_OPEN_COLUMNS} FROM open_calls "
+    "WHERE received_at >= ? AND received_at < ? "
+    "AND NOT EXISTS (SELECT 1 FROM traces t WHERE t.trace_id = open_calls.trace_id) "
+    "ORDER BY received_at, trace_id"
 )
 
 
@@ -71,7 +78,7 @@ async def calls_between(db: Database, since: float, until: float) -> list[dict[s
     """The metadata (never the content) of every trace received in [since, until), oldest
     first, with JSON and boolean columns decoded."""
     calls = []
-    for row in await db.fetch(_SELECT_CALLS, (since, until)):
+    for row in await db.fetch(_SELECT_CALLS, (since, until, since, until)):
         call = dict(row)
         call["stream"] = bool(call["stream"])
         call["tokens_estimated"] = bool(call["tokens_estimated"])

@@ -136,12 +136,15 @@ class Store:
         await self.writes.write(begins, finishes)
 
     async def get_trace(self, trace_id: str, *, key_id: str | None = None) -> dict[str, Any] | None:
-        sql = "SELECT * FROM traces WHERE trace_id = ?"
+        """The trace as stored, final, or else the call's in-progress row."""
+        where = "WHERE trace_id = ?"
         params: list[Any] = [trace_id]
         if key_id is not None:
-            sql += " AND key_id = ?"
+            where += " AND key_id = ?"
             params.append(key_id)
-        rows = await self.db.fetch(sql, params)
+        rows = await self.db.fetch(f"SELECT * FROM traces {where}", params)
+        if not rows:
+            rows = await self.db.fetch(f"SELECT * FROM open_calls {where}", params)
         return trace_view(rows[0]) if rows else None
 
     async def list_traces(
@@ -169,12 +172,15 @@ class Store:
             received_at, trace_id = decode_cursor(cursor)
             where.append("(received_at < ? OR (received_at = ? AND trace_id < ?))")
             params.extend([received_at, received_at, trace_id])
-        sql = "SELECT * FROM traces"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY received_at DESC, trace_id DESC LIMIT ?"
         params.append(limit + 1)
-        rows = await self.db.fetch(sql, params)
+        rows: list[Row] = []
+        for table in _TRACE_TABLES.get(filters.get("status"), ("traces",)):
+            sql = f"SELECT * FROM {table}{' WHERE ' if where else ''}{' AND '.join(where)}"
+            rows += await self.db.fetch(f"{sql}{_NEWEST_FIRST}", params)
+        if len(rows) > len(set(row["trace_id"] for row in rows)):  # final, and still open
+            final = {row["trace_id"] for row in rows if row["status"] != "in_progress"}
+            rows = [r for r in rows if r["status"] != "in_progress" or r["trace_id"] not in final]
+        rows.sort(key=lambda row: (row["received_at"], row["trace_id"]), reverse=True)
         more = len(rows) > limit
         rows = rows[:limit]
         next_cursor = encode_cursor(rows[-1]["received_at"], rows[-1]["trace_id"]) if more else None
@@ -246,18 +252,18 @@ class Store:
         return {r["instance_id"] for r in rows}
 
     async def mark_interrupted(self, live_after: float, now: float) -> int:
-        """Traces left in progress by gateway processes that stopped heartbeating."""
-        dead = "SELECT instance_id FROM instances WHERE heartbeat_at < ?"
+        """Calls left in progress by gateway processes that stopped heartbeating become
+        `interrupted` traces; returns how many. Also removes the in-progress rows of calls
+        whose final row is there (`llmeu.ledger.trace_writes`)."""
+        dead = (
+            "(instance_id IN (SELECT instance_id FROM instances WHERE heartbeat_at < ?) "
+            "OR instance_id NOT IN (SELECT instance_id FROM instances))"
+        )
         counts = await self.db.transaction(
             [
-                (
-                    "UPDATE traces SET status = 'interrupted', finished_at = ?, "
-                    "error_type = 'api_error', error_code = 'gateway_interrupted', "
-                    "error_message = 'the gateway process stopped during the call' "
-                    f"WHERE status = 'in_progress' AND (instance_id IN ({dead}) "
-                    "OR instance_id NOT IN (SELECT instance_id FROM instances))",
-                    [(now, live_after)],
-                ),
+                (f"{_INTERRUPT} WHERE {dead}{_KEEP_FINAL}", [(now, live_after)]),
+                (f"DELETE FROM open_calls WHERE {dead}", [(live_after,)]),
+                (_CLOSE_FINISHED, [()]),
                 ("DELETE FROM instances WHERE heartbeat_at < ?", [(live_after,)]),
             ],
             self.writes.chain(now),
@@ -268,13 +274,8 @@ class Store:
         """The calls a process left in progress when it died (its supervisor saw it die)."""
         counts = await self.db.transaction(
             [
-                (
-                    "UPDATE traces SET status = 'interrupted', finished_at = ?, "
-                    "error_type = 'api_error', error_code = 'gateway_interrupted', "
-                    "error_message = 'the gateway process stopped during the call' "
-                    "WHERE status = 'in_progress' AND instance_id = ?",
-                    [(now, instance_id)],
-                ),
+                (f"{_INTERRUPT} WHERE instance_id = ?{_KEEP_FINAL}", [(now, instance_id)]),
+                ("DELETE FROM open_calls WHERE instance_id = ?", [(instance_id,)]),
                 ("DELETE FROM instances WHERE instance_id = ?", [(instance_id,)]),
             ],
             self.writes.chain(now),
@@ -323,6 +324,33 @@ class Store:
     async def list_policies(self) -> dict[str, dict[str, Any]]:
         rows = await self.db.fetch("SELECT policy_id, body FROM policies ORDER BY policy_id")
         return {r["policy_id"]: json.loads(r["body"]) for r in rows}
+
+
+# A call in progress as the trace of an interrupted call (the `?` is when it was found).
+_INTERRUPTED_VALUES = {
+    "status": "'interrupted'",
+    "finished_at": "?",
+    "error_type": "'api_error'",
+    "error_code": "'gateway_interrupted'",
+    "error_message": "'the gateway process stopped during the call'",
+}
+_INTERRUPT = (
+    f"INSERT INTO traces ({', '.join(TRACE_COLUMNS)}) "
+    f"SELECT {', '.join(_INTERRUPTED_VALUES.get(c, c) for c in TRACE_COLUMNS)} FROM open_calls"
+)
+_KEEP_FINAL = " ON CONFLICT (trace_id) DO NOTHING"  # a final row there is the call's own
+_CLOSE_FINISHED = (
+    "DELETE FROM open_calls "
+    "WHERE EXISTS (SELECT 1 FROM traces WHERE traces.trace_id = open_calls.trace_id)"
+)
+# Where a trace of each status may be: a call in progress in `open_calls`, a final one in
+# `traces` (or, on a ledger written before migration 11 by an older process, in progress).
+_TRACE_TABLES: dict[str | None, tuple[str, ...]] = {
+    None: ("traces", "open_calls"),
+    "in_progress": ("traces", "open_calls"),
+}
+_TRACE_TABLES.update({status: ("traces",) for status in STATUS_COUNTS})
+_NEWEST_FIRST = " ORDER BY received_at DESC, trace_id DESC LIMIT ?"
 
 
 def _time_window(since: float | None, until: float | None) -> tuple[list[str], list[Any]]:

@@ -1,11 +1,21 @@
 """Writing traces: in-progress rows, final rows, and the final rows' places in the hash chain.
 
 A call's in-progress row is written when it starts (found `interrupted` after a
-crash), its final row when it ends; `Ledger` (writer.py) hands both over in
-batches. A final row is linked to the chain in the same transaction
-(`llmeu.ledger.chaining`): ahead, in its own upsert, from the head this process
-wrote last — on PostgreSQL in one statement, alone in its transaction — or the
-locked way when that head is not the head any more.
+crash) into `open_calls`, its final row when it ends into `traces`, and the
+transaction that writes the final row removes the in-progress one: a row of
+`traces` is written once, final, and `open_calls` holds only the calls open now
+(migration 11). `Ledger` (writer.py) hands both over in batches. A final row is
+linked to the chain in the same transaction (`llmeu.ledger.chaining`): ahead,
+in its own upsert, from the head this process wrote last — on PostgreSQL in one
+statement, alone in its transaction — or the locked way when that head is not
+the head any more.
+
+Where in-progress rows are written beside the final ones (PostgreSQL), a final
+row may commit while its call's in-progress row is still on its way; that row
+is stored only if the final one is not there yet, and the rare one that slips
+past (both in flight at once) is shadowed by the final row when read
+(`Store.get_trace`, `Store.list_traces`) and removed at the next sweep
+(`Store.mark_interrupted`).
 """
 
 from __future__ import annotations
@@ -41,6 +51,13 @@ _INSERT_CHAINED = (
     f"INSERT INTO traces ({', '.join(_CHAINED_COLUMNS)}) "
     f"VALUES ({', '.join('?' for _ in _CHAINED_COLUMNS)})"
 )
+# An in-progress row is stored unless its call's final row is there already.
+_BEGIN_OPEN = (
+    f"INSERT INTO open_calls ({', '.join(TRACE_COLUMNS)}) "
+    f"SELECT {', '.join('?' for _ in TRACE_COLUMNS)} "
+    "WHERE NOT EXISTS (SELECT 1 FROM traces WHERE trace_id = ?)"
+)
+_CLOSE_OPEN = "DELETE FROM open_calls WHERE trace_id = ?"
 _LOCKED_ATTEMPTS = 5  # a locked write refused by a writer that took no lock (an older version)
 
 
@@ -108,10 +125,11 @@ class TraceWrites:
         self.interrupted_settle_seconds = interrupted_settle_seconds
         self.chain_tail = ChainTail()
         dialect = db.dialect
-        self.begin_trace = _INSERT_TRACE + dialect.keep_existing("trace_id")
-        # A finished trace replaces its in-progress row; it never overwrites another
-        # final status (a trace is final once), nor an `interrupted` row already chained:
-        # the chain vouches for it as it is.
+        self.begin_trace = _BEGIN_OPEN + dialect.keep_existing("trace_id")
+        # A finished trace never overwrites another final status (a trace is final once),
+        # nor an `interrupted` row already chained: the chain vouches for it as it is. It
+        # replaces an `interrupted` row not chained yet (its process was only slow), and an
+        # `in_progress` row of a ledger from before migration 11.
         replaceable = (
             "traces.status = 'in_progress' "
             "OR (traces.status = 'interrupted' AND traces.chain_seq IS NULL)"
@@ -155,7 +173,7 @@ class TraceWrites:
         if begins and not finishes and relaxed is not None:
             statements.append((relaxed, [()]))
         if begins:
-            statements.append((self.begin_trace, begins))
+            statements.append((self.begin_trace, [(*row, row[0]) for row in begins]))
         if not finishes:
             if statements:
                 await self.db.transaction(statements)
@@ -164,6 +182,7 @@ class TraceWrites:
         firsts: dict[str, tuple[Any, ...]] = {}
         for row in finishes:  # the first of a trace written twice is the one stored
             firsts.setdefault(row[0], row)
+        closed = list(firsts)
         written = {i: dict(zip(TRACE_COLUMNS, row, strict=True)) for i, row in firsts.items()}
         settled_before = now - self.interrupted_settle_seconds
         ahead = link_ahead(list(written.values()), self.chain_tail)
@@ -175,21 +194,32 @@ class TraceWrites:
             try:
                 d = self.db.dialect
                 if d.cte_writes and not statements:
-                    # The rows and their check: one statement, alone in its transaction.
+                    # The rows, the removal of their in-progress rows and the check: one
+                    # statement, alone in its transaction.
+                    marks = ", ".join("?" * len(closed))
+                    close = (f"DELETE FROM open_calls WHERE trace_id IN ({marks})", closed)
                     await self.db.statement(
-                        *ahead.statement(settled_before, self.finish_chained_values(chained))
+                        *ahead.statement(
+                            settled_before, self.finish_chained_values(chained), before=close
+                        )
                     )
                     self.chain_tail.head = ahead.head
                 else:  # the chain's lock first, where there is one (PostgreSQL)
                     lock: list[Statement] = [(d.chain_lock, [()])] if d.chain_lock else []
                     await self.db.transaction(
-                        [*lock, *statements, (self.finish_chained, chained)],
+                        [
+                            *lock,
+                            *statements,
+                            (self.finish_chained, chained),
+                            (_CLOSE_OPEN, [(i,) for i in closed]),
+                        ],
                         ahead.check(settled_before),
                     )
                 return
             except (ChainMoved, WriteConflict):
                 self.chain_tail.head = None  # rolled back: the locked way below
         statements.append((self.finish_trace, finishes))
+        statements.append((_CLOSE_OPEN, [(i,) for i in closed]))
         for _ in range(_LOCKED_ATTEMPTS - 1):
             try:
                 await self.db.transaction(statements, self.chain(now, written))

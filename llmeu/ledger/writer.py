@@ -12,8 +12,8 @@ Where the database takes several transactions at once (PostgreSQL), a batch
 of in-progress rows only is written beside the main loop: a call's final row,
 queued while its in-progress row is still on the way (the upstream answered
 at once), does not wait for that row's round trip. Either may land first: an
-in-progress row never replaces a row that is there, and a final row replaces
-an in-progress one.
+in-progress row is not stored once its final row is there, and the final row's
+transaction removes the in-progress one (`llmeu.ledger.trace_writes`).
 """
 
 from __future__ import annotations

@@ -123,7 +123,7 @@ async def test_calls_of_stopped_processes_become_interrupted(store: Store) -> No
     dead = trace(CallStatus.IN_PROGRESS, instance_id="gw_dead")
     unknown = trace(CallStatus.IN_PROGRESS, instance_id="gw_never_registered")
     done = trace(CallStatus.COMPLETED, instance_id="gw_dead")
-    await store.write_traces([trace_row(r) for r in (live, dead, unknown, done)], [])
+    await store.write_traces([trace_row(r) for r in (live, dead, unknown)], [trace_row(done)])
     assert await store.mark_interrupted(live_after=150.0, now=210.0) == 2
     status = {r.trace_id: (await store.get_trace(r.trace_id))["status"]  # type: ignore[index]
               for r in (live, dead, unknown, done)}  # fmt: skip
