@@ -137,6 +137,7 @@ class TraceWrites:
         self.finish_trace = _INSERT_TRACE + dialect.upsert(
             "trace_id", TRACE_COLUMNS, only_where=replaceable
         )
+        self.close_open = _CLOSE_OPEN
         self.finish_chained = _INSERT_CHAINED + dialect.upsert(
             "trace_id", _CHAINED_COLUMNS, only_where=replaceable
         )
@@ -211,7 +212,7 @@ class TraceWrites:
                             *lock,
                             *statements,
                             (self.finish_chained, chained),
-                            (_CLOSE_OPEN, [(i,) for i in closed]),
+                            (self.close_open, [(i,) for i in closed]),
                         ],
                         ahead.check(settled_before),
                     )
@@ -219,7 +220,7 @@ class TraceWrites:
             except (ChainMoved, WriteConflict):
                 self.chain_tail.head = None  # rolled back: the locked way below
         statements.append((self.finish_trace, finishes))
-        statements.append((_CLOSE_OPEN, [(i,) for i in closed]))
+        statements.append((self.close_open, [(i,) for i in closed]))
         for _ in range(_LOCKED_ATTEMPTS - 1):
             try:
                 await self.db.transaction(statements, self.chain(now, written))

@@ -6,6 +6,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from llmeu.evidence.chain import CHAINED_COLUMNS, chain_body, chain_metadata
 from llmeu.evidence.jcs import FlatObject, canonical_json
@@ -41,3 +43,34 @@ def test_flat_object_member_order_is_jcs_order() -> None:
         FlatObject(["é"])
     with pytest.raises(ValueError, match="surrogate"):
         FlatObject(["a"]).encode({"a": "\ud800"})
+
+
+_SCALAR_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**53) + 1, 2**53 - 1),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.floats(1e-9, 1e22) | st.floats(-1e22, -1e-9),  # both sides of the positional range
+    st.text(),
+    st.text(st.characters(categories=["Cc", "Cs", "Zl", "So"])),  # controls, lone surrogates
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.dictionaries(st.sampled_from(CHAINED_COLUMNS), _SCALAR_VALUES))
+def test_flat_object_is_canonical_json_of_its_non_null_members(row: dict[str, Any]) -> None:
+    present = {name: value for name, value in row.items() if value is not None}
+    assert _outcome(FlatObject(CHAINED_COLUMNS).encode, row) == _outcome(canonical_json, present)
+
+
+def _outcome(encode: Any, value: dict[str, Any]) -> bytes | str:
+    try:
+        return bytes(encode(value))
+    except ValueError:
+        return "refused"
+
+
+@pytest.mark.parametrize("value", [2**53, -(2**53), float("nan"), float("inf"), "\udcff"])
+def test_flat_object_refuses_what_jcs_cannot_write(value: Any) -> None:
+    with pytest.raises(ValueError, match=r"JSON number|JCS"):
+        FlatObject(["a"]).encode({"a": value})
