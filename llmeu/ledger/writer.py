@@ -3,7 +3,7 @@
 Calls hand their rows to `Ledger.begin` / `Ledger.finish` and get a future
 that resolves once the row is durable. One writer task drains everything
 queued into one transaction, so concurrent calls share a commit; under no
-load a row is written at once. When the database is unavailable the rows
+load a row is written at the next turn of the event loop. When the database is unavailable the rows
 stay queued (up to `buffer_limit`) and are retried with backoff; `full`
 tells the API to refuse new calls (503) rather than serve calls it cannot
 record.
@@ -137,6 +137,9 @@ class Ledger:
     async def _run(self) -> None:
         while True:
             await self._wakeup.wait()
+            # One turn of the loop first: the calls that are ready to run in it queue their
+            # rows too and share this transaction, rather than wait for the next one.
+            await asyncio.sleep(0)
             self._wakeup.clear()
             while self._queue:
                 batch = [self._queue.popleft() for _ in range(min(len(self._queue), _MAX_BATCH))]
