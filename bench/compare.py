@@ -61,7 +61,8 @@ class Plan:
             at = names.index("llmeu")
             names[at : at + 1] = ["llmeu" if n == 1 else f"llmeu-w{n}" for n in self.workers]
         if self.postgres and "llmeu" in names:
-            names.insert(names.index("llmeu") + 1, "llmeu-pg")
+            at = names.index("llmeu") + 1
+            names[at:at] = ["llmeu-pg", "llmeu-pg-async"]
         return names
 
     def loads(self, target: str = "") -> list[Load]:
@@ -187,6 +188,20 @@ def messages_ratios(cells: Sequence[CellResult]) -> dict[int, float]:
     return ratios
 
 
+def postgres_ratios(cells: Sequence[CellResult]) -> dict[tuple[str, bool], float]:
+    """SQLite's calls/s over PostgreSQL's at c=1, per PostgreSQL target and kind (target:
+    within 1.5x)."""
+    sqlite = {c.stream: c for c in cells if c.target == "llmeu" and c.concurrency == 1}
+    ratios = {}
+    for cell in cells:
+        base = sqlite.get(cell.stream)
+        if not cell.target.startswith("llmeu-pg") or "/" in cell.target or cell.concurrency != 1:
+            continue
+        if base is not None and cell.rps:
+            ratios[(cell.target, cell.stream)] = base.rps / cell.rps
+    return ratios
+
+
 def write_results(
     meta: dict[str, object], cells: list[CellResult], failures: dict[str, str]
 ) -> Path:
@@ -203,7 +218,12 @@ def write_results(
 def parse_plan(argv: Sequence[str] | None = None) -> Plan:
     parser = argparse.ArgumentParser(description="Compare direct, nginx, LiteLLM and llmeu.")
     parser.add_argument("--quick", action="store_true", help="smoke run: c=1,16, short cells")
-    parser.add_argument("--postgres", action="store_true", help="also llmeu on PostgreSQL")
+    parser.add_argument(
+        "--postgres",
+        action="store_true",
+        help="also llmeu on PostgreSQL, committing synchronously and with the opt-in "
+        "?synchronous_commit=off",
+    )
     parser.add_argument("--targets", default=",".join(ALL_TARGETS), help="comma-separated subset")
     parser.add_argument("--concurrency", help="comma-separated levels (default 1,16,64,256)")
     parser.add_argument("--duration", type=float, help="seconds per cell (default 3, quick 0.5)")
@@ -247,6 +267,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(report.markdown(meta, cells, failures))
     for concurrency, ratio in messages_ratios(cells).items():
         print(f"llmeu CPU per streamed call, messages / chat, c={concurrency}: {ratio:.2f}x")
+    for (target, stream), ratio in postgres_ratios(cells).items():
+        kind = "streamed" if stream else "non-streamed"
+        print(f"calls/s at c=1, {kind}, llmeu (SQLite) / {target}: {ratio:.2f}x")
     print(f"written to {path} (and .json); logs and configs in {workdir}")
     return 1 if failures else 0
 

@@ -24,7 +24,7 @@ BENCH_DIR = Path(__file__).resolve().parent
 GATEWAY_CORE = 0
 CLIENT_CORE = 1
 LITELLM_VENV = BENCH_DIR / ".venvs" / "litellm"
-TARGETS = ("direct", "nginx", "llmeu", "llmeu-pg", "litellm", "llmeu-w2")
+TARGETS = ("direct", "nginx", "llmeu", "llmeu-pg", "llmeu-pg-async", "litellm", "llmeu-w2")
 LITELLM_ENV = {
     "LITELLM_LOCAL_MODEL_COST_MAP": "True",
     "LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS": "True",
@@ -267,10 +267,12 @@ async def start_target(name: str, place: Placement, database_url: str | None = N
         return await start_llmeu(place, None)
     if name.startswith("llmeu-w"):  # llmeu-w2: two worker processes
         return await start_llmeu(place, None, name, workers=int(name.removeprefix("llmeu-w")))
-    if name == "llmeu-pg":
+    if name in ("llmeu-pg", "llmeu-pg-async"):
         if database_url is None:
-            raise ValueError("llmeu-pg needs a PostgreSQL database URL")
-        return await start_llmeu(place, database_url, "llmeu-pg")
+            raise ValueError(f"{name} needs a PostgreSQL database URL")
+        if name == "llmeu-pg-async":  # the documented opt-in: commits skip the WAL flush
+            database_url += "?synchronous_commit=off"
+        return await start_llmeu(place, database_url, name)
     raise ValueError(f"unknown target {name}")
 
 

@@ -74,7 +74,7 @@ async def running(target_name: str, script: str, nice: int = 0) -> AsyncIterator
     workdir = RESULTS / f"{script}-{target_name}-{stamp}"
     with (
         procs.supervised(workdir, nice) as supervisor,
-        pgdb.temporary_database_if(target_name == "llmeu-pg") as database_url,
+        pgdb.temporary_database_if(target_name.startswith("llmeu-pg")) as database_url,
     ):
         place = await gateways.start_upstream(supervisor, workdir, API_KEY)
         target = await gateways.start_target(target_name, place, database_url)
