@@ -284,7 +284,7 @@ MIGRATIONS: tuple[tuple[int, str, tuple[Step, ...]], ...] = (
     ),
     (
         11,
-        "calls in progress in a table of their own; metadata expiry indexed where set",
+        "calls in progress in a table of their own",
         (
             # A call's in-progress row (found `interrupted` after a crash) lives here until
             # its final row goes into `traces` and removes it in the same transaction: a
@@ -296,11 +296,6 @@ MIGRATIONS: tuple[tuple[int, str, tuple[Step, ...]], ...] = (
             f"INSERT INTO open_calls ({_OPEN_CALL_COLUMNS}) "
             f"SELECT {_OPEN_CALL_COLUMNS} FROM traces WHERE status = 'in_progress'",
             "DELETE FROM traces WHERE status = 'in_progress'",
-            # Most traces have no metadata retention: their NULLs filled the index, and
-            # every commit wrote a page of it (the purge looks up non-NULL values only).
-            "DROP INDEX traces_metadata_expiry",
-            "CREATE INDEX traces_metadata_expiry ON traces (metadata_expires_at) "
-            "WHERE metadata_expires_at IS NOT NULL",
         ),
     ),
 )

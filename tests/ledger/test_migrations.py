@@ -68,13 +68,6 @@ PARTIAL_LOOKUPS = [
         "WHERE subject_sha256 = 'ab' AND (prompt IS NOT NULL OR completion IS NOT NULL)",
         "traces_subject",
     ),
-    # The metadata purge (migration 11), as `Retention.purge_metadata` looks it up.
-    (
-        "UPDATE traces SET metadata_purged_at = 1.0 "
-        "WHERE metadata_expires_at IS NOT NULL AND metadata_expires_at <= 1.0 "
-        "AND metadata_purged_at IS NULL AND status <> 'in_progress'",
-        "traces_metadata_expiry",
-    ),
 ]
 
 
