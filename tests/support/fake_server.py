@@ -132,7 +132,9 @@ class Record(Protocol):
 
 
 class FakeServer(ABC):
-    label = "fake upstream"
+    """A fake upstream: `answer` speaks its wire, the loop around it is shared."""
+
+    label = "fake upstream"  # what the process prints once it listens
 
     def __init__(self) -> None:
         self.requests: list[Record] = []
@@ -144,6 +146,7 @@ class FakeServer(ABC):
         """Answers one request; `connection` numbers the connection it came on, for `log`."""
 
     def log(self, record: Record, connection: int) -> None:
+        """Keeps `record` for `/_stats`, to be stamped `closed_at` when `connection` closes."""
         self.requests.append(record)
         self._open[connection].append(record)
 
