@@ -337,12 +337,8 @@ def run(calls: int, concurrency: int, keys: int, seed: int, hostile: bool = Fals
     tmp = Path(tempfile.mkdtemp(prefix="llmeu-soak-"))
     upstream_port, gateway_port = free_port(), free_port()
     upstream = subprocess.Popen(
-        [
-            sys.executable,
-            str(REPO / "tests/support/fake_upstream.py"),
-            "--port",
-            str(upstream_port),
-        ],
+        [sys.executable, "-m", "tests.support.fake_upstream", "--port", str(upstream_port)],
+        cwd=REPO,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

@@ -26,17 +26,15 @@ no clock. The rules, each of them tested:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import Any
 
 import msgspec
 
-from llmeu.client._errors import IncompleteStreamError, MalformedStreamError, StreamError
+from llmeu.client._fold import FoldState, StreamFold
 from llmeu.client._types import (
     ChatDelta,
     ChatResult,
     ContentDelta,
-    ErrorInfo,
     ReasoningDelta,
     RefusalDelta,
     RoutingBlock,
@@ -85,13 +83,6 @@ _chunk_decoder = msgspec.json.Decoder(_Chunk)
 _any_decoder = msgspec.json.Decoder()
 
 
-class _State(Enum):
-    OPEN = "open"
-    DONE = "done"
-    ERROR = "error"
-    MALFORMED = "malformed"
-
-
 @dataclass(slots=True)
 class _ToolCallBuilder:
     index: int
@@ -110,38 +101,22 @@ class _ToolCallBuilder:
         )
 
 
-class ChatStreamAssembler:
+class ChatStreamAssembler(StreamFold):
     """Folds the events of one chat-completion stream; `finish()` gives the result.
 
     `add()` is the plain interface; `fold()` does the same and also returns
     the output deltas the event carried, for callers that show them live.
     """
 
+    incomplete = "the stream ended without [DONE]"
+
     def __init__(self) -> None:
-        self._state = _State.OPEN
-        self._content: list[str] = []
-        self._reasoning: list[str] = []
-        self._refusal: list[str] = []
-        self._tool_calls: dict[int, _ToolCallBuilder] = {}
-        self._finish_reason: str | None = None
-        self._usage: Usage | None = None
-        self._llmeu: RoutingBlock | None = None
-        self._error: ErrorInfo | None = None
-        self._id: str | None = None
-        self._model: str | None = None
-        self._malformed: tuple[str, str] | None = None
-
-    @property
-    def ended(self) -> bool:
-        """True once `[DONE]` or an error arrived: later events change nothing."""
-        return self._state is not _State.OPEN
-
-    def add(self, event: ServerSentEvent) -> None:
-        self.fold(event)
+        super().__init__()
+        self._builders: dict[int, _ToolCallBuilder] = {}
 
     def fold(self, event: ServerSentEvent) -> list[ChatDelta]:
         """Fold one event in; returns the output deltas it carried, in order."""
-        if self._state is not _State.OPEN:
+        if self.ended:
             return []
         if event.event == "error":
             self._fail(_error_event_payload(event.data))
@@ -149,7 +124,7 @@ class ChatStreamAssembler:
         if event.event != "message" or not event.data.strip():
             return []
         if event.data == DONE_DATA:
-            self._state = _State.DONE
+            self._state = FoldState.DONE
             return []
         try:
             chunk = _chunk_decoder.decode(event.data)
@@ -163,39 +138,8 @@ class ChatStreamAssembler:
             return []
         return self._fold_chunk(chunk)
 
-    def finish(self) -> ChatResult:
-        """The result; raises when the stream did not end with `[DONE]`.
-
-        `StreamError` for an error frame, `MalformedStreamError` for a frame
-        that could not be read, `IncompleteStreamError` when the stream just
-        stopped. Each carries the partial result as `.result`.
-        """
-        result = self.result()
-        if self._state is _State.ERROR:
-            raise StreamError(result)
-        if self._state is _State.MALFORMED:
-            assert self._malformed is not None
-            data, message = self._malformed
-            raise MalformedStreamError(message, result, data)
-        if self._state is _State.OPEN:
-            raise IncompleteStreamError("the stream ended without [DONE]", result)
-        return result
-
-    def result(self) -> ChatResult:
-        """What has been assembled so far, without judging completeness."""
-        return ChatResult(
-            content="".join(self._content),
-            tool_calls=[self._tool_calls[i].build() for i in sorted(self._tool_calls)],
-            finish_reason=self._finish_reason,
-            usage=self._usage,
-            llmeu=self._llmeu,
-            error=self._error,
-            complete=self._state is _State.DONE,
-            id=self._id,
-            model=self._model,
-            reasoning="".join(self._reasoning),
-            refusal="".join(self._refusal),
-        )
+    def _tool_calls(self) -> list[ToolCall]:
+        return [self._builders[i].build() for i in sorted(self._builders)]
 
     def _fold_chunk(self, chunk: _Chunk) -> list[ChatDelta]:
         if chunk.id is not None and self._id is None:
@@ -226,9 +170,9 @@ class ChatStreamAssembler:
             deltas.append(RefusalDelta(delta.refusal))
         for position, fragment in enumerate(delta.tool_calls or ()):
             index = position if fragment.index is None else fragment.index
-            builder = self._tool_calls.get(index)
+            builder = self._builders.get(index)
             if builder is None:
-                builder = self._tool_calls[index] = _ToolCallBuilder(index)
+                builder = self._builders[index] = _ToolCallBuilder(index)
             if fragment.id and builder.id is None:
                 builder.id = fragment.id
             if fragment.type:
@@ -240,22 +184,17 @@ class ChatStreamAssembler:
                 builder.arguments.append(function.arguments)
             deltas.append(ToolCallDelta(index, fragment.id, function.name, function.arguments))
 
-    def _fail(self, payload: object) -> None:
-        self._error = ErrorInfo.from_payload(payload)
-        self._state = _State.ERROR
-
     def _reject_or_fail(self, data: str, exc: msgspec.MsgspecError) -> None:
         # An error payload whose other fields do not fit a chunk is still an error.
         try:
             payload = _any_decoder.decode(data)
         except msgspec.DecodeError:
-            self._malformed = (data, f"a frame is not JSON ({exc})")
-        else:
-            if isinstance(payload, dict) and payload.get("error") is not None:
-                self._fail(payload["error"])
-                return
-            self._malformed = (data, f"a frame is not a chat-completion chunk ({exc})")
-        self._state = _State.MALFORMED
+            self._reject(data, f"a frame is not JSON ({exc})")
+            return
+        if isinstance(payload, dict) and payload.get("error") is not None:
+            self._fail(payload["error"])
+            return
+        self._reject(data, f"a frame is not a chat-completion chunk ({exc})")
 
 
 def _error_event_payload(data: str) -> object:

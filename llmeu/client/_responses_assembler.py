@@ -24,12 +24,11 @@ from typing import Any
 
 import msgspec
 
-from llmeu.client._errors import IncompleteStreamError, MalformedStreamError, StreamError
+from llmeu.client._fold import FoldState, StreamFold
 from llmeu.client._types import (
     ChatDelta,
     ChatResult,
     ContentDelta,
-    ErrorInfo,
     ReasoningDelta,
     RefusalDelta,
     RoutingBlock,
@@ -44,35 +43,20 @@ _TERMINAL = {"response.completed", "response.incomplete", "response.failed"}
 _REASONING = {"response.reasoning_text.delta", "response.reasoning_summary_text.delta"}
 
 
-class ResponsesStreamAssembler:
+class ResponsesStreamAssembler(StreamFold):
     """Folds the events of one Responses stream; `finish()` gives the result."""
 
+    incomplete = "the stream ended without response.completed or response.incomplete"
+
     def __init__(self) -> None:
+        super().__init__()
         self._next_sequence = 0
-        self._state = "open"  # open | done | error | malformed
-        self._content: list[str] = []
-        self._reasoning: list[str] = []
-        self._refusal: list[str] = []
         self._calls: list[dict[str, Any]] = []
         self._call_by_item: dict[str, int] = {}
-        self._finish_reason: str | None = None
-        self._usage: Usage | None = None
-        self._llmeu: RoutingBlock | None = None
-        self._error: ErrorInfo | None = None
-        self._id: str | None = None
-        self._model: str | None = None
-        self._malformed: tuple[str, str] | None = None
-
-    @property
-    def ended(self) -> bool:
-        return self._state != "open"
-
-    def add(self, event: ServerSentEvent) -> None:
-        self.fold(event)
 
     def fold(self, event: ServerSentEvent) -> list[ChatDelta]:
         """Fold one event in; returns the output deltas it carried, in order."""
-        if self._state != "open" or not event.data.strip():
+        if self.ended or not event.data.strip():
             return []
         try:
             payload = _decoder.decode(event.data)
@@ -95,38 +79,11 @@ class ResponsesStreamAssembler:
             return []
         return self._output(kind, payload)
 
-    def finish(self) -> ChatResult:
-        """The result; raises unless the stream ended with its terminal event."""
-        result = self.result()
-        if self._state == "error":
-            raise StreamError(result)
-        if self._state == "malformed":
-            assert self._malformed is not None
-            data, message = self._malformed
-            raise MalformedStreamError(message, result, data)
-        if self._state == "open":
-            raise IncompleteStreamError(
-                "the stream ended without response.completed or response.incomplete", result
-            )
-        return result
-
-    def result(self) -> ChatResult:
-        return ChatResult(
-            content="".join(self._content),
-            tool_calls=[
-                ToolCall(i, c["id"], "function", "".join(c["name"]), "".join(c["arguments"]))
-                for i, c in enumerate(self._calls)
-            ],
-            finish_reason=self._finish_reason,
-            usage=self._usage,
-            llmeu=self._llmeu,
-            error=self._error,
-            complete=self._state == "done",
-            id=self._id,
-            model=self._model,
-            reasoning="".join(self._reasoning),
-            refusal="".join(self._refusal),
-        )
+    def _tool_calls(self) -> list[ToolCall]:
+        return [
+            ToolCall(i, c["id"], "function", "".join(c["name"]), "".join(c["arguments"]))
+            for i, c in enumerate(self._calls)
+        ]
 
     def _response(self, response: object, kind: str) -> None:
         if not isinstance(response, dict):
@@ -153,7 +110,7 @@ class ResponsesStreamAssembler:
             self._finish_reason = "length" if reason == "max_output_tokens" else str(reason)
         else:
             self._finish_reason = "tool_calls" if self._calls else "stop"
-        self._state = "done"
+        self._state = FoldState.DONE
 
     def _output(self, kind: str, payload: dict[str, Any]) -> list[ChatDelta]:
         delta = payload.get("delta")
@@ -201,15 +158,6 @@ class ResponsesStreamAssembler:
                 self._calls.append({"id": item.get("call_id"), "name": [item.get("name", "")],
                                     "arguments": [item.get("arguments", "")]})  # fmt: skip
 
-    def _fail(self, payload: object) -> None:
-        self._error = ErrorInfo.from_payload(payload)
-        self._state = "error"
-
-    def _reject(self, data: str, message: str) -> list[ChatDelta]:
-        self._malformed = (data, message)
-        self._state = "malformed"
-        return []
-
 
 def _usage(raw: object) -> Usage | None:
     if not isinstance(raw, dict):
@@ -234,6 +182,6 @@ def parse_response(body: bytes) -> ChatResult:
     status = response.get("status")
     kind = f"response.{status}" if status in ("completed", "incomplete", "failed") else ""
     assembler._response(response, kind or "response.completed")
-    if assembler._state == "error":
+    if assembler._state is FoldState.ERROR:
         raise msgspec.ValidationError(f"the response failed: {assembler._error}")
     return assembler.result()

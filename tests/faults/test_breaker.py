@@ -36,12 +36,8 @@ class Restartable:
 
     def start(self) -> None:
         self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                str(REPO / "tests/support/fake_upstream.py"),
-                "--port",
-                str(self.port),
-            ],
+            [sys.executable, "-m", "tests.support.fake_upstream", "--port", str(self.port)],
+            cwd=REPO,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )

@@ -14,9 +14,9 @@ FAKE_ANTHROPIC_KEY = "sk-ant-fake-key-for-tests"
 def start_fake_anthropic(tmp: Path, api_key: str = FAKE_ANTHROPIC_KEY) -> FakeUpstream:
     """`tests/support/fake_anthropic.py` on a free port; it refuses any other `x-api-key`."""
     port = free_port()
-    command = [sys.executable, str(REPO / "tests/support/fake_anthropic.py"),
+    command = [sys.executable, "-m", "tests.support.fake_anthropic",
                "--port", str(port), "--api-key", api_key]  # fmt: skip
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     upstream = FakeUpstream(port, proc)
     try:
         _wait_http(f"http://127.0.0.1:{port}/_stats", proc, 15, None)

@@ -1,6 +1,6 @@
 """A fake Anthropic Messages upstream with fault injection, run as a real process.
 
-    python tests/support/fake_anthropic.py --port 0 [--api-key KEY]
+    python -m tests.support.fake_anthropic --port 0 [--api-key KEY]
 
 Speaks Anthropic's wire byte for byte: `POST /v1/messages` (a `message`, or
 with `stream: true` Anthropic's events: message_start, content blocks,
@@ -22,34 +22,36 @@ chunks sent, when its connection closed); `POST /_reset` clears them.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
-import re
-import time
+from dataclasses import dataclass
 from typing import Any
 
-_DIRECTIVE = re.compile(r"\[\[([^\]]*)\]\]")
+from tests.support.fake_server import FakeServer, Reply, Request, arguments, directives, run
+
 ARGUMENTS = '{"city": "Paris"}'
 SIGNATURE = "c2lnbmF0dXJlLW9mLXRoZS10aGlua2luZw=="
 
 
+@dataclass
+class Seen:
+    path: str
+    body: Any
+    headers: dict[str, str | None]
+    chunks_sent: int = 0
+    completed: bool = False
+    closed_at: float | None = None
+
+
 def directives_of(body: dict[str, Any]) -> dict[str, str]:
-    found: dict[str, str] = {}
-    for part in str(body.get("model", "")).split(";")[1:]:
-        key, _, value = part.partition("=")
-        found[key.strip()] = value.strip()
     messages = body.get("messages") or []
+    texts = []
     if messages:
         content = messages[-1].get("content")
         if isinstance(content, list):
             content = " ".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
-        for match in _DIRECTIVE.finditer(str(content or "")):
-            for part in match.group(1).split(";"):
-                key, _, value = part.partition("=")
-                if key.strip():
-                    found[key.strip()] = value.strip()
-    return found
+        texts.append(str(content or ""))
+    return directives(str(body.get("model", "")), texts)
 
 
 def sse(name: str, payload: dict[str, Any]) -> bytes:
@@ -67,126 +69,78 @@ def usage(d: dict[str, str], output: int) -> dict[str, int]:
     return counts
 
 
-class Upstream:
+class Upstream(FakeServer):
+    label = "fake anthropic"
+
     def __init__(self, api_key: str | None) -> None:
+        super().__init__()
         self.api_key = api_key
-        self.requests: list[dict[str, Any]] = []
 
-    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        seen: list[dict[str, Any]] = []
-        try:
-            while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                lines = head.decode("latin-1").split("\r\n")
-                method, path, _ = lines[0].split(" ", 2)
-                headers = {}
-                for line in lines[1:]:
-                    name, _, value = line.partition(":")
-                    headers[name.strip().lower()] = value.strip()
-                length = int(headers.get("content-length", "0"))
-                raw = await reader.readexactly(length) if length else b""
-                if not await self.respond(method, path, headers, raw, reader, writer, seen):
-                    break
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
-        finally:
-            for request in seen:
-                request["closed_at"] = request["closed_at"] or time.time()
-            writer.close()
-
-    async def respond(
-        self,
-        method: str,
-        path: str,
-        headers: dict[str, str],
-        raw: bytes,
-        reader: asyncio.StreamReader,
-        w: asyncio.StreamWriter,
-        seen: list[dict[str, Any]],
-    ) -> bool:
-        if path == "/_stats":
-            await send_json(w, 200, {"requests": self.requests})
-            return True
-        if path == "/_reset":
-            self.requests.clear()
-            await send_json(w, 200, {})
-            return True
-        body = json.loads(raw or b"{}")
-        request = {"path": path, "body": body, "headers": {k: headers.get(k) for k in (
-            "x-api-key", "anthropic-version", "authorization")}, "chunks_sent": 0,
-            "completed": False, "closed_at": None}  # fmt: skip
-        self.requests.append(request)
-        seen.append(request)
+    async def answer(self, request: Request, reply: Reply, connection: int) -> None:
+        body = request.json()
+        headers = request.headers
+        seen = Seen(request.path, body, {k: headers.get(k) for k in (
+            "x-api-key", "anthropic-version", "authorization")})  # fmt: skip
+        self.log(seen, connection)
         if self.api_key is not None and headers.get("x-api-key") != self.api_key:
-            await send_json(w, 401, error("authentication_error", "invalid x-api-key"))
-            return True
+            await reply.json(401, error("authentication_error", "invalid x-api-key"))
+            return
         if not headers.get("anthropic-version"):
-            await send_json(w, 400, error("invalid_request_error", "anthropic-version required"))
-            return True
-        if path.endswith("/messages/count_tokens"):
+            await reply.json(400, error("invalid_request_error", "anthropic-version required"))
+            return
+        if request.path.endswith("/messages/count_tokens"):
             text = json.dumps(body.get("messages")) + str(body.get("system", ""))
-            await send_json(w, 200, {"input_tokens": 100 + len(text) // 10})
-            return True
+            await reply.json(200, {"input_tokens": 100 + len(text) // 10})
+            return
         d = directives_of(body)
         fault = d.get("fault", "")
         if fault.startswith("status_"):
             status = int(fault.removeprefix("status_"))
             kind = "overloaded_error" if status == 529 else "api_error"
-            await send_json(w, status, error(kind, f"injected {status}"))
-            return True
+            await reply.json(status, error(kind, f"injected {status}"))
+            return
         if body.get("stream"):
-            await self.stream(body, d, reader, w, request)
-            return fault != "reset_mid_stream"
-        await send_json(w, 200, message(body, d))
-        request["completed"] = True
-        return True
+            await self.stream(body, d, reply, seen)
+            return
+        await reply.json(200, message(body, d))
+        seen.completed = True
 
     async def stream(
         self,
         body: dict[str, Any],
         d: dict[str, str],
-        r: asyncio.StreamReader,
-        w: asyncio.StreamWriter,
-        request: dict[str, Any],
+        reply: Reply,
+        seen: Seen,
     ) -> None:
         fault = d.get("fault", "")
         n = int(d.get("chunks", "6"))
         delay = float(d.get("delay", "0")) / 1000
-        w.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
-                b"transfer-encoding: chunked\r\n\r\n")  # fmt: skip
-
-        async def emit(data: bytes) -> None:
-            if r.at_eof() or w.transport.is_closing():
-                raise ConnectionResetError("the client closed the connection")
-            w.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
-            await w.drain()
-
+        await reply.start("text/event-stream")
         start = message(body, d, empty=True)
-        await emit(sse("message_start", {"type": "message_start", "message": start}))
-        await emit(sse("ping", {"type": "ping"}))
+        await reply.chunk(sse("message_start", {"type": "message_start", "message": start}))
+        await reply.chunk(sse("ping", {"type": "ping"}))
         index = 0
         if d.get("thinking") == "1":
-            await emit(sse("content_block_start", {"type": "content_block_start", "index": 0,
-                "content_block": {"type": "thinking", "thinking": "", "signature": ""}}))  # fmt: skip
+            thinking = {"type": "thinking", "thinking": "", "signature": ""}
+            await reply.chunk(block_start(0, thinking))
             for piece in ("Let me think. ", "Paris it is."):
-                await emit(block_delta(0, {"type": "thinking_delta", "thinking": piece}))
-            await emit(block_delta(0, {"type": "signature_delta", "signature": SIGNATURE}))
-            await emit(sse("content_block_stop", {"type": "content_block_stop", "index": 0}))
+                await reply.chunk(block_delta(0, {"type": "thinking_delta", "thinking": piece}))
+            await reply.chunk(block_delta(0, {"type": "signature_delta", "signature": SIGNATURE}))
+            await reply.chunk(sse("content_block_stop", {"type": "content_block_stop", "index": 0}))
             index = 1
         tools = d.get("tools") == "1"
         block = ({"type": "tool_use", "id": "toolu_fake1", "name": "get_weather", "input": {}}
                  if tools else {"type": "text", "text": ""})  # fmt: skip
-        await emit(sse("content_block_start", {"type": "content_block_start", "index": index,
-                                               "content_block": block}))  # fmt: skip
+        await reply.chunk(block_start(index, block))
         for i in range(n):
             if delay:
                 await asyncio.sleep(delay)
             if fault == "reset_mid_stream" and i == n // 2:
-                w.transport.abort()
+                reply.reset()
                 return
             if fault == "overloaded_event" and i == n // 2:
-                await emit(sse("error", error("overloaded_error", "Overloaded")))
-                await emit(b"")
+                await reply.chunk(sse("error", error("overloaded_error", "Overloaded")))
+                await reply.chunk(b"")
                 return
             if tools:
                 size = len(ARGUMENTS)
@@ -194,17 +148,22 @@ class Upstream:
                 delta = {"type": "input_json_delta", "partial_json": piece}
             else:
                 delta = {"type": "text_delta", "text": f"{d.get('text', 'tok')}{i} "}
-            await emit(block_delta(index, delta))
-            request["chunks_sent"] += 1
-        await emit(sse("content_block_stop", {"type": "content_block_stop", "index": index}))
+            await reply.chunk(block_delta(index, delta))
+            seen.chunks_sent += 1
+        await reply.chunk(sse("content_block_stop", {"type": "content_block_stop", "index": index}))
         reason = "tool_use" if tools else "end_turn"
-        await emit(sse("message_delta", {"type": "message_delta",
-            "delta": {"stop_reason": reason, "stop_sequence": None},
-            "usage": usage(d, n)}))  # fmt: skip
+        stop = {"stop_reason": reason, "stop_sequence": None}
+        end = {"type": "message_delta", "delta": stop, "usage": usage(d, n)}
+        await reply.chunk(sse("message_delta", end))
         if fault != "missing_stop":
-            await emit(sse("message_stop", {"type": "message_stop"}))
-        await emit(b"")
-        request["completed"] = True
+            await reply.chunk(sse("message_stop", {"type": "message_stop"}))
+        await reply.chunk(b"")
+        seen.completed = True
+
+
+def block_start(index: int, block: dict[str, Any]) -> bytes:
+    start = {"type": "content_block_start", "index": index, "content_block": block}
+    return sse("content_block_start", start)
 
 
 def block_delta(index: int, delta: dict[str, Any]) -> bytes:
@@ -236,24 +195,8 @@ def message(body: dict[str, Any], d: dict[str, str], *, empty: bool = False) -> 
             "stop_reason": reason, "stop_sequence": None, "usage": counts}  # fmt: skip
 
 
-async def send_json(w: asyncio.StreamWriter, status: int, payload: dict[str, Any]) -> None:
-    body = json.dumps(payload).encode()
-    w.write(f"HTTP/1.1 {status} X\r\ncontent-type: application/json\r\n"
-            f"content-length: {len(body)}\r\n\r\n".encode() + body)  # fmt: skip
-    await w.drain()
-
-
-async def main(port: int, api_key: str | None) -> None:
-    upstream = Upstream(api_key)
-    server = await asyncio.start_server(upstream.handle, "127.0.0.1", port)
-    print(f"fake anthropic on 127.0.0.1:{server.sockets[0].getsockname()[1]}", flush=True)
-    async with server:
-        await server.serve_forever()
-
-
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--port", type=int, default=0)
+    parser = arguments()
     parser.add_argument("--api-key")
     args = parser.parse_args()
-    asyncio.run(main(args.port, args.api_key))
+    run(Upstream(args.api_key), args.port)

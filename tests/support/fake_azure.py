@@ -24,7 +24,8 @@ import json
 import time
 from typing import Any
 
-from tests.support.fake_http import Reply, Request, State, arguments, directives, run
+from tests.support.fake_http import Reply, State, run
+from tests.support.fake_server import Request, arguments, directives
 
 ARGUMENTS = '{"city": "Paris"}'
 FILTERS = {c: {"filtered": False, "severity": "safe"}

@@ -33,7 +33,8 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from tests.support import eventstream
-from tests.support.fake_http import Reply, Request, State, arguments, directives, run
+from tests.support.fake_http import Reply, State, run
+from tests.support.fake_server import Request, arguments, directives
 
 ARGUMENTS = {"city": "Paris"}
 _AUTH = re.compile(

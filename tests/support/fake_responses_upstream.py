@@ -1,6 +1,6 @@
 """A fake upstream speaking OpenAI's Responses API (`POST …/responses`), run as a real process.
 
-    python tests/support/fake_responses_upstream.py --port 0
+    python -m tests.support.fake_responses_upstream --port 0
 
 Streamed (`stream: true`) it sends OpenAI's events in OpenAI's order — `event:`
 lines, sequence numbers from 0, one terminal event, no `[DONE]` — and whole
@@ -26,29 +26,39 @@ connection closed; `POST /_reset` clears them.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
-import re
 import time
+from dataclasses import dataclass
 from typing import Any
 
-_DIRECTIVE = re.compile(r"\[\[([^\]]*)\]\]")
+from tests.support.fake_server import (
+    DIRECTIVES,
+    FakeServer,
+    Reply,
+    Request,
+    arguments,
+    directives,
+    run,
+)
+
 ARGUMENTS = ['{"city": ', '"Paris"}']
 
 
+@dataclass
+class Seen:
+    path: str
+    body: Any
+    stream: bool
+    received_at: float
+    completed: bool = False
+    closed_at: float | None = None
+
+
 def directives_of(body: dict[str, Any]) -> dict[str, str]:
-    found: dict[str, str] = {}
-    for part in str(body.get("model", "")).split(";")[1:]:
-        key, _, value = part.partition("=")
-        found[key] = value
     items = body.get("input")
     text = items if isinstance(items, str) else json.dumps(items[-1] if items else {})
-    for match in _DIRECTIVE.findall(text):
-        for part in match.split(";"):
-            key, _, value = part.partition("=")
-            found[key.strip()] = value.strip()
-    return found
+    return directives(str(body.get("model", "")), [text])
 
 
 def text_pieces(body: dict[str, Any], d: dict[str, str]) -> list[str]:
@@ -58,7 +68,7 @@ def text_pieces(body: dict[str, Any], d: dict[str, str]) -> list[str]:
     items = body.get("input")
     last = items if isinstance(items, str) else items[-1]["content"]
     text = last if isinstance(last, str) else "".join(p.get("text", "") for p in last)
-    text = _DIRECTIVE.sub("", text)
+    text = DIRECTIVES.sub("", text)
     size = int(d.get("piece", "4"))
     return [text[start : start + size] for start in range(0, len(text), size)]
 
@@ -157,80 +167,33 @@ def stream_events(body: dict[str, Any], d: dict[str, str]) -> list[dict[str, Any
     return events
 
 
-class Upstream:
-    def __init__(self) -> None:
-        self.requests: list[dict[str, Any]] = []
+class Upstream(FakeServer):
+    label = "fake responses upstream"
 
-    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        seen: list[dict[str, Any]] = []
-        try:
-            while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                lines = head.decode("latin-1").split("\r\n")
-                _, path, _ = lines[0].split(" ", 2)
-                length = 0
-                for line in lines[1:]:
-                    name, _, value = line.partition(":")
-                    if name.strip().lower() == "content-length":
-                        length = int(value)
-                raw = await reader.readexactly(length) if length else b""
-                if not await self.respond(path, raw, reader, writer, seen):
-                    break
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
-        finally:
-            for record in seen:
-                record.setdefault("closed_at", time.time())
-            writer.close()
-
-    async def respond(
-        self,
-        path: str,
-        raw: bytes,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
-        seen: list[dict[str, Any]],
-    ) -> bool:
-        if path == "/_stats":
-            await send_json(writer, 200, {"requests": self.requests})
-            return True
-        if path == "/_reset":
-            self.requests.clear()
-            await send_json(writer, 200, {})
-            return True
-        body = json.loads(raw or b"{}")
-        record: dict[str, Any] = {"path": path, "body": body, "stream": bool(body.get("stream")),
-                                  "received_at": time.time(), "completed": False}  # fmt: skip
-        self.requests.append(record)
-        seen.append(record)
-        if not path.endswith("/responses"):
-            await send_json(writer, 404, {"error": {"message": "only /responses here"}})
-            return True
+    async def answer(self, request: Request, reply: Reply, connection: int) -> None:
+        body = request.json()
+        seen = Seen(request.path, body, bool(body.get("stream")), time.time())
+        self.log(seen, connection)
+        if not request.path.endswith("/responses"):
+            await reply.json(404, {"error": {"message": "only /responses here"}})
+            return
         d = directives_of(body)
         fault = d.get("fault", "")
         if fault.startswith("status_"):
             code = int(fault.removeprefix("status_"))
-            await send_json(writer, code, {"error": {"message": f"injected {code}"}})
-            record["completed"] = True
-            return True
+            await reply.json(code, {"error": {"message": f"injected {code}"}})
+            seen.completed = True
+            return
         if not body.get("stream"):
-            await send_json(writer, 200, response_object(body, d, output_items(body, d)))
-            record["completed"] = True
-            return True
-        return await self.stream(body, d, reader, writer, record)
+            await reply.json(200, response_object(body, d, output_items(body, d)))
+            seen.completed = True
+            return
+        await self.stream(body, d, reply, seen)
 
     async def stream(
-        self,
-        body: dict[str, Any],
-        d: dict[str, str],
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
-        record: dict[str, Any],
-    ) -> bool:
-        writer.write(
-            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
-            b"transfer-encoding: chunked\r\n\r\n"
-        )
+        self, body: dict[str, Any], d: dict[str, str], reply: Reply, seen: Seen
+    ) -> None:
+        await reply.start("text/event-stream")
         events = stream_events(body, d)
         fault = d.get("fault", "")
         delay = float(d.get("delay", "0")) / 1000
@@ -243,46 +206,20 @@ class Upstream:
                 if fault == "error_mid_stream" and sent == deltas // 2:
                     error = {"type": "error", "code": "server_error",
                              "message": "injected mid-stream error", "param": None}  # fmt: skip
-                    await emit(reader, writer, "error", {**error, "sequence_number": sequence})
+                    await reply.chunk(sse("error", {**error, "sequence_number": sequence}))
                     break
                 if delay:
                     await asyncio.sleep(delay)
                 sent += 1
-            await emit(reader, writer, event["type"], {**event, "sequence_number": sequence})
+            await reply.chunk(sse(event["type"], {**event, "sequence_number": sequence}))
         else:
-            record["completed"] = True
-        await emit(reader, writer, "", None)
-        return True
+            seen.completed = True
+        await reply.chunk(b"")
 
 
-async def emit(
-    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, kind: str, data: Any
-) -> None:
-    if reader.at_eof() or writer.transport.is_closing():  # the peer hung up: write no more
-        raise ConnectionResetError("the client closed the connection")
-    payload = b"" if data is None else f"event: {kind}\ndata: {json.dumps(data)}\n\n".encode()
-    writer.write(f"{len(payload):x}\r\n".encode() + payload + b"\r\n")
-    await writer.drain()
-
-
-async def send_json(writer: asyncio.StreamWriter, status: int, body: Any) -> None:
-    raw = json.dumps(body).encode()
-    writer.write(
-        f"HTTP/1.1 {status} X\r\ncontent-type: application/json\r\n"
-        f"content-length: {len(raw)}\r\n\r\n".encode()
-        + raw
-    )
-    await writer.drain()
-
-
-async def main(port: int) -> None:
-    upstream = Upstream()
-    server = await asyncio.start_server(upstream.handle, "127.0.0.1", port)
-    async with server:
-        await server.serve_forever()
+def sse(kind: str, data: Any) -> bytes:
+    return f"event: {kind}\ndata: {json.dumps(data)}\n\n".encode()
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--port", type=int, default=0)
-    asyncio.run(main(parser.parse_args().port))
+    run(Upstream(), arguments().parse_args().port)

@@ -1,6 +1,6 @@
 """A fake OpenAI-compatible upstream with fault injection, run as a real process.
 
-    python tests/support/fake_upstream.py --port 0 --port-file FILE
+    python -m tests.support.fake_upstream --port 0 --port-file FILE
 
 Behaviour comes from directives, `key=value` pairs separated by `;`, taken
 from the upstream model name (set per endpoint in the gateway's config, e.g.
@@ -39,16 +39,22 @@ clears them. Connection-close times are what the disconnect tests measure.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
-import re
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-_DIRECTIVE = re.compile(r"\[\[([^\]]*)\]\]")
+from tests.support.fake_server import (
+    DIRECTIVES,
+    FakeServer,
+    Reply,
+    Request,
+    arguments,
+    directives,
+    run,
+)
 
 
 @dataclass
@@ -67,30 +73,15 @@ class Seen:
     body: str | None = None  # the request as received, with `reply=echo`
 
 
-@dataclass
-class State:
-    requests: list[Seen] = field(default_factory=list)
-    connections: dict[int, list[Seen]] = field(default_factory=dict)
-    next_connection: int = 0
-
-
 def directives_of(body: dict[str, Any]) -> dict[str, str]:
-    found: dict[str, str] = {}
-    model = str(body.get("model", ""))
-    for part in model.split(";")[1:]:
-        key, _, value = part.partition("=")
-        found[key.strip()] = value.strip()
     messages = body.get("messages") or []
+    texts = []
     if messages:
         content = messages[-1].get("content")
         if isinstance(content, list):
             content = " ".join(p.get("text", "") for p in content if isinstance(p, dict))
-        for match in _DIRECTIVE.finditer(str(content or "")):
-            for part in match.group(1).split(";"):
-                key, _, value = part.partition("=")
-                if key.strip():
-                    found[key.strip()] = value.strip()
-    return found
+        texts.append(str(content or ""))
+    return directives(str(body.get("model", "")), texts)
 
 
 def chunk(model: str, delta: dict[str, Any], finish: str | None = None) -> bytes:
@@ -104,106 +95,54 @@ def chunk(model: str, delta: dict[str, Any], finish: str | None = None) -> bytes
     return b"data: " + json.dumps(payload).encode() + b"\n\n"
 
 
-class Upstream:
-    def __init__(self) -> None:
-        self.state = State()
-
-    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        state = self.state
-        conn_id = state.next_connection
-        state.next_connection += 1
-        state.connections[conn_id] = []
-        try:
-            while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                lines = head.decode("latin-1").split("\r\n")
-                method, path, _ = lines[0].split(" ", 2)
-                headers = {}
-                for line in lines[1:]:
-                    if ":" in line:
-                        name, _, value = line.partition(":")
-                        headers[name.strip().lower()] = value.strip()
-                length = int(headers.get("content-length", "0"))
-                raw = await reader.readexactly(length) if length else b""
-                keep = await self.respond(method, path, raw, reader, writer, conn_id)
-                if not keep:
-                    break
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
-        finally:
-            now = time.time()
-            for seen in state.connections.pop(conn_id, []):
-                if seen.closed_at is None:
-                    seen.closed_at = now
-            writer.close()
-
-    async def respond(
-        self,
-        method: str,
-        path: str,
-        raw: bytes,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
-        conn_id: int,
-    ) -> bool:
-        if path == "/_stats":
-            body = json.dumps({"requests": [asdict(s) for s in self.state.requests]}).encode()
-            await send_json(writer, 200, body)
-            return True
-        if path == "/_reset":
-            self.state.requests.clear()
-            await send_json(writer, 200, b"{}")
-            return True
-        body = json.loads(raw or b"{}")
+class Upstream(FakeServer):
+    async def answer(self, request: Request, reply: Reply, connection: int) -> None:
+        body = request.json()
         refusal = refuse(body)
         if refusal is not None:
-            await send_json(writer, refusal[0], json.dumps(refusal[1]).encode())
-            return True
-        directives = directives_of(body)
+            await reply.json(*refusal)
+            return
+        d = directives_of(body)
         if body.get("tools") and body.get("tool_choice") == "required":
-            directives.setdefault("tools", "1")
+            d.setdefault("tools", "1")
         seen = Seen(
-            id=len(self.state.requests),
-            path=path,
+            id=len(self.requests),
+            path=request.path,
             model=str(body.get("model", "")),
             stream=bool(body.get("stream")),
-            directives=directives,
+            directives=d,
             received_at=time.time(),
-            connection=conn_id,
+            connection=connection,
             messages=list(body.get("messages") or []),
         )
-        if directives.get("reply") == "echo" or path.endswith("/embeddings"):
-            seen.body = raw.decode()
-        self.state.requests.append(seen)
-        self.state.connections[conn_id].append(seen)
-        fault = directives.get("fault", "")
-        stall = float(directives.get("stall", "3600"))
+        if d.get("reply") == "echo" or request.path.endswith("/embeddings"):
+            seen.body = request.body.decode()
+        self.log(seen, connection)
+        fault = d.get("fault", "")
+        stall = float(d.get("stall", "3600"))
         if fault == "echo":
-            status = int(directives.get("status", "400"))
-            await send_json(writer, status, echo_error("invalid request", body).encode())
+            status = int(d.get("status", "400"))
+            await reply.encoded_json(status, echo_error("invalid request", body).encode())
             seen.completed = True
-            return True
+            return
         if fault.startswith("status_"):
             status = int(fault.removeprefix("status_"))
             error = {"error": {"message": f"injected {status}", "type": "fake", "code": None}}
-            await send_json(writer, status, json.dumps(error).encode())
+            await reply.json(status, error)
             seen.completed = True
-            return True
+            return
         if fault == "stall_first":
             await asyncio.sleep(stall)
-        if path.endswith("/embeddings"):
-            await self.embeddings(body, writer)
+        if request.path.endswith("/embeddings"):
+            await self.embeddings(body, reply)
         elif seen.stream:
-            await self.stream(body, directives, reader, writer, seen)
-            return fault not in ("reset_mid_stream",)
+            await self.stream(body, d, reply, seen)
+            return
         else:
-            await self.complete(body, directives, writer)
+            await self.complete(body, d, reply)
         seen.completed = True
-        return True
 
-    async def complete(
-        self, body: dict[str, Any], d: dict[str, str], w: asyncio.StreamWriter
-    ) -> None:
+    async def complete(self, body: dict[str, Any], d: dict[str, str], reply: Reply) -> None:
         n = int(d.get("chunks", "6"))
         delay = float(d.get("delay", "0")) / 1000
         if delay:
@@ -232,9 +171,9 @@ class Upstream:
                 "completion_tokens": n,
                 "total_tokens": 11 + n,
             }
-        await send_json(w, 200, json.dumps(response).encode())
+        await reply.json(200, response)
 
-    async def embeddings(self, body: dict[str, Any], w: asyncio.StreamWriter) -> None:
+    async def embeddings(self, body: dict[str, Any], reply: Reply) -> None:
         inputs = body.get("input")
         items = inputs if isinstance(inputs, list) else [inputs]
         data = [
@@ -243,14 +182,13 @@ class Upstream:
         ]
         response = {"object": "list", "data": data, "model": body.get("model"),
                     "usage": {"prompt_tokens": 5 * len(items), "total_tokens": 5 * len(items)}}  # fmt: skip
-        await send_json(w, 200, json.dumps(response).encode())
+        await reply.json(200, response)
 
     async def stream(
         self,
         body: dict[str, Any],
         d: dict[str, str],
-        r: asyncio.StreamReader,
-        w: asyncio.StreamWriter,
+        reply: Reply,
         seen: Seen,
     ) -> None:
         model = str(body.get("model"))
@@ -258,48 +196,38 @@ class Upstream:
         n = int(d.get("chunks", "6"))
         delay = float(d.get("delay", "200" if fault == "slow_drip" else "0")) / 1000
         word = d.get("text", "tok")
-        w.write(
-            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
-            b"transfer-encoding: chunked\r\n\r\n"
-        )
-
-        async def emit(data: bytes) -> None:
-            if r.at_eof() or w.transport.is_closing():  # the peer hung up: write no more
-                raise ConnectionResetError("the client closed the connection")
-            w.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
-            await w.drain()
-
-        await emit(chunk(model, {"role": "assistant", "content": ""}))
+        await reply.start("text/event-stream")
+        await reply.chunk(chunk(model, {"role": "assistant", "content": ""}))
         for i in range(int(d.get("reasoning", "0"))):
-            await emit(chunk(model, {"reasoning_content": f"think{i} "}))
+            await reply.chunk(chunk(model, {"reasoning_content": f"think{i} "}))
         for i in range(n):
             if delay:
                 await asyncio.sleep(delay)
             if fault == "reset_mid_stream" and i == n // 2:
-                w.transport.abort()
+                reply.reset()
                 return
             if fault == "stall_between" and i == n // 2:
                 await asyncio.sleep(float(d.get("stall", "3600")))
             if fault == "invalid_json" and i == n // 2:
-                await emit(b"data: {this is not json\n\n")
+                await reply.chunk(b"data: {this is not json\n\n")
                 continue
             if fault == "deep_json" and i == n // 2:
-                await emit(b'data: {"deep": ' + b"[" * 20_000 + b"]" * 20_000 + b"}\n\n")
+                await reply.chunk(b'data: {"deep": ' + b"[" * 20_000 + b"]" * 20_000 + b"}\n\n")
                 continue
             if fault == "malformed_sse" and i == n // 2:
-                await emit(b"this line is not a field\n\n")
-                w.transport.abort()
+                await reply.chunk(b"this line is not a field\n\n")
+                reply.reset()
                 return
             if fault == "echo_mid_stream" and i == n // 2:
                 produced = "".join(f"{word}{j} " for j in range(i))
                 error = echo_error(f"output rejected after {produced!r}", body)
-                await emit(b"data: " + error.encode() + b"\n\n")
-                await emit(b"")
+                await reply.chunk(b"data: " + error.encode() + b"\n\n")
+                await reply.chunk(b"")
                 return
             if fault == "error_event" and i == n // 2:
                 error = {"error": {"message": "injected mid-stream error", "type": "fake"}}
-                await emit(b"data: " + json.dumps(error).encode() + b"\n\n")
-                await emit(b"")
+                await reply.chunk(b"data: " + json.dumps(error).encode() + b"\n\n")
+                await reply.chunk(b"")
                 return
             if d.get("reply") == "echo":
                 break
@@ -314,24 +242,24 @@ class Upstream:
             else:
                 text = ("x" * (1 << 20)) if fault == "huge_chunk" and i == 0 else f"{word}{i} "
                 delta = {"content": text}
-            await emit(chunk(model, delta))
+            await reply.chunk(chunk(model, delta))
             seen.chunks_sent += 1
         if d.get("reply") == "echo":
             text, size = echoed(body), int(d.get("piece", "4"))
             for start in range(0, len(text), size):
-                await emit(chunk(model, {"content": text[start : start + size]}))
+                await reply.chunk(chunk(model, {"content": text[start : start + size]}))
                 seen.chunks_sent += 1
         finish = d.get("finish", "tool_calls" if d.get("tools") == "1" else "stop")
-        await emit(chunk(model, {}, finish))
+        await reply.chunk(chunk(model, {}, finish))
         options = body.get("stream_options") or {}
         if options.get("include_usage") and fault != "no_usage":
             usage = {"prompt_tokens": 11, "completion_tokens": n, "total_tokens": 11 + n}
             payload = {"id": "chatcmpl-fake", "object": "chat.completion.chunk",
                        "created": int(time.time()), "model": model, "choices": [], "usage": usage}  # fmt: skip
-            await emit(b"data: " + json.dumps(payload).encode() + b"\n\n")
+            await reply.chunk(b"data: " + json.dumps(payload).encode() + b"\n\n")
         if fault != "missing_done":
-            await emit(b"data: [DONE]\n\n")
-        await emit(b"")
+            await reply.chunk(b"data: [DONE]\n\n")
+        await reply.chunk(b"")
         seen.completed = True
 
 
@@ -341,7 +269,7 @@ def echoed(body: dict[str, Any]) -> str:
     content = messages[-1].get("content")
     if isinstance(content, list):
         content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return _DIRECTIVE.sub("", str(content or ""))
+    return DIRECTIVES.sub("", str(content or ""))
 
 
 ARGUMENTS = '{"city": "Paris"}'
@@ -374,29 +302,8 @@ def echo_error(reason: str, body: dict[str, Any]) -> str:
     return json.dumps({"error": error}, ensure_ascii=False)
 
 
-async def send_json(w: asyncio.StreamWriter, status: int, body: bytes) -> None:
-    w.write(
-        f"HTTP/1.1 {status} X\r\ncontent-type: application/json\r\n"
-        f"content-length: {len(body)}\r\n\r\n".encode()
-        + body
-    )
-    await w.drain()
-
-
-async def main(port: int, port_file: Path | None) -> None:
-    upstream = Upstream()
-    server = await asyncio.start_server(upstream.handle, "127.0.0.1", port)
-    bound = server.sockets[0].getsockname()[1]
-    if port_file is not None:
-        port_file.write_text(str(bound))
-    print(f"fake upstream on 127.0.0.1:{bound}", flush=True)
-    async with server:
-        await server.serve_forever()
-
-
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--port", type=int, default=0)
+    parser = arguments()
     parser.add_argument("--port-file", type=Path)
     args = parser.parse_args()
-    asyncio.run(main(args.port, args.port_file))
+    run(Upstream(), args.port, args.port_file)

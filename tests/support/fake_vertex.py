@@ -45,7 +45,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
 from tests.support.fake_anthropic import block_delta, error, message, sse, usage
-from tests.support.fake_http import Reply, Request, State, arguments, directives, run
+from tests.support.fake_http import Reply, State, run
+from tests.support.fake_server import Request, arguments, directives
 
 ARGUMENTS = {"city": "Paris"}
 VERTEX_ANTHROPIC_VERSION = "vertex-2023-10-16"

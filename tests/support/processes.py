@@ -80,10 +80,12 @@ class FakeUpstream:
 
 def start_fake_upstream(tmp: Path, script: str = "fake_upstream.py") -> FakeUpstream:
     """A fake upstream process: `script` in tests/support (`fake_responses_upstream.py`
-    speaks the Responses API)."""
+    speaks the Responses API), run as a module of the repository like every fake."""
     port = free_port()
+    module = "tests.support." + script.removesuffix(".py")
     proc = subprocess.Popen(
-        [sys.executable, str(REPO / "tests/support" / script), "--port", str(port)],
+        [sys.executable, "-m", module, "--port", str(port)],
+        cwd=REPO,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
