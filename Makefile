@@ -17,6 +17,14 @@ LLAMAINDEX := build/llamaindex-venv
 # (exported from uv.lock), so a file changed on the index fails the install instead of
 # running. Build isolation is off: an sdist (llama-cpp-python) builds with the locked
 # tools of requirements/build.txt, never with whatever the index serves that day.
+# llama.cpp (in llama-cpp-python) is compiled for x86-64-v3 (AVX2, FMA, F16C), not for the
+# build machine's own CPU: a virtual machine may report AMX or AVX-512 that its kernel does
+# not let a process use (llama.cpp's AMX kernels then fault on their first matrix), and the
+# wheel pip caches, like an image, may run on another machine than the one that built it.
+# Set CMAKE_ARGS to build otherwise (README, Supply chain).
+CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+export CMAKE_ARGS
+
 # $(call install-locked,VENV,LOCK,PROJECT) where PROJECT is `-e .` or `.`
 define install-locked
 	$(1)/bin/python -m pip install --require-hashes --no-deps --no-build-isolation -r requirements/build.txt
