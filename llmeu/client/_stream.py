@@ -29,6 +29,7 @@ from llmeu.client._errors import (
     MalformedStreamError,
     status_error,
 )
+from llmeu.client._fold import StreamFold
 from llmeu.client._responses_assembler import ResponsesStreamAssembler, parse_response
 from llmeu.client._timings import TimingRecorder
 from llmeu.client._types import ChatDelta, ChatResult, ContentDelta, ErrorInfo
@@ -70,7 +71,7 @@ class _StreamReader:
         self._recorder = TimingRecorder(clock)
         self._decoder = SSEDecoder()
         self._api = api
-        self._assembler: ChatStreamAssembler | ResponsesStreamAssembler = (
+        self._assembler: StreamFold = (
             ResponsesStreamAssembler() if api == "responses" else ChatStreamAssembler()
         )
         self.result: ChatResult | None = None
