@@ -141,6 +141,8 @@ class App:
         # A path's own error shape, also for a method it does not have (405).
         self._shapes = {r.path: r.shape for r in self.routes if not r.templated}
         self._templated = [r for r in self.routes if r.templated]
+        self.on_started: Callable[[], None] | None = None
+        """Called once the gateway has started, before the server takes calls."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
@@ -201,6 +203,8 @@ class App:
                     log.exception("startup failed")
                     await send({"type": "lifespan.startup.failed", "message": str(error)})
                     return
+                if self.on_started is not None:
+                    self.on_started()
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await self.gateway.stop()
