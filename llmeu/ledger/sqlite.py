@@ -92,6 +92,7 @@ class SqliteDatabase(Database):
     async def open(self, *, create: bool = True) -> None:
         if not create and not self._path.exists():
             raise DatabaseUnavailable(f"no database at {self._path}")
+        _bind_none_directly()
         self._path.parent.mkdir(parents=True, exist_ok=True)
         try:
             conn = self._connect(busy_timeout_ms=self._busy_timeout_ms, autocheckpoint=False)
@@ -154,6 +155,23 @@ class SqliteDatabase(Database):
 
     def describe(self) -> str:
         return f"sqlite:///{self._path}"
+
+
+def _bind_none_directly() -> None:
+    """Bind a None parameter without the adaptation protocol's search.
+
+    The sqlite3 module binds int, float, str and bytes directly, but looks up an
+    adapter for every other parameter, None included: the lookup fails twice
+    (`__adapt__`, `__conform__`), raising and clearing an exception each time — 0.2
+    µs per None, and most of a trace row's 45 columns are None while a call runs.
+    An adapter registered for None itself is found at once and hands None back,
+    which binds as NULL. Process-wide, and the same result for every other user of
+    sqlite3 in the process.
+    """
+    sqlite3.register_adapter(type(None), _NONE.get)
+
+
+_NONE: dict[object, None] = {}  # `.get` returns None for anything, without a Python frame
 
 
 def _run_transaction(

@@ -182,3 +182,16 @@ async def test_a_process_swept_while_stalled_registers_again_at_its_next_heartbe
     running = trace(CallStatus.IN_PROGRESS, instance_id="gw_stalled")
     await store.write_traces([trace_row(running)], [])
     assert await store.mark_interrupted(live_after=250.0, now=320.0) == 0
+
+
+async def test_none_is_stored_as_sql_null(store: Store) -> None:
+    """The SQLite driver binds None through an adapter of its own (`llmeu.ledger.sqlite`):
+    what lands is still SQL NULL, on either database."""
+    record = trace(CallStatus.FAILED, error_type=None, prompt=None)
+    await write(store, record)
+    rows = await store.db.fetch(
+        "SELECT COUNT(*) AS n FROM traces WHERE trace_id = ? AND prompt IS NULL "
+        "AND error_type IS NULL AND completion IS NULL",
+        (record.trace_id,),
+    )
+    assert rows == [{"n": 1}]
