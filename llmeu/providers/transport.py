@@ -17,7 +17,7 @@ import asyncio
 import ssl
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import cast
 from urllib.parse import urlsplit
 
@@ -43,6 +43,13 @@ class Origin:
     host: str
     port: int
     path: str
+    host_header: bytes = field(init=False, repr=False, compare=False)
+    """The `host` header's value, IDNA-encoded once rather than on every request."""
+
+    def __post_init__(self) -> None:
+        default = 443 if self.scheme == "https" else 80
+        host = self.host if self.port == default else f"{self.host}:{self.port}"
+        object.__setattr__(self, "host_header", host.encode("idna"))
 
     @classmethod
     def parse(cls, url: str) -> Origin:
@@ -51,12 +58,6 @@ class Origin:
             raise ValueError(f"not an http(s) URL: {url!r}")
         port = parts.port or (443 if parts.scheme == "https" else 80)
         return cls(parts.scheme, parts.hostname, port, parts.path.rstrip("/"))
-
-    @property
-    def host_header(self) -> bytes:
-        default = 443 if self.scheme == "https" else 80
-        host = self.host if self.port == default else f"{self.host}:{self.port}"
-        return host.encode("idna")
 
 
 class _Connection(asyncio.Protocol):
