@@ -131,8 +131,8 @@ class Store:
     async def write_traces(
         self, begins: Sequence[tuple[Any, ...]], finishes: Sequence[tuple[Any, ...]]
     ) -> None:
-        """In-progress rows, then final rows (rows of `trace_row`), in one transaction:
-        `TraceWrites.write`."""
+        """In-progress rows (of `open_row`), then final rows (of `trace_row`), in one
+        transaction: `TraceWrites.write`."""
         await self.writes.write(begins, finishes)
 
     async def get_trace(self, trace_id: str, *, key_id: str | None = None) -> dict[str, Any] | None:

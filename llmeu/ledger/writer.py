@@ -27,7 +27,7 @@ from typing import Any
 from llmeu.calls.record import TraceRecord
 from llmeu.errors import DatabaseUnavailable
 from llmeu.ledger.store import Store
-from llmeu.ledger.trace_writes import trace_row
+from llmeu.ledger.trace_writes import open_row, trace_row
 
 log = logging.getLogger("llmeu.ledger")
 
@@ -79,15 +79,15 @@ class Ledger:
 
     def begin(self, record: TraceRecord) -> asyncio.Future[None]:
         """Queue the in-progress row of a call (found as `interrupted` after a crash)."""
-        return self._put("begin", record)
+        return self._put("begin", open_row(record))
 
     def finish(self, record: TraceRecord) -> asyncio.Future[None]:
         """Queue the final trace of a call; the future resolves when it is durable."""
-        return self._put("finish", record)
+        return self._put("finish", trace_row(record))
 
-    def _put(self, kind: str, record: TraceRecord) -> asyncio.Future[None]:
+    def _put(self, kind: str, row: tuple[Any, ...]) -> asyncio.Future[None]:
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._queue.append(_Pending(kind, trace_row(record), future))
+        self._queue.append(_Pending(kind, row, future))
         self._wakeup.set()
         return future
 

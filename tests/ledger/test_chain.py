@@ -24,7 +24,7 @@ from llmeu.ledger.chaining import (
 from llmeu.ledger.database import Database
 from llmeu.ledger.retention import Retention, subject_digest
 from llmeu.ledger.store import Store
-from llmeu.ledger.trace_writes import trace_row
+from llmeu.ledger.trace_writes import open_row
 from tests.ledger.conftest import trace, write
 from tests.support.processes import REPO
 
@@ -64,7 +64,7 @@ async def written(store: Store, count: int) -> list[str]:
 
 async def test_final_rows_are_chained_in_commit_order_without_gaps(store: Store) -> None:
     running = trace(CallStatus.IN_PROGRESS)
-    await store.write_traces([trace_row(running)], [])
+    await store.write_traces([open_row(running)], [])
     ids = await written(store, 3)
     batch = [trace(), trace()]
     await write(store, *batch)
@@ -115,7 +115,7 @@ async def test_interrupted_calls_join_the_chain_once_no_process_can_finish_them(
     store: Store,
 ) -> None:
     slow = trace(CallStatus.IN_PROGRESS, instance_id="gw_slow")
-    await store.write_traces([trace_row(slow)], [])
+    await store.write_traces([open_row(slow)], [])
     await store.mark_interrupted(live_after=1e12, now=1e9)
     assert await chain_ids(store.db) == []  # settling: its process may still finish it
     slow.status = CallStatus.COMPLETED
@@ -123,7 +123,7 @@ async def test_interrupted_calls_join_the_chain_once_no_process_can_finish_them(
     assert await chain_ids(store.db) == [(1, slow.trace_id)]
 
     stuck = trace(CallStatus.IN_PROGRESS, instance_id="gw_dead")
-    await store.write_traces([trace_row(stuck)], [])
+    await store.write_traces([open_row(stuck)], [])
     await store.mark_interrupted(live_after=1e12, now=1e9)
     assert await chain_pending(store.db, settled_before=1e9) == 1
     assert await chain_ids(store.db) == [(1, slow.trace_id), (2, stuck.trace_id)]

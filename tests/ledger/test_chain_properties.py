@@ -18,7 +18,7 @@ from llmeu.evidence.chain import ChainLink
 from llmeu.ledger.chaining import chained_rows
 from llmeu.ledger.sqlite import SqliteDatabase
 from llmeu.ledger.store import Store
-from llmeu.ledger.trace_writes import trace_row
+from llmeu.ledger.trace_writes import open_row, trace_row
 from tests.ledger.conftest import trace
 
 STEP = st.one_of(
@@ -56,7 +56,7 @@ async def run(steps: list[tuple[str, int, int]], directory: Path) -> None:
                     store.writes.chain_tail.head = ChainLink(head.seq + n, "e" * 64, "trc_x")
             elif kind == "stuck":
                 stuck = [trace(CallStatus.IN_PROGRESS, instance_id="gw_gone") for _ in range(n)]
-                await store.write_traces([trace_row(s) for s in stuck], [])
+                await store.write_traces([open_row(s) for s in stuck], [])
                 await store.mark_interrupted(live_after=1e12, now=1.0)  # chained at once
                 finals.update(s.trace_id for s in stuck)
         rows = await chained_rows(stores[0].db)

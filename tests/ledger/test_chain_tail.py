@@ -22,7 +22,7 @@ from llmeu.ledger.chaining import (
 from llmeu.ledger.database import Database, WriteConflict
 from llmeu.ledger.opening import open_database
 from llmeu.ledger.store import Store
-from llmeu.ledger.trace_writes import TRACE_COLUMNS, trace_row
+from llmeu.ledger.trace_writes import TRACE_COLUMNS, open_row, trace_row
 from llmeu.ledger.writer import Ledger
 from tests.ledger.conftest import trace, write
 
@@ -202,7 +202,7 @@ async def test_a_final_row_and_its_in_progress_row_in_either_order(
     late = trace()
     await store.write_traces([], [trace_row(late)])
     late_begin = trace(CallStatus.IN_PROGRESS, trace_id=late.trace_id)
-    await store.write_traces([trace_row(late_begin)], [])  # arrives after its final row
+    await store.write_traces([open_row(late_begin)], [])  # arrives after its final row
     for done in (call, late):
         assert (await store.get_trace(done.trace_id))["status"] == "completed"  # type: ignore[index]
     await assert_one_chain(store.db, [call.trace_id, late.trace_id])

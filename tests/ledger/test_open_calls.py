@@ -15,7 +15,7 @@ from llmeu.ledger.migrations import _OPEN_CALL_TYPES, MIGRATIONS
 from llmeu.ledger.opening import open_database
 from llmeu.ledger.retention import calls_between
 from llmeu.ledger.store import Store
-from llmeu.ledger.trace_writes import TRACE_COLUMNS, trace_row
+from llmeu.ledger.trace_writes import OPEN_COLUMNS, TRACE_COLUMNS, open_row, trace_row
 from llmeu.ledger.writer import Ledger
 from tests.ledger.conftest import sqlite_path, trace, write
 
@@ -32,6 +32,13 @@ async def tables(db: Database, trace_id: str) -> dict[str, str]:
 
 def test_an_open_call_has_every_column_a_trace_row_writes() -> None:
     assert tuple(name for name, _ in _OPEN_CALL_TYPES) == TRACE_COLUMNS
+
+
+def test_an_open_row_is_the_trace_row_of_its_columns() -> None:
+    record = trace(CallStatus.IN_PROGRESS, personal_data={"email": 1}, subject_sha256="ab",
+                   ignored_features="x-beta", excluded=[{"endpoint_id": "e"}])  # fmt: skip
+    full = dict(zip(TRACE_COLUMNS, trace_row(record), strict=True))
+    assert open_row(record) == tuple(full[column] for column in OPEN_COLUMNS)
 
 
 async def test_a_call_is_open_until_its_final_row_replaces_it(store: Store, ledger: Ledger) -> None:
@@ -56,7 +63,7 @@ async def test_open_calls_and_final_traces_list_as_one_newest_first(store: Store
     records = [trace(CallStatus.IN_PROGRESS if i % 3 == 0 else CallStatus.COMPLETED)
                for i in range(10)]  # fmt: skip
     await store.write_traces(
-        [trace_row(r) for r in records if r.status is CallStatus.IN_PROGRESS],
+        [open_row(r) for r in records if r.status is CallStatus.IN_PROGRESS],
         [trace_row(r) for r in records if r.status is not CallStatus.IN_PROGRESS],
     )
     newest_first = [r.trace_id for r in reversed(records)]
@@ -89,7 +96,8 @@ async def test_an_open_row_left_behind_its_final_row_is_hidden_then_removed(
     await store.register_instance("gw_test", 100.0)
     done = trace()
     await write(store, done)
-    begin = trace_row(trace(CallStatus.IN_PROGRESS, trace_id=done.trace_id))
+    opening = trace(CallStatus.IN_PROGRESS, trace_id=done.trace_id)
+    begin = trace_row(opening)
     columns = ", ".join(TRACE_COLUMNS)
     await store.db.execute(
         f"INSERT INTO open_calls ({columns}) VALUES ({', '.join('?' * len(begin))})", begin
@@ -103,14 +111,14 @@ async def test_an_open_row_left_behind_its_final_row_is_hidden_then_removed(
     assert await store.mark_interrupted(live_after=50.0, now=200.0) == 0
     assert await tables(store.db, done.trace_id) == {"traces": "completed"}
     # ...and one arriving after its final row, the usual way, is not stored at all.
-    await store.write_traces([begin], [])
+    await store.write_traces([open_row(opening)], [])
     assert await tables(store.db, done.trace_id) == {"traces": "completed"}
 
 
 async def test_a_dead_process_leaves_interrupted_traces_and_no_open_calls(store: Store) -> None:
     await store.register_instance("gw_dead", 100.0)
     calls = [trace(CallStatus.IN_PROGRESS, instance_id="gw_dead") for _ in range(3)]
-    await store.write_traces([trace_row(c) for c in calls], [])
+    await store.write_traces([open_row(c) for c in calls], [])
     assert await store.mark_instance_interrupted("gw_dead", 300.0) == 3
     for call in calls:
         assert await tables(store.db, call.trace_id) == {"traces": "interrupted"}

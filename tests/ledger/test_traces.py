@@ -8,7 +8,7 @@ import pytest
 
 from llmeu.calls.record import CallStatus
 from llmeu.ledger.store import Store
-from llmeu.ledger.trace_writes import trace_row
+from llmeu.ledger.trace_writes import open_row, trace_row
 from llmeu.ledger.views import decode_cursor, encode_cursor
 from tests.ledger.conftest import trace, write
 
@@ -123,7 +123,7 @@ async def test_calls_of_stopped_processes_become_interrupted(store: Store) -> No
     dead = trace(CallStatus.IN_PROGRESS, instance_id="gw_dead")
     unknown = trace(CallStatus.IN_PROGRESS, instance_id="gw_never_registered")
     done = trace(CallStatus.COMPLETED, instance_id="gw_dead")
-    await store.write_traces([trace_row(r) for r in (live, dead, unknown)], [trace_row(done)])
+    await store.write_traces([open_row(r) for r in (live, dead, unknown)], [trace_row(done)])
     assert await store.mark_interrupted(live_after=150.0, now=210.0) == 2
     status = {r.trace_id: (await store.get_trace(r.trace_id))["status"]  # type: ignore[index]
               for r in (live, dead, unknown, done)}  # fmt: skip
@@ -139,7 +139,7 @@ async def test_calls_of_stopped_processes_become_interrupted(store: Store) -> No
 async def test_a_late_final_trace_replaces_interrupted(store: Store) -> None:
     """A process judged stopped that was only slow still records how its call ended."""
     record = trace(CallStatus.IN_PROGRESS, instance_id="gw_slow")
-    await store.write_traces([trace_row(record)], [])
+    await store.write_traces([open_row(record)], [])
     await store.mark_interrupted(live_after=1e12, now=1e9)
     record.status = CallStatus.COMPLETED
     await write(store, record)
@@ -180,7 +180,7 @@ async def test_a_process_swept_while_stalled_registers_again_at_its_next_heartbe
     await store.heartbeat("gw_stalled", 310.0)
     assert await store.live_instances(250.0) == {"gw_other", "gw_stalled"}
     running = trace(CallStatus.IN_PROGRESS, instance_id="gw_stalled")
-    await store.write_traces([trace_row(running)], [])
+    await store.write_traces([open_row(running)], [])
     assert await store.mark_interrupted(live_after=250.0, now=320.0) == 0
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from llmeu.calls.record import CallStatus
 from llmeu.ledger.store import USAGE_GROUPS, Store
-from llmeu.ledger.trace_writes import trace_row
+from llmeu.ledger.trace_writes import open_row
 from tests.ledger.conftest import trace, write
 
 JAN_1_2300 = datetime(2024, 1, 1, 23, 0, tzinfo=UTC).timestamp()
@@ -37,7 +37,7 @@ async def calls(store: Store) -> None:
               output_tokens=None, cost_eur=None),
     )  # fmt: skip
     in_flight = trace(CallStatus.IN_PROGRESS, received_at=JAN_2_0100 + 4)
-    await store.write_traces([trace_row(in_flight)], [])
+    await store.write_traces([open_row(in_flight)], [])
 
 
 def summary(rows: list[dict[str, Any]], group: str) -> dict[str, tuple[int, ...]]:
