@@ -139,12 +139,8 @@ class PostgresDatabase(Database):
         return counts
 
     async def statement(self, sql: str, params: Params = ()) -> list[Row]:
-        try:
-            async with self._pool.acquire() as conn:
-                rows = await conn.fetch(self._sql(sql), *params)
-        except _postgres_errors() as error:
-            raise _postgres_error(error) from error
-        return [dict(row) for row in rows]
+        # Outside a transaction block each statement is its own transaction: a read's path.
+        return await self.fetch(sql, params)
 
     async def _run(self, conn: Any, statements: Sequence[Statement], counts: list[int]) -> None:
         for sql, rows in statements:

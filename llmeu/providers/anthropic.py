@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import time
 from abc import abstractmethod
-from collections import deque
 from typing import Any
 
 import msgspec
@@ -26,10 +25,10 @@ from llmeu.protocol.json_codec import encoder
 from llmeu.protocol.messages_request import ANTHROPIC_VERSION
 from llmeu.protocol.messages_stream import MessagesEventDecoder
 from llmeu.protocol.messages_upstream import anthropic_request, completion_of
-from llmeu.protocol.sse import ServerSentEvent, SSEDecoder
 from llmeu.providers.base import ChatStream, Provider
+from llmeu.providers.sse_stream import SseStream
 from llmeu.providers.transport import HttpClient, Response
-from llmeu.providers.upstream_http import HttpUpstream, finish_body, read_stream_chunk
+from llmeu.providers.upstream_http import HttpUpstream
 from llmeu.routing.catalog import Endpoint
 
 
@@ -108,23 +107,12 @@ class AnthropicProvider(AnthropicWire):
             raise UpstreamError(f"upstream sent an invalid token count: {error}") from None
 
 
-class _AnthropicStream(ChatStream):
-    __slots__ = (
-        "_deadline", "_decoder", "_done", "_endpoint", "_events", "_first", "_hangup",
-        "_messages", "_response",
-    )  # fmt: skip
+class _AnthropicStream(SseStream):
+    __slots__ = ("_messages",)
 
     def __init__(self, endpoint: Endpoint, response: Response, started: float, hangup: Hangup):
-        self._endpoint = endpoint
-        self._response = response
-        self._decoder = SSEDecoder()
+        super().__init__(endpoint, response, started, hangup)
         self._messages = MessagesEventDecoder()
-        self._events: deque[ServerSentEvent] = deque()
-        self._done = False
-        self._first = True
-        self._deadline = started + endpoint.timeouts.total
-        self._hangup = hangup
-        hangup.bind(response.abort)
 
     async def next_delta(self) -> Delta | None:
         while True:
@@ -137,14 +125,7 @@ class _AnthropicStream(ChatStream):
                     self.finish_reason = self._messages.finish_reason or "stop"
                     await self._finish()
                 return None
-            chunk = await self._read()
-            if chunk is None:
-                self._events.extend(self._decoder.close())
-                if not self._events:
-                    await self.aclose()
-                    raise UpstreamError("upstream stream ended before message_stop")
-            else:
-                self._events.extend(self._decoder.feed(chunk))
+            await self._read_events("upstream stream ended before message_stop")
 
     def buffered_delta(self) -> Delta | None:
         events = self._events
@@ -162,28 +143,6 @@ class _AnthropicStream(ChatStream):
                     return delta
                 if messages.done:
                     return None
-            chunk = self._response.read_buffered() if not self._done else None
-            if chunk is None:
+            if self._done or not self._read_buffered_events():
                 return None
-            events.extend(self._decoder.feed(chunk))
         return None
-
-    async def _read(self) -> bytes | None:
-        chunk = await read_stream_chunk(
-            self._response, self._endpoint, first=self._first, deadline=self._deadline,
-            close=self.aclose,
-        )  # fmt: skip
-        self._first = False
-        return chunk
-
-    async def _finish(self) -> None:
-        """After `message_stop`: read to the end of the body so the connection can be reused."""
-        self._done = True
-        self._hangup.unbind(self._response.abort)
-        await finish_body(self._response, self._endpoint.timeouts.idle)
-
-    async def aclose(self) -> None:
-        self._hangup.unbind(self._response.abort)
-        if not self._done:
-            self._done = True
-            self._response.abort()

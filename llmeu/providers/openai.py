@@ -9,7 +9,6 @@ a failed stream, exactly as our own clients are told to treat ours.
 from __future__ import annotations
 
 import time
-from collections import deque
 
 import msgspec
 from msgspec import UNSET, Struct
@@ -27,10 +26,11 @@ from llmeu.calls.request import (
 )
 from llmeu.errors import UpstreamError, UpstreamRejected
 from llmeu.protocol.json_codec import encoder
-from llmeu.protocol.sse import DONE_DATA, ServerSentEvent, SSEDecoder
+from llmeu.protocol.sse import DONE_DATA, ServerSentEvent
 from llmeu.providers.base import ChatStream, Provider
+from llmeu.providers.sse_stream import SseStream
 from llmeu.providers.transport import HttpClient, Response
-from llmeu.providers.upstream_http import Headers, HttpUpstream, finish_body, read_stream_chunk
+from llmeu.providers.upstream_http import Headers, HttpUpstream
 from llmeu.routing.catalog import Endpoint
 
 _INCLUDE_USAGE = StreamOptions(include_usage=True)
@@ -193,21 +193,8 @@ def _without_extensions(message: Message) -> Message:
     return message
 
 
-class _OpenAIChatStream(ChatStream):
-    __slots__ = (
-        "_deadline", "_decoder", "_done", "_endpoint", "_events", "_first", "_hangup", "_response",
-    )  # fmt: skip
-
-    def __init__(self, endpoint: Endpoint, response: Response, started: float, hangup: Hangup):
-        self._endpoint = endpoint
-        self._response = response
-        self._decoder = SSEDecoder()
-        self._events: deque[ServerSentEvent] = deque()
-        self._done = False
-        self._first = True
-        self._deadline = started + endpoint.timeouts.total
-        self._hangup = hangup
-        hangup.bind(response.abort)
+class _OpenAIChatStream(SseStream):
+    __slots__ = ()
 
     async def next_delta(self) -> Delta | None:
         while True:
@@ -220,14 +207,7 @@ class _OpenAIChatStream(ChatStream):
                     return None
             if self._done:
                 return None
-            chunk = await self._read()
-            if chunk is None:
-                self._events.extend(self._decoder.close())
-                if not self._events:
-                    await self.aclose()
-                    raise UpstreamError("upstream stream ended without [DONE]")
-            else:
-                self._events.extend(self._decoder.feed(chunk))
+            await self._read_events("upstream stream ended without [DONE]")
 
     def buffered_delta(self) -> Delta | None:
         events = self._events
@@ -238,12 +218,8 @@ class _OpenAIChatStream(ChatStream):
                 delta = self._take(events.popleft())
                 if delta is not None:
                     return delta
-            if self._done:
+            if self._done or not self._read_buffered_events():
                 return None
-            chunk = self._response.read_buffered()
-            if chunk is None:
-                return None
-            events.extend(self._decoder.feed(chunk))
 
     def _take(self, event: ServerSentEvent) -> Delta | None:
         data = event.data
@@ -279,22 +255,3 @@ class _OpenAIChatStream(ChatStream):
                 delta.role = UNSET
                 return delta
         return None
-
-    async def _read(self) -> bytes | None:
-        chunk = await read_stream_chunk(
-            self._response, self._endpoint, first=self._first, deadline=self._deadline,
-            close=self.aclose,
-        )  # fmt: skip
-        self._first = False
-        return chunk
-
-    async def _finish(self) -> None:
-        """After [DONE]: read to the end of the body so the connection can be reused."""
-        self._hangup.unbind(self._response.abort)
-        await finish_body(self._response, self._endpoint.timeouts.idle)
-
-    async def aclose(self) -> None:
-        self._hangup.unbind(self._response.abort)
-        if not self._done:
-            self._done = True
-            self._response.abort()

@@ -20,18 +20,15 @@ failure (a stream that ends without its terminal event included).
 from __future__ import annotations
 
 import time
-from collections import deque
 from dataclasses import dataclass
 
 from llmeu.calls.hangup import Hangup
 from llmeu.calls.output import Delta, Usage
-from llmeu.errors import UpstreamError
 from llmeu.protocol.responses_upstream import UpstreamEvents, whole_deltas
-from llmeu.protocol.sse import ServerSentEvent, SSEDecoder
 from llmeu.providers.base import ChatStream, Provider
 from llmeu.providers.openai import OpenAIProvider
+from llmeu.providers.sse_stream import SseStream
 from llmeu.providers.transport import Response
-from llmeu.providers.upstream_http import finish_body, read_stream_chunk
 from llmeu.routing.catalog import Capability, Endpoint
 from llmeu.routing.endpoint_kinds import RESPONSES_NATIVE_KINDS
 
@@ -77,74 +74,36 @@ class NativeResponses:
         return NativeAnswer(*whole_deltas(raw))
 
 
-class _NativeStream(ChatStream):
-    __slots__ = ("_deadline", "_decoder", "_done", "_endpoint", "_events", "_first", "_hangup",
-                 "_queue", "_response")  # fmt: skip
+class _NativeStream(SseStream):
+    __slots__ = ("_wire",)
 
     def __init__(self, endpoint: Endpoint, response: Response, started: float, hangup: Hangup):
-        self._endpoint = endpoint
-        self._response = response
-        self._decoder = SSEDecoder()
-        self._queue: deque[ServerSentEvent] = deque()
-        self._events = UpstreamEvents()
-        self._done = False
-        self._first = True
-        self._deadline = started + endpoint.timeouts.total
-        self._hangup = hangup
-        hangup.bind(response.abort)
+        super().__init__(endpoint, response, started, hangup)
+        self._wire = UpstreamEvents()
 
     async def next_delta(self) -> Delta | None:
         while True:
             delta = self._from_queue()
             if delta is not None:
                 return delta
-            if self._events.ended:
-                await self._finish()
+            if self._wire.ended:
+                if not self._done:
+                    await self._finish()
                 return None
-            chunk = await read_stream_chunk(
-                self._response, self._endpoint, first=self._first, deadline=self._deadline,
-                close=self.aclose,
-            )  # fmt: skip
-            self._first = False
-            if chunk is None:
-                self._queue.extend(self._decoder.close())
-                if not self._queue:
-                    await self.aclose()
-                    raise UpstreamError("upstream Responses stream ended without its final event")
-            else:
-                self._queue.extend(self._decoder.feed(chunk))
+            await self._read_events("upstream Responses stream ended without its final event")
 
     def buffered_delta(self) -> Delta | None:
         while True:
             delta = self._from_queue()
-            if delta is not None or self._events.ended:
+            if delta is not None or self._wire.ended or not self._read_buffered_events():
                 return delta
-            chunk = self._response.read_buffered()
-            if chunk is None:
-                return None
-            self._queue.extend(self._decoder.feed(chunk))
 
     def _from_queue(self) -> Delta | None:
-        queue, events = self._queue, self._events
-        while queue and not events.ended:
-            delta = events.take(queue.popleft().data)
-            if events.ended:
-                self.finish_reason, self.usage = events.finish_reason, events.usage
+        queue, wire = self._events, self._wire
+        while queue and not wire.ended:
+            delta = wire.take(queue.popleft().data)
+            if wire.ended:
+                self.finish_reason, self.usage = wire.finish_reason, wire.usage
             if delta is not None:
                 return delta
         return None
-
-    async def _finish(self) -> None:
-        """After the terminal event: read to the end of the body so the connection can be
-        reused (nothing follows the terminal event on this wire)."""
-        if self._done:
-            return
-        self._done = True
-        self._hangup.unbind(self._response.abort)
-        await finish_body(self._response, self._endpoint.timeouts.idle)
-
-    async def aclose(self) -> None:
-        self._hangup.unbind(self._response.abort)
-        if not self._done:
-            self._done = True
-            self._response.abort()
