@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from llmeu.calls.record import Attempt, CallStatus, TraceRecord
 from llmeu.ledger.opening import open_database
 from llmeu.ledger.store import Store
@@ -142,3 +144,52 @@ async def test_a_lone_surrogate_and_a_nul_in_an_attempt_error_keep_the_trace(
     assert attempt["error"] == "bad \ud800 text\x00"  # escaped in the JSON text, kept
     assert view["request_model"] == "m\ufffd"
     assert view["content"]["completion"] == "a\ufffdb"
+
+
+async def _finish_after(ledger: Ledger, turns: int) -> None:
+    for _ in range(turns):
+        await asyncio.sleep(0)
+    await ledger.finish(trace())
+
+
+async def test_rows_queued_over_the_next_turns_of_the_loop_share_the_commit(
+    ledger: Ledger,
+) -> None:
+    """Calls that are running now end a turn or two apart: while each turn brings rows the
+    writer waits for the next, and the calls share one transaction."""
+    before = ledger.batches
+    await asyncio.gather(*(_finish_after(ledger, turns) for turns in (0, 1, 2, 3)))
+    assert ledger.batches == before + 1
+
+
+async def test_a_steady_flow_of_rows_does_not_hold_a_batch_back(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows arriving on every turn, for longer than the writer waits: the first batch goes
+    after a few turns with the rows queued by then, not at the end with all of them."""
+    sizes: list[int] = []
+    write = ledger.store.write_traces
+
+    async def counted(begins: list[tuple[object, ...]], finishes: list[tuple[object, ...]]) -> None:
+        sizes.append(len(finishes))
+        await write(begins, finishes)
+
+    monkeypatch.setattr(ledger.store, "write_traces", counted)
+    await asyncio.gather(*(_finish_after(ledger, turns) for turns in range(40)))
+    assert sum(sizes) == 40
+    assert sizes[0] <= 5, f"the first batch held {sizes[0]} rows"
+    assert len(sizes) >= 2
+
+
+async def test_a_call_that_ends_within_the_gathering_turns_writes_one_row(
+    ledger: Ledger, store: Store
+) -> None:
+    record = trace(CallStatus.IN_PROGRESS)
+    began = ledger.begin(record)
+    rows = ledger.rows_written
+    await asyncio.sleep(0)  # the upstream answered within a turn
+    record.status = CallStatus.COMPLETED
+    record.finished_at = record.received_at + 1
+    await asyncio.gather(began, ledger.finish(record))
+    assert ledger.rows_written - rows == 1
+    assert (await store.get_trace(record.trace_id))["status"] == "completed"  # type: ignore[index]
