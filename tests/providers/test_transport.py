@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import resource
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
-from llmeu.providers.transport import HttpClient, Origin, TransportError, TransportTimeout
+from llmeu.providers.transport import (
+    HttpClient,
+    Origin,
+    TransportError,
+    TransportTimeout,
+    idle_per_origin,
+)
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
@@ -90,6 +97,48 @@ async def test_requests_reuse_one_kept_alive_connection(serve) -> None:  # type:
     assert requests[0].startswith(b"POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1:")
     assert b"content-length: 2\r\n" in requests[0]
     await client.aclose()
+
+
+async def test_a_burst_of_calls_keeps_its_connections_for_the_next_burst(serve) -> None:  # type: ignore[no-untyped-def]
+    """200 calls at once hold 200 connections; all of them stay in the pool, and the next
+    200 calls at once open none."""
+    burst = 200
+    held: list[asyncio.Future[None]] = []
+    arrived = asyncio.Event()
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            await read_request(reader)
+            gate = asyncio.get_running_loop().create_future()
+            held.append(gate)
+            if len(held) == burst:
+                arrived.set()
+            await gate
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}")
+            await writer.drain()
+
+    server = await serve(handler)
+    client = HttpClient()
+    for round_ in (1, 2):
+        calls = [asyncio.ensure_future(post(client, server.origin)) for _ in range(burst)]
+        await asyncio.wait_for(arrived.wait(), 30)
+        arrived.clear()
+        for gate in held:
+            gate.set_result(None)
+        held.clear()
+        assert [await call for call in calls] == [(200, b"{}")] * burst
+        assert server.connections == burst, f"round {round_}"
+    await client.aclose()
+
+
+@pytest.mark.parametrize(
+    ("soft", "kept"), [(20_000, 1024), (1024, 256), (40, 16), (resource.RLIM_INFINITY, 1024)]
+)
+def test_the_idle_pool_leaves_most_descriptors_to_clients(
+    monkeypatch: pytest.MonkeyPatch, soft: int, kept: int
+) -> None:
+    monkeypatch.setattr(resource, "getrlimit", lambda _: (soft, resource.RLIM_INFINITY))
+    assert idle_per_origin() == kept
 
 
 async def test_chunked_body_arrives_chunk_by_chunk(serve) -> None:  # type: ignore[no-untyped-def]
