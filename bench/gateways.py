@@ -230,7 +230,9 @@ async def start_llmeu(
     data_dir.mkdir(exist_ok=True)
     argv = [str(llmeu_binary()), "serve", "--config", str(config), "--port", str(port)]
     argv += ["--host", "127.0.0.1", "--data-dir", str(data_dir), "--no-local"]
-    argv += ["--log-level", "warning"]
+    # Every load generator connects from 127.0.0.1, as clients behind a load balancer do:
+    # no cap per client address (the default 256 refused most of bench/streams.py's 1,000).
+    argv += ["--log-level", "warning", "--max-connections-per-client", "0"]
     if database_url:
         argv += ["--database-url", database_url]
     core = place.core

@@ -159,8 +159,11 @@ class DisconnectWatch:
     def stop(self) -> None:
         if self._hook is not None:
             self._hook.listener = None
-        elif self._task is not None and not self._task.done():
+        elif self._task is not None:
+            # Let go of the task: its coroutine refers to this watch, and a watch that kept
+            # its task would be a cycle for the garbage collector to find.
             self._task.cancel()
+            self._task = None
 
     async def _watch(self) -> None:
         while (await self._receive())["type"] != "http.disconnect":
