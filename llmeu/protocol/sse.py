@@ -92,19 +92,29 @@ class SSEDecoder:
             self._plain = not self._decoder.getstate()[0]
             return self._consume(text)
         text = data.decode("ascii")
-        # The usual read of an upstream stream: exactly one `data: ...` line and the blank
-        # line ending its event, nothing pending. The same event the line rules give.
+        # The usual reads of an upstream stream: `data: ...` lines, each with the blank line
+        # ending its event, nothing pending. The same events the line rules give.
         if (
-            text.startswith("data: ")
-            and text.find("\n") == len(text) - 2
-            and text.endswith("\n\n")
-            and "\r" not in text
+            text.endswith("\n\n")
             and self._started
+            and "\r" not in text
             and not (self._skip_lf or self._buffer or self._data or self._event)
         ):
-            self._source_id = last_id = self._last_id
-            return [ServerSentEvent("message", text[6:-2], last_id, self._retry)]
+            events = self._data_events(text)
+            if events is not None:
+                return events
         return self._consume(text)
+
+    def _data_events(self, text: str) -> list[ServerSentEvent] | None:
+        """`text` as events of one `data: ` line each (what the line rules make of it), or
+        None when it holds anything else: another field, a comment, a line of its own."""
+        blocks = text[:-2].split("\n\n")
+        for block in blocks:
+            if not block.startswith("data: ") or "\n" in block:
+                return None
+        self._source_id = last_id = self._last_id
+        retry = self._retry
+        return [ServerSentEvent("message", block[6:], last_id, retry) for block in blocks]
 
     def close(self) -> list[ServerSentEvent]:
         """End of input: flush the UTF-8 decoder; an unterminated event is dropped."""

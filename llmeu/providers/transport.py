@@ -163,7 +163,8 @@ class _Connection(asyncio.Protocol):
             await self._wait(timeout, "response headers")
 
     async def read_chunk(self, timeout: float) -> bytes | None:
-        """The next body chunk, or None at the end of the body."""
+        """What has arrived of the body and was not read yet, once something has; None at
+        the end of the body."""
         while not self._chunks:
             if self.message_done:
                 return None
@@ -171,10 +172,17 @@ class _Connection(asyncio.Protocol):
         return self.read_buffered()
 
     def read_buffered(self) -> bytes | None:
-        """A body chunk already received, without waiting; None when there is none."""
-        if not self._chunks:
+        """The body received so far and not read yet, without waiting; None when there is
+        none. One read of the socket may carry many chunks (a stream's events): they are
+        read together."""
+        chunks = self._chunks
+        if not chunks:
             return None
-        chunk = self._chunks.popleft()
+        if len(chunks) == 1:
+            chunk = chunks.popleft()
+        else:
+            chunk = b"".join(chunks)
+            chunks.clear()
         self._buffered -= len(chunk)
         if self._paused and self._buffered < _MAX_BUFFERED // 2 and self.transport is not None:
             self._paused = False

@@ -7,6 +7,8 @@ re-chunking; the hypothesis tests cover the ones in between).
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from llmeu.client import ServerSentEvent, SSEDecoder
 
@@ -194,3 +196,28 @@ def test_a_data_line_read_alone_keeps_the_id_in_force() -> None:
     [event] = decoder.feed(b"data: {}\n\n")
     assert event == ServerSentEvent(event="message", data="{}", id="42", retry=None)
     assert decoder.last_event_id == "42"
+
+
+@given(
+    datas=st.lists(
+        st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=12), max_size=8
+    ),
+    per_read=st.integers(1, 4),
+)
+def test_data_events_several_to_a_read_decode_as_the_line_rules_do(
+    datas: list[str], per_read: int
+) -> None:
+    """Reads of several `data: ` events each (an upstream's events, several to a read of
+    the socket, which the decoder reads on a shorter path) after a stream that set an id
+    and a retry: the same events, ids and retry as one byte per read."""
+    events = [f"data: {d}\n\n".encode() for d in datas]
+    reads = [b"id: 7\nretry: 900\n: comment\n\n"] + [
+        b"".join(events[i : i + per_read]) for i in range(0, len(events), per_read)
+    ]
+    whole, bytewise_decoder = SSEDecoder(), SSEDecoder()
+    fast = [e for read in reads for e in whole.feed(read)] + whole.close()
+    slow = [e for read in bytewise(reads) for e in bytewise_decoder.feed(read)]
+    slow += bytewise_decoder.close()
+    assert fast == slow
+    assert [e.data for e in fast] == datas
+    assert (whole.last_event_id, whole.retry) == ("7", 900)

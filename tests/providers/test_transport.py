@@ -141,6 +141,34 @@ def test_the_idle_pool_leaves_most_descriptors_to_clients(
     assert idle_per_origin() == kept
 
 
+async def test_chunks_that_arrived_together_are_read_together(serve) -> None:  # type: ignore[no-untyped-def]
+    """A stream's events often come several to a read of the socket: one read of the body
+    hands over all of them, not one chunk at a time."""
+    release = asyncio.Event()
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        head = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
+        writer.write(head + b"5\r\nfirst\r\n6\r\nsecond\r\n5\r\nthird\r\n")
+        await writer.drain()
+        await release.wait()
+        writer.write(b"0\r\n\r\n")
+        await writer.drain()
+        await reader.read()
+
+    server = await serve(handler)
+    client = HttpClient()
+    response = await client.request(
+        server.origin, b"POST", "/x", [], b"", connect_timeout=2, response_timeout=2
+    )
+    assert await response.read_chunk(2) == b"firstsecondthird"
+    assert response.read_buffered() is None
+    release.set()
+    assert await response.read_chunk(2) is None
+    response.release()
+    await client.aclose()
+
+
 async def test_chunked_body_arrives_chunk_by_chunk(serve) -> None:  # type: ignore[no-untyped-def]
     release = asyncio.Event()
 
