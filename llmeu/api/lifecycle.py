@@ -328,7 +328,7 @@ class Call(Settlement):
     def _upstream_phase(self, phase: Phase) -> asyncio.Future[None]:
         self._phase = phase
         self._watch.start()
-        return self.trace.begin()
+        return self.trace.begin(awaited=phase is Phase.STREAM)
 
     def _planned(self) -> RoutePlan:
         assert self._plan is not None, "route() the call first"

@@ -107,9 +107,10 @@ class TraceRecorder:
     def personal_data(self, found: dict[str, Any]) -> None:
         self.record.personal_data = found
 
-    def begin(self) -> asyncio.Future[None]:
-        """Record the call as in progress (so a crash leaves it `interrupted`)."""
-        return self._ledger.begin(self.record)
+    def begin(self, *, awaited: bool = False) -> asyncio.Future[None]:
+        """Record the call as in progress (so a crash leaves it `interrupted`); `awaited`
+        when the call waits for that row before it answers (a stream's first frame)."""
+        return self._ledger.begin(self.record, awaited=awaited)
 
     def attempt_started(self, endpoint: Endpoint) -> Attempt:
         attempt = Attempt(endpoint.endpoint_id, endpoint.provider, started_at=time.time())

@@ -45,9 +45,11 @@ async def test_nothing_outside_the_open_columns_is_known_when_a_call_begins(
     began: list[dict[str, Any]] = []
     begin = Ledger.begin
 
-    def recording(ledger: Ledger, record: TraceRecord) -> asyncio.Future[None]:
+    def recording(
+        ledger: Ledger, record: TraceRecord, *, awaited: bool = False
+    ) -> asyncio.Future[None]:
         began.append(dict(zip(TRACE_COLUMNS, trace_row(record), strict=True)))
-        return begin(ledger, record)
+        return begin(ledger, record, awaited=awaited)
 
     monkeypatch.setattr(Ledger, "begin", recording)
     path, body, headers = call

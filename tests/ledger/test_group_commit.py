@@ -193,3 +193,22 @@ async def test_a_call_that_ends_within_the_gathering_turns_writes_one_row(
     await asyncio.gather(began, ledger.finish(record))
     assert ledger.rows_written - rows == 1
     assert (await store.get_trace(record.trace_id))["status"] == "completed"  # type: ignore[index]
+
+
+async def test_an_in_progress_row_a_call_waits_for_goes_without_gathering(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stream's first frame waits for its in-progress row: while rows keep coming on every
+    turn, that row's batch goes after the turn in progress, not after several."""
+    sizes: list[int] = []
+    write = ledger.store.write_traces
+
+    async def counted(begins: list[tuple[object, ...]], finishes: list[tuple[object, ...]]) -> None:
+        sizes.append(len(begins) + len(finishes))
+        await write(begins, finishes)
+
+    monkeypatch.setattr(ledger.store, "write_traces", counted)
+    began = ledger.begin(trace(CallStatus.IN_PROGRESS), awaited=True)
+    await asyncio.gather(began, *(_finish_after(ledger, turns) for turns in range(12)))
+    assert sizes[0] <= 2, f"the first batch held {sizes[0]} rows"
+    assert sum(sizes) == 13
