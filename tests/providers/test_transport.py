@@ -141,18 +141,27 @@ def test_the_idle_pool_leaves_most_descriptors_to_clients(
     assert idle_per_origin() == kept
 
 
-async def test_chunks_that_arrived_together_are_read_together(serve) -> None:  # type: ignore[no-untyped-def]
-    """A stream's events often come several to a read of the socket: one read of the body
-    hands over all of them, not one chunk at a time."""
+@pytest.mark.parametrize(
+    ("before", "after", "reads"),
+    [
+        (b"5\r\nfirst\r\n", b"6\r\nsecond\r\n0\r\n\r\n", [b"first", b"second"]),
+        # A stream's events often come several to a read of the socket: one read of the
+        # body hands over all of them, not one chunk at a time.
+        (b"5\r\nfirst\r\n6\r\nsecond\r\n5\r\nthird\r\n", b"0\r\n\r\n", [b"firstsecondthird"]),
+    ],
+    ids=["chunk by chunk", "chunks that arrived together, together"],
+)
+async def test_a_chunked_body_is_read_as_it_arrives(  # type: ignore[no-untyped-def]
+    serve, before: bytes, after: bytes, reads: list[bytes]
+) -> None:
     release = asyncio.Event()
 
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await read_request(reader)
-        head = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
-        writer.write(head + b"5\r\nfirst\r\n6\r\nsecond\r\n5\r\nthird\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n" + before)
         await writer.drain()
         await release.wait()
-        writer.write(b"0\r\n\r\n")
+        writer.write(after)
         await writer.drain()
         await reader.read()
 
@@ -161,34 +170,10 @@ async def test_chunks_that_arrived_together_are_read_together(serve) -> None:  #
     response = await client.request(
         server.origin, b"POST", "/x", [], b"", connect_timeout=2, response_timeout=2
     )
-    assert await response.read_chunk(2) == b"firstsecondthird"
+    assert await response.read_chunk(2) == reads[0]
     assert response.read_buffered() is None
     release.set()
-    assert await response.read_chunk(2) is None
-    response.release()
-    await client.aclose()
-
-
-async def test_chunked_body_arrives_chunk_by_chunk(serve) -> None:  # type: ignore[no-untyped-def]
-    release = asyncio.Event()
-
-    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await read_request(reader)
-        writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nfirst\r\n")
-        await writer.drain()
-        await release.wait()
-        writer.write(b"6\r\nsecond\r\n0\r\n\r\n")
-        await writer.drain()
-        await reader.read()
-
-    server = await serve(handler)
-    client = HttpClient()
-    response = await client.request(
-        server.origin, b"POST", "/x", [], b"", connect_timeout=2, response_timeout=2
-    )
-    assert await response.read_chunk(2) == b"first"
-    release.set()
-    assert await response.read_chunk(2) == b"second"
+    assert [await response.read_chunk(2) for _ in reads[1:]] == reads[1:]
     assert await response.read_chunk(2) is None
     response.release()
     await client.aclose()
