@@ -61,7 +61,7 @@ class Ledger:
         self._task: asyncio.Task[None] | None = None
         self._beside = store.shared  # in-progress rows beside the main loop
         self._begins: asyncio.Task[None] | None = None
-        self._flying: list[_Pending] = []  # the in-progress rows on their way beside the loop
+        self._taken = 0  # rows out of the queue and on their way to the database
         self._backoff = _FIRST_BACKOFF
         self._waiting: set[asyncio.Future[None]] = set()  # callers in durable(), released on outage
         self._hurry = False  # an in-progress row a call waits for is queued: no gathering
@@ -79,8 +79,9 @@ class Ledger:
     @property
     def full(self) -> bool:
         """No room for another call's rows: the buffer's bound counts the rows on their way
-        beside the main loop too, which go back to the queue if the database is away."""
-        return len(self._queue) + len(self._flying) >= self.buffer_limit
+        to the database too (on the main loop or beside it), which go back to the queue if
+        the database is away."""
+        return len(self._queue) + self._taken >= self.buffer_limit
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="llmeu-ledger-writer")
@@ -153,18 +154,18 @@ class Ledger:
             self._wakeup.clear()
             while self._queue:
                 batch = [self._queue.popleft() for _ in range(min(len(self._queue), _MAX_BATCH))]
+                self._taken += len(batch)
                 if not self._beside or any(p.kind == "finish" for p in batch):
                     await self._write(batch)
                     continue
                 if self._begins is not None and not self._begins.done():
                     # One batch of in-progress rows at a time; this one waits in the queue
                     # (counted in `depth`), where final rows arriving meanwhile can join it.
+                    self._taken -= len(batch)
                     self._queue.extendleft(reversed(batch))
                     await asyncio.gather(self._begins, return_exceptions=True)
                     continue
-                self._begins = asyncio.create_task(
-                    self._write_beside(batch), name="llmeu-ledger-begins"
-                )
+                self._begins = asyncio.create_task(self._write(batch), name="llmeu-ledger-begins")
 
     async def _gather(self) -> None:
         """Let the calls that are ready to run queue their rows too, so that they share this
@@ -181,14 +182,6 @@ class Ledger:
             if len(self._queue) == queued or self._hurry:
                 break
         self._hurry = False
-
-    async def _write_beside(self, batch: list[_Pending]) -> None:
-        self._flying = batch
-        try:
-            await self._write(batch)
-        finally:
-            if self._flying is batch:
-                self._flying = []
 
     async def _write(self, batch: list[_Pending]) -> None:
         loop = asyncio.get_running_loop()
@@ -208,6 +201,7 @@ class Ledger:
             if rest:
                 await self._keep(rest, cause)
             return
+        self._taken -= len(batch)
         self._available()
         self.batches += 1
         self.rows_written += len(begins) + len(finishes)
@@ -220,8 +214,7 @@ class Ledger:
 
     async def _keep(self, rows: list[_Pending], error: BaseException | None) -> None:
         """The database is unavailable: put the rows back in front and wait before retrying."""
-        if rows is self._flying:
-            self._flying = []  # in the queue again
+        self._taken -= len(rows)
         self._queue.extendleft(reversed(rows))
         self._wakeup.set()  # kept beside the main loop: the loop must see them again
         if self.healthy:
@@ -255,11 +248,13 @@ class Ledger:
             except (DatabaseUnavailable, OSError) as error:
                 return batch[index:], error
             except Exception as error:  # this row alone is refused: report it to its call
+                self._taken -= 1
                 log.error("ledger: trace %s refused: %s", pending.row[0], error)
                 if not pending.future.done():
                     pending.future.set_exception(error)
                     pending.future.exception()  # reported here; a caller may not be waiting
             else:
+                self._taken -= 1
                 self._available()
                 self.rows_written += 1
                 if not pending.future.done():

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from llmeu.calls.record import CallStatus
 from llmeu.ledger.store import Store
 from llmeu.ledger.writer import Ledger
@@ -81,3 +83,26 @@ async def test_stop_waits_for_the_buffer_when_the_database_returns_in_time(
         assert not stopping.done()
     await stopping
     assert await store.get_trace(record.trace_id) is not None
+
+
+async def test_rows_on_their_way_to_the_database_count_against_the_buffer(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While a batch is being written it is out of the queue, not out of the buffer: if the
+    database is away, it comes back. A full buffer stays full while its rows are written."""
+    release = asyncio.Event()
+    taken = asyncio.Event()
+    write = ledger.store.write_traces
+
+    async def slow(begins: list[tuple[object, ...]], finishes: list[tuple[object, ...]]) -> None:
+        taken.set()
+        await release.wait()
+        await write(begins, finishes)
+
+    monkeypatch.setattr(ledger.store, "write_traces", slow)
+    futures = [ledger.finish(trace()) for _ in range(ledger.buffer_limit)]
+    await asyncio.wait_for(taken.wait(), 10)
+    assert ledger.depth == 0 and ledger.full
+    release.set()
+    await asyncio.wait_for(asyncio.gather(*futures), 30)
+    assert not ledger.full
