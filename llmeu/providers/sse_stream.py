@@ -57,8 +57,10 @@ class SseStream(ChatStream):
             raise UpstreamError(cut_short)
 
     def _read_buffered_events(self) -> bool:
-        """Queue the events of what has arrived already; False when nothing has."""
-        chunk = self._response.read_buffered()
+        """Queue the events of what has arrived already, all of it at once (a kind turns
+        events into deltas one by one, so an error event still comes after the deltas
+        before it); False when nothing has."""
+        chunk = self._response.read_buffered(joined=True)
         if chunk is None:
             return False
         self._events.extend(self._decoder.feed(chunk))

@@ -163,22 +163,22 @@ class _Connection(asyncio.Protocol):
             await self._wait(timeout, "response headers")
 
     async def read_chunk(self, timeout: float) -> bytes | None:
-        """What has arrived of the body and was not read yet, once something has; None at
-        the end of the body."""
+        """The next body chunk, or None at the end of the body."""
         while not self._chunks:
             if self.message_done:
                 return None
             await self._wait(timeout, "response data")
         return self.read_buffered()
 
-    def read_buffered(self) -> bytes | None:
-        """The body received so far and not read yet, without waiting; None when there is
-        none. One read of the socket may carry many chunks (a stream's events): they are
-        read together."""
+    def read_buffered(self, *, joined: bool = False) -> bytes | None:
+        """A body chunk already received, without waiting; None when there is none.
+        `joined`: every chunk received and not read yet, as one — one read of the socket
+        often carries many (a stream's events), for a reader that takes them apart itself
+        and raises an upstream's error only once it reaches it (the SSE streams)."""
         chunks = self._chunks
         if not chunks:
             return None
-        if len(chunks) == 1:
+        if len(chunks) == 1 or not joined:
             chunk = chunks.popleft()
         else:
             chunk = b"".join(chunks)
@@ -255,8 +255,8 @@ class Response:
     async def read_chunk(self, timeout: float) -> bytes | None:
         return await self._conn.read_chunk(timeout)
 
-    def read_buffered(self) -> bytes | None:
-        return self._conn.read_buffered()
+    def read_buffered(self, *, joined: bool = False) -> bytes | None:
+        return self._conn.read_buffered(joined=joined)
 
     async def read(self, timeout: float, limit: int = 64 << 20) -> bytes:
         parts: list[bytes] = []

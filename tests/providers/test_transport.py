@@ -142,17 +142,17 @@ def test_the_idle_pool_leaves_most_descriptors_to_clients(
 
 
 @pytest.mark.parametrize(
-    ("before", "after", "reads"),
+    ("before", "after", "buffered", "rest"),
     [
-        (b"5\r\nfirst\r\n", b"6\r\nsecond\r\n0\r\n\r\n", [b"first", b"second"]),
-        # A stream's events often come several to a read of the socket: one read of the
-        # body hands over all of them, not one chunk at a time.
-        (b"5\r\nfirst\r\n6\r\nsecond\r\n5\r\nthird\r\n", b"0\r\n\r\n", [b"firstsecondthird"]),
+        (b"5\r\nfirst\r\n", b"6\r\nsecond\r\n0\r\n\r\n", None, [b"second"]),
+        # A stream's events often come several to a read of the socket: a joined read of
+        # what is buffered hands over all of them, not one chunk at a time.
+        (b"5\r\nfirst\r\n6\r\nsecond\r\n5\r\nthird\r\n", b"0\r\n\r\n", b"secondthird", []),
     ],
-    ids=["chunk by chunk", "chunks that arrived together, together"],
+    ids=["chunk by chunk", "chunks that arrived together, joined"],
 )
 async def test_a_chunked_body_is_read_as_it_arrives(  # type: ignore[no-untyped-def]
-    serve, before: bytes, after: bytes, reads: list[bytes]
+    serve, before: bytes, after: bytes, buffered: bytes | None, rest: list[bytes]
 ) -> None:
     release = asyncio.Event()
 
@@ -170,10 +170,11 @@ async def test_a_chunked_body_is_read_as_it_arrives(  # type: ignore[no-untyped-
     response = await client.request(
         server.origin, b"POST", "/x", [], b"", connect_timeout=2, response_timeout=2
     )
-    assert await response.read_chunk(2) == reads[0]
-    assert response.read_buffered() is None
+    assert await response.read_chunk(2) == b"first"
+    assert response.read_buffered(joined=True) == buffered
+    assert response.read_buffered(joined=True) is None
     release.set()
-    assert [await response.read_chunk(2) for _ in reads[1:]] == reads[1:]
+    assert [await response.read_chunk(2) for _ in rest] == rest
     assert await response.read_chunk(2) is None
     response.release()
     await client.aclose()
