@@ -36,8 +36,8 @@ def idle_per_origin() -> int:
     than a quarter of the process's descriptors (the rest are the clients' connections').
 
     With 64, a load of 256 concurrent calls closed three of every four connections as they
-    came back and opened them again for the next calls: 0.41-0.48 ms of gateway CPU per call
-    against 0.35-0.37 ms with all of them kept (bench/README.md, 2026-12-02)."""
+    came back and opened them again for the next calls: 0.41-0.53 ms of gateway CPU per call
+    against 0.35-0.46 ms with all of them kept, in turns (bench/README.md, 2026-12-02)."""
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY:
         return _MOST_IDLE_PER_ORIGIN
