@@ -62,6 +62,7 @@ class Ledger:
         self._beside = store.shared  # in-progress rows beside the main loop
         self._begins: asyncio.Task[None] | None = None
         self._taken = 0  # rows out of the queue and on their way to the database
+        self._writing: list[list[_Pending]] = []  # those rows, batch by batch
         self._backoff = _FIRST_BACKOFF
         self._waiting: set[asyncio.Future[None]] = set()  # callers in durable(), released on outage
         self._hurry = False  # an in-progress row a call waits for is queued: no gathering
@@ -129,17 +130,18 @@ class Ledger:
         return future.done() and future.exception() is None
 
     async def flush(self, timeout: float | None = None) -> bool:
-        """Wait until everything queued so far is durable; False on timeout."""
-        if not self._queue:
+        """Wait until everything queued so far is durable, the rows being written now
+        included; False on timeout."""
+        # A batch put back after an outage is in both until its backoff ends.
+        futures = {p.future for p in self._queue}
+        futures.update(p.future for batch in self._writing for p in batch)
+        if not futures:
             return True
-        futures = [p.future for p in self._queue]
         done, _ = await asyncio.wait(futures, timeout=timeout)
         return len(done) == len(futures)
 
     async def stop(self, timeout: float = 10.0) -> None:
-        flushed = await self.flush(timeout)
-        if self._begins is not None:  # a batch of in-progress rows still on its way
-            await asyncio.wait([self._begins], timeout=timeout)
+        flushed = await self.flush(timeout)  # batches on their way, beside the loop or on it
         if not flushed:
             log.error("ledger: %d records could not be written before shutdown", self.depth)
         for task in (self._task, self._begins):
@@ -190,6 +192,7 @@ class Ledger:
         finished = {row[0] for row in finishes}
         begins = [p.row for p in batch if p.kind == "begin" and p.row[0] not in finished]
         started = loop.time()
+        self._writing.append(batch)
         try:
             await self.store.write_traces(begins, finishes)
         except (DatabaseUnavailable, OSError) as error:
@@ -201,6 +204,8 @@ class Ledger:
             if rest:
                 await self._keep(rest, cause)
             return
+        finally:
+            self._writing.remove(batch)
         self._taken -= len(batch)
         self._available()
         self.batches += 1

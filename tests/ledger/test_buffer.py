@@ -85,6 +85,38 @@ async def test_stop_waits_for_the_buffer_when_the_database_returns_in_time(
     assert await store.get_trace(record.trace_id) is not None
 
 
+async def test_stop_waits_for_the_batch_being_written(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At shutdown the queue may be empty while a batch is still on its way: stopping
+    cancels the writer only once that batch is written (a cancelled PostgreSQL write rolls
+    back, and the rows in it are lost)."""
+    ledger = Ledger(store, buffer_limit=10)
+    ledger.start()
+    release = asyncio.Event()
+    taken = asyncio.Event()
+    write = store.write_traces
+
+    async def slow(begins: list[tuple[object, ...]], finishes: list[tuple[object, ...]]) -> None:
+        taken.set()
+        await release.wait()
+        await write(begins, finishes)
+
+    monkeypatch.setattr(store, "write_traces", slow)
+    record = trace()
+    written = ledger.finish(record)
+    await asyncio.wait_for(taken.wait(), 10)
+    assert ledger.depth == 0
+    stopping = asyncio.ensure_future(ledger.stop(timeout=30))
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert not stopping.done()
+    release.set()
+    await asyncio.wait_for(stopping, 30)
+    assert written.done() and written.exception() is None
+    assert await store.get_trace(record.trace_id) is not None
+
+
 async def test_rows_on_their_way_to_the_database_count_against_the_buffer(
     ledger: Ledger, monkeypatch: pytest.MonkeyPatch
 ) -> None:
