@@ -14,6 +14,7 @@ tens of microseconds. Every transport failure surfaces as `TransportError` (or
 from __future__ import annotations
 
 import asyncio
+import copy
 import resource
 import ssl
 from collections import deque
@@ -76,7 +77,12 @@ class Origin:
 
 
 class _Connection(asyncio.Protocol):
-    """One HTTP/1.1 connection; holds the state of the response in progress."""
+    """One HTTP/1.1 connection; holds the state of the response in progress.
+
+    A failed connection keeps its `error` and raises a copy of it at every later wait,
+    never the kept one: a raised exception's traceback holds the frames it passed, which
+    hold this connection, so a kept and raised error would be a reference cycle that
+    keeps the whole call (request, trace, frames) alive until the collector runs."""
 
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
@@ -111,6 +117,9 @@ class _Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
+        # The parser holds this connection's callbacks, and this connection the parser: a
+        # cycle, left for the collector once the connection is gone, unless cut here.
+        self._parser = _DETACHED
         if not self.message_done and self.error is None:
             if self.headers_done and not self._has_framing():
                 self.message_done = True  # body delimited by connection close
@@ -199,7 +208,7 @@ class _Connection(asyncio.Protocol):
 
     async def _wait(self, timeout: float, what: str) -> None:
         if self.error is not None:
-            raise self.error
+            raise copy.copy(self.error)
         loop = asyncio.get_running_loop()
         waiter = self._waiter = loop.create_future()
         timer = loop.call_later(timeout, _expire, waiter, what, timeout)
@@ -207,9 +216,11 @@ class _Connection(asyncio.Protocol):
             await waiter
         finally:
             timer.cancel()
+            # A timeout's exception, kept by the waiter, holds this frame in its traceback.
             self._waiter = None
+            del waiter
         if self.error is not None:
-            raise self.error
+            raise copy.copy(self.error)
 
     def _wake(self) -> None:
         waiter = self._waiter
@@ -223,6 +234,10 @@ class _Connection(asyncio.Protocol):
 
     def _has_framing(self) -> bool:
         return any(n in (b"content-length", b"transfer-encoding") for n, _ in self.headers)
+
+
+_DETACHED = httptools.HttpResponseParser(None)
+"""A closed connection's parser: no callbacks, so it refers to no connection."""
 
 
 def _expire(waiter: asyncio.Future[None], what: str, timeout: float) -> None:

@@ -29,15 +29,21 @@ async def run_with_fallback(
     last failure is raised once every candidate has failed.
     """
     last: UpstreamError | None = None
-    for endpoint in plan.candidates:
-        try:
-            return endpoint, await attempt(endpoint)
-        except UpstreamError as error:
-            last = error
-            if not error.retryable or not plan.policy.fallback:
-                raise
-    assert last is not None, "a route plan always has at least one candidate"
-    if len(plan.candidates) > 1:
-        last.message = f"all {len(plan.candidates)} admitted endpoints failed; last: {last.message}"
-        last.args = (last.message,)
-    raise last
+    try:
+        for endpoint in plan.candidates:
+            try:
+                return endpoint, await attempt(endpoint)
+            except UpstreamError as error:
+                if not error.retryable or not plan.policy.fallback:
+                    raise
+                last = error
+        assert last is not None, "a route plan always has at least one candidate"
+        if len(plan.candidates) > 1:
+            count = len(plan.candidates)
+            last.message = f"all {count} admitted endpoints failed; last: {last.message}"
+            last.args = (last.message,)
+        raise last
+    finally:
+        # A failure's traceback holds this frame: were the frame to keep the failure, the
+        # call's objects would stay alive in a reference cycle until the collector ran.
+        last = None

@@ -134,9 +134,10 @@ A call that completes leaves no reference cycle (tests/api/test_no_cyclic_garbag
 under load the collector finds no garbage: it only walks the objects of the calls in
 flight. With CPython's 700, 64 concurrent calls set it off every few calls, and it took
 about 20 µs per call (gen0 and gen1, c=64: 730-888 collections in a 4 s cell, 224-257 ms in
-all); with 10,000 it ran once in a cell. Cycles that failing calls or closed connections
-leave are still collected, a little later: RSS under 1,000 concurrent streams was the same
-(105.2 MB after six rounds either way, bench/streams.py)."""
+all); with 10,000 it ran once in a cell. A call that fails, times out or is hung up on
+leaves none either (the same test); cycles that remain elsewhere are still collected, a
+little later: RSS under 1,000 concurrent streams was the same (105.2 MB after six rounds
+either way, bench/streams.py)."""
 
 
 def _tune_collector() -> None:
