@@ -64,7 +64,9 @@ class Ledger:
         self._taken = 0  # rows out of the queue and on their way to the database
         self._writing: list[list[_Pending]] = []  # those rows, batch by batch
         self._backoff = _FIRST_BACKOFF
-        self._waiting: set[asyncio.Future[None]] = set()  # callers in durable(), released on outage
+        # The row futures callers wait on in durable(), each with its caller's wake-up: the
+        # writer wakes the caller itself, one turn of the loop sooner than a done-callback.
+        self._waiting: dict[asyncio.Future[None], asyncio.Future[None]] = {}
         self._hurry = False  # an in-progress row a call waits for is queued: no gathering
         self.healthy = True
         self.batches = 0
@@ -113,20 +115,14 @@ class Ledger:
             return future.done() and future.exception() is None
         loop = asyncio.get_running_loop()
         waiter: asyncio.Future[None] = loop.create_future()
-
-        def release(_: object = None) -> None:
-            if not waiter.done():
-                waiter.set_result(None)
-
-        future.add_done_callback(release)
-        timer = loop.call_later(timeout, release)
-        self._waiting.add(waiter)
+        timer = loop.call_later(timeout, _wake, waiter)
+        assert future not in self._waiting, "a row has one caller: the call that queued it"
+        self._waiting[future] = waiter
         try:
             await waiter
         finally:
             timer.cancel()
-            future.remove_done_callback(release)
-            self._waiting.discard(waiter)
+            del self._waiting[future]
         return future.done() and future.exception() is None
 
     async def flush(self, timeout: float | None = None) -> bool:
@@ -214,8 +210,7 @@ class Ledger:
         if finishes and self.on_finals is not None:
             self.on_finals(len(finishes))
         for pending in batch:
-            if not pending.future.done():
-                pending.future.set_result(None)
+            self._settle(pending)
 
     async def _keep(self, rows: list[_Pending], error: BaseException | None) -> None:
         """The database is unavailable: put the rows back in front and wait before retrying."""
@@ -226,9 +221,8 @@ class Ledger:
             log.error("ledger: database unavailable, %d records buffered: %s",
                       len(self._queue), error)  # fmt: skip
         self.healthy = False
-        for waiter in self._waiting:
-            if not waiter.done():
-                waiter.set_result(None)
+        for waiter in self._waiting.values():
+            _wake(waiter)
         await asyncio.sleep(self._backoff)
         self._backoff = min(self._backoff * 2, self._max_backoff)
 
@@ -255,13 +249,29 @@ class Ledger:
             except Exception as error:  # this row alone is refused: report it to its call
                 self._taken -= 1
                 log.error("ledger: trace %s refused: %s", pending.row[0], error)
-                if not pending.future.done():
-                    pending.future.set_exception(error)
-                    pending.future.exception()  # reported here; a caller may not be waiting
+                self._settle(pending, error)
             else:
                 self._taken -= 1
                 self._available()
                 self.rows_written += 1
-                if not pending.future.done():
-                    pending.future.set_result(None)
+                self._settle(pending)
         return [], None
+
+    def _settle(self, pending: _Pending, error: BaseException | None = None) -> None:
+        """The row is written (or, with `error`, refused): its future says so, and a caller
+        waiting in durable() is woken now."""
+        future = pending.future
+        if not future.done():
+            if error is None:
+                future.set_result(None)
+            else:
+                future.set_exception(error)
+                future.exception()  # reported here; a caller may not be waiting
+        waiter = self._waiting.get(future)
+        if waiter is not None:
+            _wake(waiter)
+
+
+def _wake(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)

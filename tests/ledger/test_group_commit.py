@@ -130,6 +130,33 @@ async def test_waiting_for_durability_ends_at_an_outage_not_at_the_timeout(
     assert await ledger.durable(future, timeout=30) is True
 
 
+async def test_waiting_for_durability_ends_at_the_timeout_or_when_the_row_is_refused(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The writer itself wakes the caller waiting in `durable()` (no done-callback): when
+    the row is written, when it is refused, and the timer when neither came in time."""
+    release = asyncio.Event()
+    write = ledger.store.write_traces
+
+    async def held(begins: list[tuple[object, ...]], finishes: list[tuple[object, ...]]) -> None:
+        await release.wait()
+        if any(row[0] == refused.trace_id for row in finishes):
+            raise ValueError("refused by the database")
+        await write(begins, finishes)
+
+    monkeypatch.setattr(ledger.store, "write_traces", held)
+    refused, late = trace(), trace()
+    late_future = ledger.finish(late)
+    assert await ledger.durable(late_future, timeout=0.05) is False
+    assert not late_future.done()
+    refused_future = ledger.finish(refused)
+    waiting = asyncio.ensure_future(ledger.durable(refused_future, timeout=3600))
+    release.set()
+    assert await asyncio.wait_for(waiting, 30) is False  # the row alone, one by one, refused
+    assert isinstance(refused_future.exception(), ValueError)
+    assert await asyncio.wait_for(ledger.durable(late_future, timeout=3600), 30) is True
+
+
 async def test_a_lone_surrogate_and_a_nul_in_an_attempt_error_keep_the_trace(
     ledger: Ledger, store: Store
 ) -> None:
