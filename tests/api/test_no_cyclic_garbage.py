@@ -15,7 +15,7 @@ import json
 import socket
 import types
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, MutableMapping
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ from llmeu.config import Settings
 from llmeu.server.connection_guard import ConnectionGuard, ConnectionLimits
 from llmeu.server.http_protocol import protocol_factory
 from tests.api.test_open_row import CALLS
+from tests.support.native_upstreams import NativeFakes
 from tests.support.processes import ADMIN_KEY, FakeUpstream, config_yaml, fake_endpoint
 
 
@@ -292,4 +293,67 @@ async def test_a_hang_up_through_llmeus_server_leaves_no_cyclic_garbage_of_its_o
 
     found = await _cyclic_garbage_of(app, hung_up_and_recorded)
     assert await cancelled() == 11
+    assert not found, f"cyclic garbage of llmeu's: {dict(found)}"
+
+
+NATIVE_FAILURES: dict[str, tuple[dict[str, Any], str | None]] = {
+    **{
+        f"{kind}: throttled, fallback serves": (_chat(f"{kind}-fallback"), None)
+        for kind in ("azure", "bedrock", "vertex", "vertex-claude")
+    },
+    **{
+        f"{model}: stream broken by {fault}": (
+            _chat(model, f"hi [[fault={fault};chunks=4]]", stream=True), "error",
+        )
+        for model, fault in [
+            ("azure-model", "error_event"), ("bedrock-model", "crc"),
+            ("bedrock-model", "truncated"), ("vertex-model", "malformed"),
+            ("vertex-claude-model", "overloaded_event"),
+        ]
+    },
+    "bedrock: stream throttled, fallback serves": (
+        _chat("bedrock-stream-fallback", stream=True), None,
+    ),
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def native_fakes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NativeFakes]:
+    fakes = NativeFakes.start(tmp_path_factory.mktemp("native"))
+    yield fakes
+    fakes.stop()
+
+
+@pytest.fixture
+async def native_app(tmp_path: Path, native_fakes: NativeFakes) -> AsyncIterator[App]:
+    """Azure OpenAI, Bedrock, Vertex and Claude on Vertex, each with its own decoder and
+    error mapping (`llmeu.providers`); no circuit opens."""
+    config = tmp_path / "config.yaml"
+    config.write_text(native_fakes.config())
+    settings = Settings(
+        data_dir=tmp_path, config_file=config, admin_key=ADMIN_KEY, load_local_models=False,
+        breaker_threshold=1000, environ=native_fakes.environ(),
+    )  # fmt: skip
+    application = create_app(settings)
+    await application.gateway.start()
+    yield application
+    await application.gateway.stop()
+
+
+@pytest.mark.parametrize("failure", NATIVE_FAILURES.values(), ids=NATIVE_FAILURES.keys())
+async def test_a_native_upstreams_failure_leaves_no_cyclic_garbage_of_its_own(
+    native_app: App, failure: tuple[dict[str, Any], str | None]
+) -> None:
+    body, expected = failure
+    transport = httpx.ASGITransport(app=native_app)
+    headers = {"authorization": f"Bearer {ADMIN_KEY}"}
+    async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as client:
+
+        async def failed() -> None:
+            response = await client.post("/v1/chat/completions", json=body, headers=headers)
+            assert response.status_code == 200, response.text
+            if expected is not None:
+                assert expected.encode() in response.content, "the stream was meant to fail"
+
+        found = await _cyclic_garbage_of(native_app, failed)
     assert not found, f"cyclic garbage of llmeu's: {dict(found)}"
