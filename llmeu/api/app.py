@@ -162,11 +162,7 @@ class App:
         except ClientDisconnected:
             return  # nobody is left to answer; a call records its own hang-up
         except Exception as exc:  # the outermost layer: never let a bug become a dropped connection
-            error = as_api_error(exc)
-            if error.status == 500:
-                log.exception("unhandled error on %s %s", request.method, request.path)
-            if not request.response_started:
-                await send_error(request, error, shape=shape)
+            await _answer_error(request, exc, shape)
 
     def _find(
         self, method: str, path: str, raw_path: bytes | None = None
@@ -210,6 +206,16 @@ class App:
                 await self.gateway.stop()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
+
+
+async def _answer_error(request: Request, exc: Exception, shape: ErrorShape) -> None:
+    """The error response, from a frame of its own: a local of `App._http` holding the
+    error would be held by the error's traceback in turn, a cycle for the collector."""
+    error = as_api_error(exc)
+    if error.status == 500:
+        log.error("unhandled error on %s %s", request.method, request.path, exc_info=exc)
+    if not request.response_started:
+        await send_error(request, error, shape=shape)
 
 
 def create_app(settings: Settings, instance_id: str | None = None) -> App:

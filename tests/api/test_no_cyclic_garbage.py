@@ -23,7 +23,7 @@ import httpx
 import pytest
 import uvicorn
 
-from llmeu.api.app import App, create_app
+from llmeu.api.app import App, Route, create_app
 from llmeu.config import Settings
 from llmeu.server.connection_guard import ConnectionGuard, ConnectionLimits
 from llmeu.server.http_protocol import protocol_factory
@@ -78,6 +78,64 @@ async def test_a_call_leaves_no_cyclic_garbage_of_its_own(
 
     found = await _cyclic_garbage_of(app, served)
     assert not found, f"cyclic garbage of llmeu's: {dict(found)}"
+
+
+# The platform API and the gateway's own routes, answered and refused (an error answer
+# comes from an exception, the usual place for a cycle).
+OTHER_ROUTES: list[tuple[str, str, dict[str, Any] | None, int]] = [
+    ("GET", "/v1/platform/traces?limit=5", None, 200),
+    ("GET", "/v1/platform/usage?group_by=model", None, 200),
+    ("GET", "/v1/platform/endpoints", None, 200),
+    ("GET", "/v1/platform/policies", None, 200),
+    ("POST", "/v1/platform/keys", {"name": "cycles"}, 201),
+    ("GET", "/v1/models", None, 200),
+    ("GET", "/metrics", None, 200),
+    ("GET", "/v1/platform/traces/trc_0123456789abcdef01234567", None, 404),
+    ("GET", "/v1/platform/usage?group_by=colour", None, 400),
+    ("DELETE", "/v1/chat/completions", None, 405),
+    ("GET", "/v1/no-such-route", None, 404),
+]
+
+
+@pytest.mark.parametrize(
+    "route",
+    OTHER_ROUTES,
+    ids=[f"{method} {path} {status}" for method, path, _, status in OTHER_ROUTES],
+)
+async def test_a_platform_call_leaves_no_cyclic_garbage_of_its_own(
+    app: App, client: httpx.AsyncClient, route: tuple[str, str, dict[str, Any] | None, int]
+) -> None:
+    method, path, body, status = route
+
+    async def answered() -> None:
+        response = await client.request(method, path, json=body)
+        assert response.status_code == status, response.text
+
+    found = await _cyclic_garbage_of(app, answered)
+    assert not found, f"cyclic garbage of llmeu's: {dict(found)}"
+
+
+async def test_a_bug_is_a_logged_500_and_leaves_no_cyclic_garbage_of_its_own(
+    app: App, client: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An exception no layer expected: an OpenAI-shaped 500, logged with its traceback."""
+
+    async def buggy(request: object) -> None:
+        raise RuntimeError("a bug")
+
+    app._exact[("GET", "/v1/models")] = Route("GET", "/v1/models", buggy)
+
+    async def failed() -> None:
+        response = await client.get("/v1/models")
+        assert response.status_code == 500, response.text
+        assert response.json()["error"]["type"] == "api_error"
+
+    found = await _cyclic_garbage_of(app, failed)
+    assert not found, f"cyclic garbage of llmeu's: {dict(found)}"
+    [*_, logged] = [
+        r for r in caplog.records if r.getMessage() == "unhandled error on GET /v1/models"
+    ]
+    assert logged.exc_info is not None and isinstance(logged.exc_info[1], RuntimeError)
 
 
 def _chat(model: str, content: str = "hi", **fields: Any) -> dict[str, Any]:
