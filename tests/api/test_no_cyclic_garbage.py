@@ -90,6 +90,8 @@ OTHER_ROUTES: list[tuple[str, str, dict[str, Any] | None, int]] = [
     ("POST", "/v1/platform/keys", {"name": "cycles"}, 201),
     ("GET", "/v1/models", None, 200),
     ("GET", "/metrics", None, 200),
+    ("GET", "/openapi.json", None, 200),
+    ("GET", "/console", None, 200),
     ("GET", "/v1/platform/traces/trc_0123456789abcdef01234567", None, 404),
     ("GET", "/v1/platform/usage?group_by=colour", None, 400),
     ("DELETE", "/v1/chat/completions", None, 405),
