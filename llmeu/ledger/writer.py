@@ -152,17 +152,18 @@ class Ledger:
             self._wakeup.clear()
             while self._queue:
                 batch = [self._queue.popleft() for _ in range(min(len(self._queue), _MAX_BATCH))]
-                self._taken += len(batch)
                 if not self._beside or any(p.kind == "finish" for p in batch):
+                    self._take(batch)
                     await self._write(batch)
                     continue
                 if self._begins is not None and not self._begins.done():
                     # One batch of in-progress rows at a time; this one waits in the queue
                     # (counted in `depth`), where final rows arriving meanwhile can join it.
-                    self._taken -= len(batch)
                     self._queue.extendleft(reversed(batch))
                     await asyncio.gather(self._begins, return_exceptions=True)
                     continue
+                # Taken now, not when the task first runs: flush() sees it from here on.
+                self._take(batch)
                 self._begins = asyncio.create_task(self._write(batch), name="llmeu-ledger-begins")
 
     async def _gather(self) -> None:
@@ -181,6 +182,11 @@ class Ledger:
                 break
         self._hurry = False
 
+    def _take(self, batch: list[_Pending]) -> None:
+        """`batch` is out of the queue and on its way to the database (`_write` ends that)."""
+        self._taken += len(batch)
+        self._writing.append(batch)
+
     async def _write(self, batch: list[_Pending]) -> None:
         loop = asyncio.get_running_loop()
         finishes = [p.row for p in batch if p.kind == "finish"]
@@ -188,7 +194,6 @@ class Ledger:
         finished = {row[0] for row in finishes}
         begins = [p.row for p in batch if p.kind == "begin" and p.row[0] not in finished]
         started = loop.time()
-        self._writing.append(batch)
         try:
             await self.store.write_traces(begins, finishes)
         except (DatabaseUnavailable, OSError) as error:
