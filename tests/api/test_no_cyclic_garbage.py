@@ -66,6 +66,31 @@ async def _cyclic_garbage_of(app: App, call: Callable[[], Awaitable[None]]) -> C
         gc.garbage.clear()
 
 
+async def _started(settings: Settings) -> AsyncIterator[App]:
+    """The app on `settings`, started, and stopped after the test (a fixture's body)."""
+    application = create_app(settings)
+    await application.gateway.start()
+    yield application
+    await application.gateway.stop()
+
+
+def _admin_client(app: App) -> httpx.AsyncClient:
+    return httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app),
+        base_url="http://gateway",
+        headers={"authorization": f"Bearer {ADMIN_KEY}"},
+    )
+
+
+async def _cancelled(app: App) -> int:
+    """How many traces the ledger holds as `cancelled` (a client hung up)."""
+    page = await app.gateway.store.list_traces(
+        filters={"status": "cancelled"}, since=None, until=None, limit=20, cursor=None,
+        key_id=None,
+    )  # fmt: skip
+    return len(page.traces)
+
+
 @pytest.mark.parametrize("call", CALLS.values(), ids=CALLS.keys())
 async def test_a_call_leaves_no_cyclic_garbage_of_its_own(
     app: App, client: httpx.AsyncClient, call: tuple[str, dict[str, Any], dict[str, str]]
@@ -201,10 +226,8 @@ async def failing_app(tmp_path: Path, fake_upstream: FakeUpstream) -> AsyncItera
         data_dir=tmp_path, config_file=config, admin_key=ADMIN_KEY, load_local_models=False,
         breaker_threshold=1000,  # every call tries the failing upstream: no open circuit
     )  # fmt: skip
-    application = create_app(settings)
-    await application.gateway.start()
-    yield application
-    await application.gateway.stop()
+    async for application in _started(settings):
+        yield application
 
 
 @pytest.mark.parametrize("failure", FAILURES.values(), ids=FAILURES.keys())
@@ -212,12 +235,10 @@ async def test_a_call_that_fails_leaves_no_cyclic_garbage_of_its_own(
     failing_app: App, failure: tuple[str, dict[str, Any], int]
 ) -> None:
     path, body, status = failure
-    transport = httpx.ASGITransport(app=failing_app)
-    headers = {"authorization": f"Bearer {ADMIN_KEY}"}
-    async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as client:
+    async with _admin_client(failing_app) as client:
 
         async def failed() -> None:
-            response = await client.post(path, json=body, headers=headers)
+            response = await client.post(path, json=body)
             assert response.status_code == status, response.text
             if status == 200 and body.get("stream"):
                 assert b"error" in response.content, "the stream was meant to fail"
@@ -241,7 +262,7 @@ async def test_a_call_whose_client_hangs_up_leaves_no_cyclic_garbage_of_its_own(
                 sent.append({})
                 return {
                     "type": "http.request",
-                    "body": httpx.Request("POST", "http://gateway", json=body).read(),
+                    "body": json.dumps(body).encode(),
                     "more_body": False,
                 }
             await first_frame.wait()
@@ -265,11 +286,7 @@ async def test_a_call_whose_client_hangs_up_leaves_no_cyclic_garbage_of_its_own(
         assert first_frame.is_set()
 
     found = await _cyclic_garbage_of(app, hung_up)
-    traces = await app.gateway.store.list_traces(
-        filters={"status": "cancelled"}, since=None, until=None, limit=20, cursor=None,
-        key_id=None,
-    )  # fmt: skip
-    assert len(traces.traces) == 11, "every hung-up call is recorded as cancelled"
+    assert await _cancelled(app) == 11, "every hung-up call is recorded as cancelled"
     assert not found, f"cyclic garbage of llmeu's: {dict(found)}"
 
 
@@ -335,24 +352,17 @@ async def test_a_hang_up_through_llmeus_server_leaves_no_cyclic_garbage_of_its_o
         writer.close()
         await writer.wait_closed()
 
-    async def cancelled() -> int:
-        page = await app.gateway.store.list_traces(
-            filters={"status": "cancelled"}, since=None, until=None, limit=20, cursor=None,
-            key_id=None,
-        )  # fmt: skip
-        return len(page.traces)
-
     async def hung_up_and_recorded() -> None:
-        before = await cancelled()
+        before = await _cancelled(app)
         await hung_up()
         for _ in range(500):  # the call learns of the hang-up, ends and is recorded
             await asyncio.sleep(0.01)
-            if await cancelled() > before:
+            if await _cancelled(app) > before:
                 return
         raise AssertionError("the hung-up call was not recorded as cancelled")
 
     found = await _cyclic_garbage_of(app, hung_up_and_recorded)
-    assert await cancelled() == 11
+    assert await _cancelled(app) == 11
     assert not found, f"cyclic garbage of llmeu's: {dict(found)}"
 
 
@@ -394,10 +404,8 @@ async def native_app(tmp_path: Path, native_fakes: NativeFakes) -> AsyncIterator
         data_dir=tmp_path, config_file=config, admin_key=ADMIN_KEY, load_local_models=False,
         breaker_threshold=1000, environ=native_fakes.environ(),
     )  # fmt: skip
-    application = create_app(settings)
-    await application.gateway.start()
-    yield application
-    await application.gateway.stop()
+    async for application in _started(settings):
+        yield application
 
 
 @pytest.mark.parametrize("failure", NATIVE_FAILURES.values(), ids=NATIVE_FAILURES.keys())
@@ -405,12 +413,10 @@ async def test_a_native_upstreams_failure_leaves_no_cyclic_garbage_of_its_own(
     native_app: App, failure: tuple[dict[str, Any], str | None]
 ) -> None:
     body, expected = failure
-    transport = httpx.ASGITransport(app=native_app)
-    headers = {"authorization": f"Bearer {ADMIN_KEY}"}
-    async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as client:
+    async with _admin_client(native_app) as client:
 
         async def failed() -> None:
-            response = await client.post("/v1/chat/completions", json=body, headers=headers)
+            response = await client.post("/v1/chat/completions", json=body)
             assert response.status_code == 200, response.text
             if expected is not None:
                 assert expected.encode() in response.content, "the stream was meant to fail"
