@@ -15,7 +15,6 @@ import logging
 from collections.abc import Mapping
 
 import msgspec
-from msgspec import UNSET
 
 from llmeu.calls.request import RoutingRequest
 from llmeu.errors import ConfigError, InvalidRequest
@@ -86,16 +85,8 @@ class PolicyBook:
 
 
 def _body_narrowing(field: RoutingRequest, source: str = "llmeu") -> Narrowing:
-    return Narrowing(
-        policy_id=field.policy_id if field.policy_id is not UNSET else None,
-        allow_classes=tuple(field.allow_classes or ()),
-        allow_countries=tuple(field.allow_countries or ()),
-        allow_providers=tuple(field.allow_providers or ()),
-        require_jurisdictions=tuple(field.require_jurisdictions or ()),
-        require_certifications=tuple(field.require_certifications or ()),
-        min_seal=field.min_seal if field.min_seal is not UNSET else None,
-        source=source,
-    )
+    policy_id = field.policy_id if isinstance(field.policy_id, str) else None
+    return Narrowing.of(field, policy_id=policy_id, source=source)
 
 
 def _header_narrowing(header: str) -> Narrowing:

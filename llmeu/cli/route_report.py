@@ -36,6 +36,7 @@ from llmeu.routing.catalog import Endpoint, EndpointKind
 from llmeu.routing.config_file import GatewayConfig
 from llmeu.routing.load import load_config
 from llmeu.routing.policy import Narrowing, Policy, narrow
+from llmeu.routing.predicates import RULES, RULES_BY_NAME, Rule
 from llmeu.routing.router import Exclusion, assess, try_order
 
 
@@ -136,32 +137,22 @@ def _policy(args: argparse.Namespace, config: GatewayConfig) -> Policy:
 
 
 def describe(policy: Policy) -> str:
-    """Two lines: what the policy allows, and what it keeps; a third for personal data."""
+    """Two lines: where the policy lets calls go, and what it keeps (each rule of the
+    predicate table in its own words); a third for personal data."""
+    where = [RULES_BY_NAME[n] for n in ("allow_classes", "allow_countries", "allow_providers")]
+    keeps = [RULES_BY_NAME[n] for n in ("max_retention", "store_content", "fallback")]
+    requirements = [r for r in RULES if r not in where and r not in keeps]
 
-    def listed(values: frozenset[Any], anything: str) -> str:
-        return ", ".join(sorted(str(v) for v in values)) if values else anything
+    def said(rules: list[Rule[Any]]) -> list[str]:
+        return [text for r in rules if (text := r.describe(r.value(policy))) is not None]
 
+    required = said(requirements)
     return (
-        f"Policy {policy.policy_id}: classes {listed(policy.allow_classes, 'none')}; "
-        f"countries {listed(policy.allow_countries, 'any')}; "
-        f"providers {listed(policy.allow_providers, 'any')};"
-        f"{_requirements(policy)}\n"
-        f"max provider retention {policy.max_retention}; gateway keeps content "
-        f"{policy.store_content}; fallback {'on' if policy.fallback else 'off'}."
+        f"Policy {policy.policy_id}: {'; '.join(said(where))};"
+        + (f" requires {'; '.join(required)};" if required else "")
+        + f"\n{'; '.join(said(keeps))}."
         + (f"\n{describe_rules(policy.personal_data)}." if policy.personal_data else "")
     )
-
-
-def _requirements(policy: Policy) -> str:
-    parts = []
-    if policy.require_jurisdictions:
-        parts.append(f"jurisdictions {', '.join(sorted(policy.require_jurisdictions))}")
-    if policy.require_certifications:
-        certifications = ", ".join(sorted(c.value for c in policy.require_certifications))
-        parts.append(f"certifications {certifications}")
-    if policy.min_seal is not None:
-        parts.append(f"at least SEAL-{policy.min_seal}")
-    return (" requires " + "; ".join(parts) + ";") if parts else ""
 
 
 def _table(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import yaml
 
@@ -27,7 +28,6 @@ from llmeu.personal.rules import (
 from llmeu.routing import endpoint_kinds
 from llmeu.routing import yaml_nodes as nodes
 from llmeu.routing.catalog import (
-    SEAL_LEVELS,
     Catalog,
     Certification,
     Endpoint,
@@ -36,8 +36,9 @@ from llmeu.routing.catalog import (
     SovereigntyClass,
     Timeouts,
 )
-from llmeu.routing.durations import ZERO, Duration
-from llmeu.routing.policy import LimitsFail, Policy, expand_jurisdictions
+from llmeu.routing.durations import Duration
+from llmeu.routing.policy import LimitsFail, Policy
+from llmeu.routing.predicates import RULES, seal_level
 from llmeu.routing.yaml_nodes import Node
 
 
@@ -149,7 +150,7 @@ def _endpoint(node: Node) -> Endpoint:
         if "jurisdiction" in fields
         else "",
         certifications=_certifications(fields.get("certifications"), "certifications"),
-        seal=_seal(fields.get("seal"), "seal"),
+        seal=seal_level(fields.get("seal"), "seal"),
         upstream=upstream,
         default_max_tokens=endpoint_kinds.default_max_tokens(fields, kind, model),
     )
@@ -157,32 +158,6 @@ def _endpoint(node: Node) -> Endpoint:
 
 def _certifications(node: Node | None, what: str) -> frozenset[Certification]:
     return frozenset(nodes.enum(n, what, Certification) for n in nodes.sequence(node, what))
-
-
-def _seal(node: Node | None, what: str) -> int | None:
-    """A Cloud Sovereignty Framework level: 0 to 4 (SEAL-0 … SEAL-4)."""
-    if node is None or nodes.is_null(node):
-        return None
-    value: int = nodes.scalar(node, what, int)
-    if value not in SEAL_LEVELS:
-        raise ConfigError(
-            f"{what} must be a SEAL level from 0 to 4, got {value}",
-            field=what,
-            line=nodes.line(node),
-        )
-    return value
-
-
-def _jurisdictions(node: Node | None, what: str) -> frozenset[str]:
-    """ISO countries; `EU` stands for the 27 member states."""
-    codes: list[str] = []
-    for item in nodes.sequence(node, what):
-        value: str = nodes.scalar(item, what, str)
-        if value.strip().upper() == "EU":
-            codes.extend(expand_jurisdictions([value]))
-        else:
-            codes.append(nodes.country(item, what))
-    return frozenset(codes)
 
 
 def _timeouts(node: Node | None) -> Timeouts:
@@ -194,48 +169,27 @@ def _timeouts(node: Node | None) -> Timeouts:
     return Timeouts(**values)
 
 
-_POLICY_FIELDS = {
-    "policy_id", "allow_classes", "allow_countries", "allow_providers", "max_retention",
-    "store_content", "fallback", "limits_fail", "require_jurisdictions",
-    "require_certifications", "min_seal", "keep_metadata", "personal_data",
-}  # fmt: skip
+_OWN_POLICY_FIELDS = ("policy_id", "limits_fail", "keep_metadata", "personal_data")
+_POLICY_FIELDS = {*_OWN_POLICY_FIELDS, *(rule.name for rule in RULES)}
+_POLICY_REQUIRED = ("policy_id", *(rule.name for rule in RULES if rule.required))
 
 
 def _policy(node: Node) -> Policy:
-    fields = nodes.mapping(node, "policy", _POLICY_FIELDS,
-                           required=("policy_id", "allow_classes", "max_retention"))  # fmt: skip
-    classes = frozenset(
-        nodes.enum(n, "allow_classes", SovereigntyClass)
-        for n in nodes.sequence(fields["allow_classes"], "allow_classes")
-    )
+    """A policy: its own fields, and one per rule of the predicate table, each parsed by its
+    rule (a rule's field left out takes the rule's default)."""
+    fields = nodes.mapping(node, "policy", _POLICY_FIELDS, required=_POLICY_REQUIRED)
+    ruled: dict[str, Any] = {
+        rule.name: rule.parse(fields[rule.name]) if rule.name in fields else rule.default
+        for rule in RULES
+    }
     return Policy(
         policy_id=nodes.name(fields["policy_id"], "policy_id"),
-        allow_classes=classes,
-        allow_countries=frozenset(
-            nodes.country(n, "allow_countries")
-            for n in nodes.sequence(fields.get("allow_countries"), "allow_countries")
-        ),
-        allow_providers=frozenset(
-            nodes.name(n, "allow_providers")
-            for n in nodes.sequence(fields.get("allow_providers"), "allow_providers")
-        ),
-        max_retention=nodes.duration(fields["max_retention"], "max_retention"),
-        store_content=nodes.duration(fields["store_content"], "store_content")
-        if "store_content" in fields
-        else ZERO,
-        fallback=nodes.optional(fields, "fallback", bool, True),
         limits_fail=nodes.enum(
             fields.get("limits_fail"), "limits_fail", LimitsFail, LimitsFail.OPEN
         ),
-        require_jurisdictions=_jurisdictions(
-            fields.get("require_jurisdictions"), "require_jurisdictions"
-        ),
-        require_certifications=_certifications(
-            fields.get("require_certifications"), "require_certifications"
-        ),
-        min_seal=_seal(fields.get("min_seal"), "min_seal"),
         keep_metadata=_optional_duration(fields.get("keep_metadata"), "keep_metadata"),
         personal_data=_personal_data(fields.get("personal_data")),
+        **ruled,
     )
 
 

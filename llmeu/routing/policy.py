@@ -1,18 +1,19 @@
-"""Sovereignty policies: which endpoints a call may use, and how a request narrows them.
+"""Sovereignty policies: which sites a call may reach, and how a request narrows them.
 
-A policy admits an endpoint when its sovereignty class, country and provider
-are allowed and the provider's retention fits `max_retention`. Empty country
-or provider lists mean "any the classes allow". A request may narrow the
-policy of its key (name a stricter policy, or give allow-lists) but never
-widen it: every widening is refused with the field that widened it.
-
-Beyond where an endpoint runs, a policy may ask who controls it and what it
-has been certified for: `require_jurisdictions` (the ISO countries whose law
-may reach the provider's controlling entity: `eu_resident` endpoints run in
-the EU but answer to another jurisdiction), `require_certifications` (every
-one listed must be held) and `min_seal` (the Cloud Sovereignty Framework's
-assurance level). An endpoint whose jurisdiction, certifications or SEAL are
-unknown does not meet a requirement on them: unknown is not compliant.
+A policy admits an endpoint when each of its predicates admits it: its
+sovereignty class, country and provider are allowed, the provider's
+retention fits `max_retention`, and, where the policy asks who controls it
+and what it has been certified for, `require_jurisdictions` (the ISO
+countries whose law may reach the provider's controlling entity:
+`eu_resident` endpoints run in the EU but answer to another jurisdiction),
+`require_certifications` (every one listed must be held) and `min_seal` (the
+Cloud Sovereignty Framework's assurance level) are met. An endpoint whose
+jurisdiction, certifications or SEAL are unknown does not meet a requirement
+on them: unknown is not compliant. Each predicate is one row of the table in
+`llmeu.routing.predicates`; this module applies the table. Empty country or
+provider lists mean "any the classes allow". A request may narrow the policy
+of its key (name a stricter policy, or give allow-lists) but never widen it:
+every widening is refused with the field that widened it.
 
 `limits_fail` says what happens to the key's limited calls while the shared
 limits store (Redis) cannot be reached: `open` admits them unchecked (the
@@ -28,14 +29,29 @@ request's narrowing keeps it. Its `restrict` action narrows the route with
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from typing import Any
 
 from llmeu.errors import InvalidRequest, PermissionDenied
 from llmeu.personal.rules import PersonalDataRules, RestrictTo, rules_document
-from llmeu.routing.catalog import Certification, Endpoint, SovereigntyClass
+from llmeu.routing.catalog import Certification, SovereigntyClass
 from llmeu.routing.durations import Duration
+from llmeu.routing.predicates import (
+    EU_MEMBER_STATES,
+    NARROWABLE,
+    RULES,
+    Rule,
+    Site,
+    expand_jurisdictions,
+    parse_certifications,
+)
+
+__all__ = [
+    "DEFAULT_KEEP_METADATA", "EU_MEMBER_STATES", "LimitsFail", "Narrowing", "Policy",
+    "expand_jurisdictions", "narrow", "parse_certifications", "policy_document", "restricted",
+]  # fmt: skip
 
 DEFAULT_KEEP_METADATA = Duration.parse("P6M")
 """Six months: the least the AI Act asks deployers to keep automatically generated logs."""
@@ -48,6 +64,9 @@ class LimitsFail(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Policy:
+    """A policy: one field per rule of `llmeu.routing.predicates.RULES`, plus what is the
+    key's own (`limits_fail`, `keep_metadata`, `personal_data`)."""
+
     policy_id: str
     allow_classes: frozenset[SovereigntyClass]
     max_retention: Duration
@@ -62,130 +81,92 @@ class Policy:
     keep_metadata: Duration | None = None
     """How long the metadata of its calls is kept; None: the gateway's `--keep-metadata`."""
     personal_data: PersonalDataRules | None = None
+    _checks: tuple[tuple[Rule[Any], Any], ...] = field(
+        default=(), init=False, repr=False, compare=False
+    )
 
-    def exclusion(self, endpoint: Endpoint) -> tuple[str, str] | None:
-        """(rule, reason) when the policy excludes the endpoint, else None."""
-        if endpoint.sovereignty_class not in self.allow_classes:
-            allowed = ", ".join(sorted(self.allow_classes))
-            return (
-                "allow_classes",
-                f"sovereignty class {endpoint.sovereignty_class} is not in [{allowed}]",
-            )
-        if self.allow_countries and endpoint.country not in self.allow_countries:
-            allowed = ", ".join(sorted(self.allow_countries))
-            country = endpoint.country or "unknown"
-            return "allow_countries", f"country {country} is not in [{allowed}]"
-        if self.allow_providers and endpoint.provider not in self.allow_providers:
-            allowed = ", ".join(sorted(self.allow_providers))
-            return "allow_providers", f"provider {endpoint.provider} is not in [{allowed}]"
-        if endpoint.retention > self.max_retention:
-            return (
-                "max_retention",
-                f"provider retention {endpoint.retention} exceeds "
-                f"max_retention {self.max_retention}",
-            )
-        return self._compliance_exclusion(endpoint)
+    def __post_init__(self) -> None:
+        # The rules that can exclude a site with this policy's values, read once: routing
+        # asks every candidate of every call.
+        checks = tuple(
+            (rule, value) for rule in RULES if not rule.admits_every_site(value := rule.value(self))
+        )
+        object.__setattr__(self, "_checks", checks)
 
-    def _compliance_exclusion(self, endpoint: Endpoint) -> tuple[str, str] | None:
-        if self.require_jurisdictions and endpoint.jurisdiction not in self.require_jurisdictions:
-            allowed = ", ".join(sorted(self.require_jurisdictions))
-            jurisdiction = endpoint.jurisdiction or "unknown"
-            return (
-                "require_jurisdictions",
-                f"provider jurisdiction {jurisdiction} is not in [{allowed}]",
-            )
-        missing = self.require_certifications - endpoint.certifications
-        if missing:
-            return (
-                "require_certifications",
-                f"provider lacks certifications [{', '.join(sorted(missing))}]",
-            )
-        if self.min_seal is not None and (endpoint.seal is None or endpoint.seal < self.min_seal):
-            seal = "unknown" if endpoint.seal is None else f"SEAL-{endpoint.seal}"
-            return "min_seal", f"provider assurance level {seal} is below SEAL-{self.min_seal}"
+    def exclusion(self, site: Site) -> tuple[str, str] | None:
+        """(rule, reason) when the policy excludes the site, else None."""
+        for rule, value in self._checks:
+            reason = rule.exclusion(value, site)
+            if reason is not None:
+                return rule.name, reason
         return None
 
-    def admits(self, endpoint: Endpoint) -> bool:
-        return self.exclusion(endpoint) is None
+    def admits(self, site: Site) -> bool:
+        return self.exclusion(site) is None
 
-    def route_retention(self, endpoint: Endpoint) -> Duration:
+    def route_retention(self, site: Site) -> Duration:
         """The longest time any party on this route keeps content (DESIGN §3)."""
-        return max(endpoint.retention, self.store_content)
+        return max(site.retention, self.store_content)
 
     def widening_field(self, stricter: Policy) -> str | None:
         """The first field in which `stricter` is looser than this policy, or None."""
-        if not stricter.allow_classes <= self.allow_classes:
-            return "allow_classes"
-        if self.allow_countries and not (
-            stricter.allow_countries and stricter.allow_countries <= self.allow_countries
-        ):
-            return "allow_countries"
-        if self.allow_providers and not (
-            stricter.allow_providers and stricter.allow_providers <= self.allow_providers
-        ):
-            return "allow_providers"
-        if stricter.max_retention > self.max_retention:
-            return "max_retention"
-        if stricter.store_content > self.store_content:
-            return "store_content"
-        if stricter.fallback and not self.fallback:
-            return "fallback"
-        if self.require_jurisdictions and not (
-            stricter.require_jurisdictions
-            and stricter.require_jurisdictions <= self.require_jurisdictions
-        ):
-            return "require_jurisdictions"
-        if not self.require_certifications <= stricter.require_certifications:
-            return "require_certifications"
-        if self.min_seal is not None and (
-            stricter.min_seal is None or stricter.min_seal < self.min_seal
-        ):
-            return "min_seal"
+        for rule in RULES:
+            if rule.widens(rule.value(self), rule.value(stricter)):
+                return rule.name
         return None
 
 
 def policy_document(policy: Policy) -> dict[str, object]:
     """A policy in the shape of the configuration file (and of the platform API)."""
-    return {
-        "policy_id": policy.policy_id,
-        "allow_classes": sorted(c.value for c in policy.allow_classes),
-        "allow_countries": sorted(policy.allow_countries),
-        "allow_providers": sorted(policy.allow_providers),
-        "max_retention": policy.max_retention.text,
-        "store_content": policy.store_content.text,
-        "fallback": policy.fallback,
-        "limits_fail": policy.limits_fail.value,
-        "require_jurisdictions": sorted(policy.require_jurisdictions),
-        "require_certifications": sorted(c.value for c in policy.require_certifications),
-        "min_seal": policy.min_seal,
-        "keep_metadata": policy.keep_metadata.text if policy.keep_metadata else None,
-        "personal_data": rules_document(policy.personal_data) if policy.personal_data else None,
-    }
+    document: dict[str, object] = {"policy_id": policy.policy_id}
+    for rule in RULES:
+        document[rule.name] = rule.document(rule.value(policy))
+    document["limits_fail"] = policy.limits_fail.value
+    document["keep_metadata"] = policy.keep_metadata.text if policy.keep_metadata else None
+    document["personal_data"] = (
+        rules_document(policy.personal_data) if policy.personal_data else None
+    )
+    return document
 
 
-@dataclass(frozen=True, slots=True)
 class Narrowing:
-    """What a request asked for: a named policy and/or allow-lists (empty = no narrowing)."""
+    """What a request asked for: a named policy and/or values of the narrowable rules, by
+    their field names (`allow_classes=("on_premise",)`, `min_seal=3`); empty or None values
+    ask nothing. `source` is how the refusals name the fields (`llmeu`, `x-llmeu-policy`,
+    `cli`)."""
 
-    policy_id: str | None = None
-    allow_classes: tuple[str, ...] = ()
-    allow_countries: tuple[str, ...] = ()
-    allow_providers: tuple[str, ...] = ()
-    require_jurisdictions: tuple[str, ...] = ()
-    require_certifications: tuple[str, ...] = ()
-    min_seal: int | None = None
-    source: str = "llmeu"
+    __slots__ = ("asked", "policy_id", "source")
+
+    def __init__(
+        self, policy_id: str | None = None, *, source: str = "llmeu", **asked: object
+    ) -> None:
+        names = {rule.name for rule in NARROWABLE}
+        unknown = set(asked) - names
+        if unknown:
+            raise TypeError(f"no narrowable rule named {', '.join(sorted(unknown))}")
+        self.policy_id = policy_id
+        self.source = source
+        self.asked: dict[str, list[Any]] = {}
+        for name, value in asked.items():
+            if isinstance(value, Sequence) and not isinstance(value, str):
+                if value:
+                    self.asked[name] = list(value)
+            elif value is not None:
+                self.asked[name] = [value]
+
+    @classmethod
+    def of(cls, fields: object, *, policy_id: str | None, source: str) -> Narrowing:
+        """The narrowing a request's field gives: each narrowable rule's value read from the
+        attribute of the same name (absent, unset or empty: not asked)."""
+        asked = {}
+        for rule in NARROWABLE:
+            value = getattr(fields, rule.name, None)
+            if isinstance(value, list | int) and not isinstance(value, bool):
+                asked[rule.name] = value
+        return cls(policy_id, source=source, **asked)
 
     def is_empty(self) -> bool:
-        return not (
-            self.policy_id
-            or self.allow_classes
-            or self.allow_countries
-            or self.allow_providers
-            or self.require_jurisdictions
-            or self.require_certifications
-            or self.min_seal is not None
-        )
+        return not (self.policy_id or self.asked)
 
 
 def narrow(base: Policy, narrowing: Narrowing, policies: dict[str, Policy]) -> Policy:
@@ -199,45 +180,40 @@ def narrow(base: Policy, narrowing: Narrowing, policies: dict[str, Policy]) -> P
     policy = base
     src = narrowing.source
     if narrowing.policy_id is not None and narrowing.policy_id != base.policy_id:
-        named = policies.get(narrowing.policy_id)
-        if named is None:
-            raise InvalidRequest(
-                f"unknown policy `{narrowing.policy_id}`",
-                param=f"{src}.policy_id",
-                code="unknown_policy",
+        policy = _named(base, narrowing.policy_id, policies, src)
+    changes: dict[str, Any] = {}
+    for rule in NARROWABLE:
+        requested = narrowing.asked.get(rule.name)
+        if requested:
+            changes[rule.name] = rule.narrow(
+                rule.value(policy), requested, f"{src}.{rule.name}", policy.policy_id
             )
-        field = base.widening_field(named)
-        if field is not None:
-            raise PermissionDenied(
-                f"`{src}.policy_id` names policy `{named.policy_id}`, which would widen "
-                f"policy `{base.policy_id}` in `{field}`; a request may only narrow its policy",
-                param=f"{src}.policy_id",
-                code="policy_widening",
-            )
-        policy = named
-        kept = (base.limits_fail, base.keep_metadata, base.personal_data)
-        if (named.limits_fail, named.keep_metadata, named.personal_data) != kept:
-            policy = replace(
-                named,
-                limits_fail=base.limits_fail,
-                keep_metadata=base.keep_metadata,
-                personal_data=base.personal_data,
-            )
-    if narrowing.allow_classes:
-        classes = _parse_classes(narrowing.allow_classes, f"{src}.allow_classes")
-        _refuse_outside(classes, policy.allow_classes, policy, f"{src}.allow_classes")
-        policy = replace(policy, allow_classes=classes)
-    if narrowing.allow_countries:
-        countries = frozenset(c.upper() for c in narrowing.allow_countries)
-        if policy.allow_countries:
-            _refuse_outside(countries, policy.allow_countries, policy, f"{src}.allow_countries")
-        policy = replace(policy, allow_countries=countries)
-    if narrowing.allow_providers:
-        providers = frozenset(narrowing.allow_providers)
-        if policy.allow_providers:
-            _refuse_outside(providers, policy.allow_providers, policy, f"{src}.allow_providers")
-        policy = replace(policy, allow_providers=providers)
-    return _narrow_compliance(policy, narrowing)
+    return replace(policy, **changes) if changes else policy
+
+
+def _named(base: Policy, policy_id: str, policies: dict[str, Policy], src: str) -> Policy:
+    named = policies.get(policy_id)
+    if named is None:
+        raise InvalidRequest(
+            f"unknown policy `{policy_id}`", param=f"{src}.policy_id", code="unknown_policy"
+        )
+    widened = base.widening_field(named)
+    if widened is not None:
+        raise PermissionDenied(
+            f"`{src}.policy_id` names policy `{named.policy_id}`, which would widen "
+            f"policy `{base.policy_id}` in `{widened}`; a request may only narrow its policy",
+            param=f"{src}.policy_id",
+            code="policy_widening",
+        )
+    kept = (base.limits_fail, base.keep_metadata, base.personal_data)
+    if (named.limits_fail, named.keep_metadata, named.personal_data) == kept:
+        return named
+    return replace(
+        named,
+        limits_fail=base.limits_fail,
+        keep_metadata=base.keep_metadata,
+        personal_data=base.personal_data,
+    )
 
 
 def restricted(policy: Policy, restrict: RestrictTo) -> Policy:
@@ -257,89 +233,3 @@ def restricted(policy: Policy, restrict: RestrictTo) -> Policy:
                 # An empty list means "any": an empty intersection must exclude everything.
                 changes["allow_classes"] = frozenset()
     return replace(policy, **changes) if changes else policy  # type: ignore[arg-type]
-
-
-def _narrow_compliance(policy: Policy, narrowing: Narrowing) -> Policy:
-    """Requirements a request adds: certifications join the policy's, jurisdictions must lie
-    inside the policy's list (when it has one), a SEAL level may only rise."""
-    src = narrowing.source
-    if narrowing.require_jurisdictions:
-        wanted = frozenset(expand_jurisdictions(narrowing.require_jurisdictions))
-        bad = sorted(c for c in wanted if len(c) != 2 or not c.isalpha())
-        if bad:
-            raise InvalidRequest(
-                f"require_jurisdictions takes two-letter ISO countries or EU, got {bad}",
-                param=f"{src}.require_jurisdictions",
-            )
-        if policy.require_jurisdictions:
-            _refuse_outside(
-                wanted, policy.require_jurisdictions, policy, f"{src}.require_jurisdictions"
-            )
-        policy = replace(policy, require_jurisdictions=wanted)
-    if narrowing.require_certifications:
-        certifications = parse_certifications(
-            narrowing.require_certifications, f"{src}.require_certifications"
-        )
-        policy = replace(
-            policy, require_certifications=policy.require_certifications | certifications
-        )
-    if narrowing.min_seal is not None:
-        if narrowing.min_seal not in range(0, 5):
-            raise InvalidRequest(
-                f"min_seal must be 0 to 4, got {narrowing.min_seal}", param=f"{src}.min_seal"
-            )
-        if policy.min_seal is None or narrowing.min_seal > policy.min_seal:
-            policy = replace(policy, min_seal=narrowing.min_seal)
-    return policy
-
-
-EU_MEMBER_STATES = frozenset((
-    "AT", "BE", "BG", "CY", "CZ", "DE", "DK", "EE", "ES", "FI", "FR", "GR", "HR", "HU",
-    "IE", "IT", "LT", "LU", "LV", "MT", "NL", "PL", "PT", "RO", "SE", "SI", "SK",
-))  # fmt: skip
-"""The 27 member states (ISO 3166-1; Greece is GR, not the EU's own code EL)."""
-
-
-def expand_jurisdictions(values: Iterable[str]) -> list[str]:
-    """Upper-cased ISO countries, `EU` standing for every member state."""
-    out: list[str] = []
-    for value in values:
-        code = value.strip().upper()
-        out.extend(sorted(EU_MEMBER_STATES) if code == "EU" else [code])
-    return out
-
-
-def parse_certifications(values: Iterable[str], param: str) -> frozenset[Certification]:
-    try:
-        return frozenset(Certification(v) for v in values)
-    except ValueError:
-        known = ", ".join(c.value for c in Certification)
-        raise InvalidRequest(
-            f"unknown certification in {list(values)}; known: {known}", param=param
-        ) from None
-
-
-def _parse_classes(values: Iterable[str], param: str) -> frozenset[SovereigntyClass]:
-    try:
-        return frozenset(SovereigntyClass(v) for v in values)
-    except ValueError:
-        known = ", ".join(c.value for c in SovereigntyClass)
-        raise InvalidRequest(
-            f"unknown sovereignty class in {list(values)}; known classes: {known}", param=param
-        ) from None
-
-
-def _refuse_outside(
-    requested: frozenset[str] | frozenset[SovereigntyClass],
-    allowed: frozenset[str] | frozenset[SovereigntyClass],
-    policy: Policy,
-    param: str,
-) -> None:
-    extra = sorted(str(v) for v in requested - allowed)
-    if extra:
-        raise PermissionDenied(
-            f"`{param}` would widen policy `{policy.policy_id}` with {', '.join(extra)}; "
-            "a request may only narrow its policy",
-            param=param,
-            code="policy_widening",
-        )

@@ -314,6 +314,17 @@ def test_policy_widening_matches_python(js: Page, console: Console) -> None:
          "allow_providers": [], "max_retention": "P0D", "store_content": "P0D", "fallback": False},
         {"policy_id": "acme-week", "allow_classes": ["eu_sovereign", "on_premise"], "allow_countries": [],
          "allow_providers": ["acme"], "max_retention": "P1W", "store_content": "PT12H", "fallback": True},
+        # Every rule of the predicate table is compared: jurisdictions, certifications, SEAL.
+        {"policy_id": "fr-de-law", "allow_classes": ["eu_sovereign", "on_premise"], "max_retention": "P0D",
+         "require_jurisdictions": ["FR", "DE"]},
+        {"policy_id": "fr-law-seal3", "allow_classes": ["eu_sovereign", "on_premise"], "max_retention": "P0D",
+         "require_jurisdictions": ["FR"], "min_seal": 3},
+        {"policy_id": "seal2", "allow_classes": ["eu_sovereign", "on_premise"], "max_retention": "P0D",
+         "min_seal": 2},
+        {"policy_id": "secnum", "allow_classes": ["eu_sovereign", "on_premise"], "max_retention": "P0D",
+         "require_certifications": ["secnumcloud"]},
+        {"policy_id": "secnum-c5", "allow_classes": ["eu_sovereign", "on_premise"], "max_retention": "P0D",
+         "require_certifications": ["secnumcloud", "bsi-c5"], "min_seal": 2},
     ]  # fmt: skip
     documents = console.api("GET", "/v1/platform/policies")["data"] + extra
     python = {d["policy_id"]: parse_policy(json.dumps(d)) for d in documents}

@@ -16,12 +16,14 @@ keep an old console after an upgrade.
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
 from llmeu.api.asgi import Headers, Request
 from llmeu.errors import NotFound
+from llmeu.routing.predicates import rules_document
 
 _CONTENT_TYPES = {
     ".html": b"text/html; charset=utf-8",
@@ -41,6 +43,8 @@ _SECURITY_HEADERS: Headers = [
     (b"cross-origin-opener-policy", b"same-origin"),
 ]
 _INDEX = "index.html"
+_POLICY_RULES = "policy-rules.js"
+"""Made from the predicate table when the console is first served, not read from a file."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,10 +63,20 @@ def console_assets() -> dict[str, Asset]:
         suffix = "." + entry.name.rpartition(".")[2]
         if not entry.is_file() or suffix not in _CONTENT_TYPES:
             continue
-        body = entry.read_bytes()
-        etag = b'"' + hashlib.sha256(body).hexdigest()[:32].encode() + b'"'
-        assets[entry.name] = Asset(body, _CONTENT_TYPES[suffix], etag)
+        assets[entry.name] = _asset(entry.name, entry.read_bytes())
+    assets[_POLICY_RULES] = _asset(_POLICY_RULES, policy_rules_module())
     return assets
+
+
+def policy_rules_module() -> bytes:
+    """The policy rules of `llmeu.routing.predicates` as a JavaScript module: the console's
+    `policy.js` compares policies by them, so its rules are the gateway's."""
+    return b"export const RULES = " + json.dumps(rules_document()).encode() + b";\n"
+
+
+def _asset(name: str, body: bytes) -> Asset:
+    etag = b'"' + hashlib.sha256(body).hexdigest()[:32].encode() + b'"'
+    return Asset(body, _CONTENT_TYPES["." + name.rpartition(".")[2]], etag)
 
 
 async def _send_asset(request: Request, asset: Asset) -> None:

@@ -1,8 +1,11 @@
 // Which policies a key may ask for: those at least as strict as its own.
 //
-// The rules of llmeu/routing/policy.py (`widening_field`) and durations.py, so
-// the playground offers exactly the policies the gateway would accept; the
-// gateway still checks every request and answers 403 `policy_widening`.
+// The rules come from the gateway's own table (llmeu/routing/predicates.py), served as
+// policy-rules.js: each rule names its field and the kind of comparison, and this module
+// implements each kind once, so the playground offers exactly the policies the gateway
+// would accept; the gateway still checks every request and answers 403 `policy_widening`.
+
+import { RULES } from "./policy-rules.js";
 
 const DURATION = /^P(?!$)(?:(\d+)Y)?(?:(\d+)M)?(?:(\d+)W)?(?:(\d+)D)?(?:T(?=\d)(?:(\d+)H)?(?:(\d+)M)?(?:(\d+)S)?)?$/;
 const UNIT_SECONDS = [365 * 86400, 30 * 86400, 7 * 86400, 86400, 3600, 60, 1];
@@ -15,19 +18,26 @@ export function durationSeconds(text) {
 }
 
 const subset = (inner, outer) => inner.every((item) => outer.includes(item));
+const absent = (value) => value === null || value === undefined;
+
+/** For each kind of rule: whether `other` is looser than `base` in that rule's field. */
+const WIDENS = {
+  within: (base, other) => !subset(other, base),
+  within_or_any: (base, other) => base.length > 0 && !(other.length > 0 && subset(other, base)),
+  at_most_duration: (base, other) => durationSeconds(other) > durationSeconds(base),
+  never_enable: (base, other) => Boolean(other) && !base,
+  includes_all: (base, other) => !subset(base, other),
+  at_least: (base, other) => !absent(base) && (absent(other) || other < base),
+};
 
 /** The first field in which `stricter` is looser than `base`, or null when it only narrows. */
 export function wideningField(base, stricter) {
-  if (!subset(stricter.allow_classes, base.allow_classes)) return "allow_classes";
-  if (base.allow_countries.length && !(stricter.allow_countries.length && subset(stricter.allow_countries, base.allow_countries))) {
-    return "allow_countries";
+  for (const rule of RULES) {
+    const widens = WIDENS[rule.kind];
+    if (widens === undefined) throw new Error(`no comparison for rule kind ${rule.kind}`);
+    const value = (policy) => (absent(policy[rule.field]) ? rule.default : policy[rule.field]);
+    if (widens(value(base), value(stricter))) return rule.field;
   }
-  if (base.allow_providers.length && !(stricter.allow_providers.length && subset(stricter.allow_providers, base.allow_providers))) {
-    return "allow_providers";
-  }
-  if (durationSeconds(stricter.max_retention) > durationSeconds(base.max_retention)) return "max_retention";
-  if (durationSeconds(stricter.store_content) > durationSeconds(base.store_content)) return "store_content";
-  if (stricter.fallback && !base.fallback) return "fallback";
   return null;
 }
 

@@ -1,0 +1,104 @@
+"""The predicate table: every rule reaches every place that reads policies, and says why.
+
+Adding a rule to `llmeu.routing.predicates.RULES` must be enough for the
+configuration file, the platform API's documents, request narrowing and the
+console: these tests fail when one of them does not see a rule.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+import msgspec
+import pytest
+
+from llmeu.calls.request import RoutingRequest
+from llmeu.routing.config_file import parse_policy
+from llmeu.routing.policy import Narrowing, Policy, narrow, policy_document
+from llmeu.routing.predicates import NARROWABLE, RULES, Rule, rules_document
+from tests.routing.factories import endpoint
+
+RULE_NAMES = [rule.name for rule in RULES]
+
+
+@pytest.mark.parametrize("name", RULE_NAMES)
+def test_every_rule_is_a_field_of_the_policy_and_its_document(name: str) -> None:
+    fields = {f.name for f in dataclasses.fields(Policy)}
+    assert name in fields
+    document = policy_document(
+        parse_policy('{"policy_id": "p", "allow_classes": [], "max_retention": "P0D"}')
+    )
+    assert name in document
+
+
+@pytest.mark.parametrize("rule", NARROWABLE, ids=lambda r: r.name)
+def test_every_narrowable_rule_is_a_field_of_the_request(rule: Rule[Any]) -> None:
+    name = rule.name
+    assert name in RoutingRequest.__struct_fields__
+    assert Narrowing(**{name: [] if name != "min_seal" else None}).is_empty()
+
+
+def test_the_console_is_served_every_rule() -> None:
+    assert [r["field"] for r in rules_document()] == RULE_NAMES
+    assert json.loads(json.dumps(rules_document()))  # plain JSON for the JavaScript module
+
+
+BASE = {"policy_id": "base", "allow_classes": ["eu_sovereign", "eu_resident"], "max_retention": "P30D",
+        "store_content": "P1D"}  # fmt: skip
+SITE = endpoint("acme-x", sovereignty_class="eu_resident", country="DE", provider="acme",
+                retention="P7D", jurisdiction="US", certifications=["iso27001"], seal=2)  # fmt: skip
+
+# One row per site rule: the policy field and value that excludes SITE, and the reason.
+EXCLUDING = [
+    pytest.param("allow_classes", ["eu_sovereign"], "sovereignty class eu_resident is not in [eu_sovereign]",
+                 id="allow_classes"),
+    pytest.param("allow_countries", ["FR"], "country DE is not in [FR]", id="allow_countries"),
+    pytest.param("allow_providers", ["ovh"], "provider acme is not in [ovh]", id="allow_providers"),
+    pytest.param("max_retention", "P1D", "provider retention P7D exceeds max_retention P1D", id="max_retention"),
+    pytest.param("require_jurisdictions", ["EU"], "provider jurisdiction US is not in [AT, BE,",
+                 id="require_jurisdictions"),
+    pytest.param("require_certifications", ["secnumcloud"], "provider lacks certifications [secnumcloud]",
+                 id="require_certifications"),
+    pytest.param("min_seal", 3, "provider assurance level SEAL-2 is below SEAL-3", id="min_seal"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("field", "value", "reason"), EXCLUDING)
+def test_each_site_rule_excludes_with_its_reason(field: str, value: object, reason: str) -> None:
+    policy = parse_policy(json.dumps({**BASE, field: value}))
+    assert parse_policy(json.dumps(BASE)).exclusion(SITE) is None
+    rule, said = policy.exclusion(SITE) or ("", "")
+    assert rule == field
+    assert said.startswith(reason)
+
+
+def test_every_site_rule_has_an_exclusion_row() -> None:
+    site_rules = {r.name for r in RULES if r.name not in ("store_content", "fallback")}
+    assert {p.id for p in EXCLUDING} == site_rules
+
+
+@pytest.mark.parametrize(("field", "value", "reason"), EXCLUDING)
+def test_a_policy_stricter_in_one_rule_is_refused_by_the_looser_name(
+    field: str, value: object, reason: str
+) -> None:
+    base = parse_policy(json.dumps(BASE))
+    stricter = parse_policy(json.dumps({**BASE, "policy_id": "stricter", field: value}))
+    assert stricter.widening_field(base) == field
+    assert base.widening_field(stricter) is None
+    policies = {"base": base, "stricter": stricter}
+    assert narrow(base, Narrowing(policy_id="stricter"), policies) is stricter
+
+
+def test_a_request_field_narrows_through_the_table() -> None:
+    base = parse_policy(json.dumps(BASE))
+    request = msgspec.json.decode(
+        b'{"allow_countries": ["de"], "require_certifications": ["iso27001"], "min_seal": 1}',
+        type=RoutingRequest,
+    )
+    narrowed = narrow(base, Narrowing.of(request, policy_id=None, source="llmeu"), {})
+    assert narrowed.allow_countries == {"DE"}
+    assert {c.value for c in narrowed.require_certifications} == {"iso27001"}
+    assert narrowed.min_seal == 1
+    assert narrowed.exclusion(SITE) is None
