@@ -30,7 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 
-from llmeu.api.lifecycle import Call
+from llmeu.api.call.lifecycle import Call
 from llmeu.personal.detectors import find
 from llmeu.personal.masking import Masking
 from llmeu.personal.rules import Action, Detector, PersonalDataRules

@@ -3,7 +3,7 @@
 Every failure the gateway can report is one of these classes. Providers turn
 transport errors into `UpstreamError`s at their edge, the ledger's drivers
 turn their database's errors into `DatabaseError`s; the API maps the tree to
-HTTP statuses and bodies in one place (`llmeu.api.error_responses`), a
+HTTP statuses and bodies in one place (`llmeu.api.http.error_responses`), a
 `DatabaseUnavailable` becoming a 503 `ledger_unavailable`.
 
     LlmeuError

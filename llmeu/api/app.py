@@ -8,13 +8,13 @@ from dataclasses import dataclass
 from functools import partial
 from urllib.parse import unquote
 
-from llmeu.api.asgi import Receive, Request, Scope, Send
-from llmeu.api.body_intake import BodyBounds, BodyIntake
-from llmeu.api.cors import CorsMiddleware
-from llmeu.api.error_responses import OPENAI_ERRORS, ErrorShape, as_api_error, send_error
 from llmeu.api.gateway import Gateway
 from llmeu.api.health import health, readiness
-from llmeu.api.identifiers import check_identifier
+from llmeu.api.http.asgi import Receive, Request, Scope, Send
+from llmeu.api.http.body_intake import BodyBounds, BodyIntake
+from llmeu.api.http.cors import CorsMiddleware
+from llmeu.api.http.error_responses import OPENAI_ERRORS, ErrorShape, as_api_error, send_error
+from llmeu.api.http.identifiers import check_identifier
 from llmeu.api.routes import compliance, console, platform, receipt_keys, service
 from llmeu.api.routes.chat_completions import handle_chat
 from llmeu.api.routes.embeddings import handle_embeddings

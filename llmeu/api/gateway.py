@@ -17,14 +17,14 @@ import time
 from collections.abc import Coroutine, Mapping
 from typing import Any
 
-from llmeu.api.auth import KeyRing
-from llmeu.api.inference import Calls
-from llmeu.api.policies import PolicyBook
-from llmeu.api.receipt_issuer import Receipts
+from llmeu.api.call.door import Calls
 from llmeu.api.routes.platform import Platform
 from llmeu.api.routes.receipt_keys import Evidence
-from llmeu.api.signing import load_signing_keys
-from llmeu.api.upstreams import Upstreams
+from llmeu.api.services.auth import KeyRing
+from llmeu.api.services.policies import PolicyBook
+from llmeu.api.services.receipt_issuer import Receipts
+from llmeu.api.services.signing import load_signing_keys
+from llmeu.api.services.upstreams import Upstreams
 from llmeu.api.welcome import AdminKey, Welcome, announce, chat_model, reachable_root
 from llmeu.config import Settings
 from llmeu.errors import ConfigError, DatabaseError

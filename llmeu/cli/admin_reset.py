@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from llmeu.api.auth import KeyRing
+from llmeu.api.services.auth import KeyRing
 from llmeu.config import Settings
 from llmeu.errors import DatabaseError, DatabaseUnavailable
 from llmeu.ledger.database import Database

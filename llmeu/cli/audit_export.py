@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from llmeu.api.exports import EXPORTS, Period, render
+from llmeu.api.services.exports import EXPORTS, Period, render
 from llmeu.cli import audit_verify
 from llmeu.config import Settings
 from llmeu.errors import ConfigError, DatabaseError, DatabaseUnavailable

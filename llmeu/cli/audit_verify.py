@@ -28,7 +28,7 @@ from typing import Any
 
 import httpx
 
-from llmeu.api.signing import configured_pem_source, load_signing_keys
+from llmeu.api.services.signing import configured_pem_source, load_signing_keys
 from llmeu.config import Settings
 from llmeu.errors import ConfigError, DatabaseError, DatabaseUnavailable
 from llmeu.evidence.audit import ChainReport, verify_chain

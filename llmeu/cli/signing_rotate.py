@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from llmeu.api.signing import configured_pem_source
+from llmeu.api.services.signing import configured_pem_source
 from llmeu.config import Settings
 from llmeu.errors import ConfigError
 from llmeu.evidence.signing_keys import rotate_directory_keys

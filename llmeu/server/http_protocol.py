@@ -24,7 +24,7 @@ from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
-from llmeu.api.asgi import HANGUP_EXTENSION, HangupHook
+from llmeu.api.http.asgi import HANGUP_EXTENSION, HangupHook
 from llmeu.protocol.error_shape import encode_error
 from llmeu.server.connection_guard import ConnectionGuard
 from llmeu.server.request_cycle import Http10Cycle, OneWriteCycle

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from llmeu.api.asgi import DisconnectWatch, HangupHook
+from llmeu.api.http.asgi import DisconnectWatch, HangupHook
 from llmeu.calls.hangup import Hangup
 
 

@@ -14,7 +14,7 @@ import pytest
 from anthropic.types import ErrorResponse, Message, RawMessageStreamEvent
 from pydantic import TypeAdapter
 
-from llmeu.api.bodies import decode_body
+from llmeu.api.http.bodies import decode_body
 from llmeu.calls.output import Delta, ToolCallDelta, ToolCallFunctionDelta, Usage
 from llmeu.calls.request import (
     AssistantMessage,

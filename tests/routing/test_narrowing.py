@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from llmeu.api.policies import PolicyBook
+from llmeu.api.services.policies import PolicyBook
 from llmeu.calls.request import RoutingRequest
 from llmeu.errors import ApiError, InvalidRequest, PermissionDenied
 from llmeu.routing.builtin import EU, EU_STRICT, OPEN

@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 import pytest
 
-from llmeu.api.auth import KeyRing
+from llmeu.api.services.auth import KeyRing
 from llmeu.errors import AuthenticationFailed
 from llmeu.ledger import secrets
 from llmeu.ledger.sqlite import SqliteDatabase

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from msgspec import UNSET
 
-from llmeu.api.accounting import completed_counts, estimate_prompt_tokens
-from llmeu.api.asgi import Request
-from llmeu.api.bodies import decode_body
-from llmeu.api.inference import Calls
-from llmeu.api.lifecycle import Call
+from llmeu.api.call.accounting import completed_counts, estimate_prompt_tokens
+from llmeu.api.call.door import Calls
+from llmeu.api.call.lifecycle import Call
+from llmeu.api.http.asgi import Request
+from llmeu.api.http.bodies import decode_body
 from llmeu.calls.hangup import Hangup
 from llmeu.calls.output import AssistantOutput, Completion
 from llmeu.calls.request import ChatRequest, ResponseFormat, end_user, text_of

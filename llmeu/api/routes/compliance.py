@@ -5,7 +5,7 @@
     DELETE /v1/platform/holds/{hold_id}    release it (the record stays)
     DELETE /v1/platform/subjects/{user_id} erase that end user's stored content
     GET    /v1/platform/erasures           every erasure done, by subject digest
-    GET    /v1/platform/exports/{name}?from=&to=   an export of `llmeu.api.exports`
+    GET    /v1/platform/exports/{name}?from=&to=   an export of `llmeu.api.services.exports`
 
 What they do to the ledger is `llmeu.ledger.retention`'s. Each answer names the
 admin key that acted, and the ledger keeps it: a hold or an erasure is itself
@@ -20,13 +20,13 @@ from typing import Annotated
 
 from msgspec import Meta, Struct
 
-from llmeu.api.asgi import Request
-from llmeu.api.exports import EXPORTS, Period, render
+from llmeu.api.http.asgi import Request
 from llmeu.api.routes.platform import Platform
 from llmeu.api.routes.platform import _authorize as authorize
 from llmeu.api.routes.platform import _decode as decode_json
 from llmeu.api.routes.platform import _reply as reply
 from llmeu.api.routes.platform import _time as moment
+from llmeu.api.services.exports import EXPORTS, Period, render
 from llmeu.errors import InvalidRequest, NotFound
 from llmeu.ledger.retention import Retention, calls_between
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
-from llmeu.api.asgi import Headers, Request
+from llmeu.api.http.asgi import Headers, Request
 from llmeu.errors import NotFound
 from llmeu.routing.predicates import rules_document
 

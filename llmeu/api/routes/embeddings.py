@@ -6,11 +6,11 @@ import base64
 import struct
 from collections.abc import Sequence
 
-from llmeu.api.accounting import Counts, estimate_tokens
-from llmeu.api.asgi import Request
-from llmeu.api.bodies import decode_body
-from llmeu.api.inference import Calls
-from llmeu.api.lifecycle import Call
+from llmeu.api.call.accounting import Counts, estimate_tokens
+from llmeu.api.call.door import Calls
+from llmeu.api.call.lifecycle import Call
+from llmeu.api.http.asgi import Request
+from llmeu.api.http.bodies import decode_body
 from llmeu.calls.hangup import Hangup
 from llmeu.calls.output import Embeddings
 from llmeu.calls.request import EmbeddingInputs, end_user

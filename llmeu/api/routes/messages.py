@@ -23,12 +23,12 @@ from typing import Any
 
 from msgspec import UNSET
 
-from llmeu.api.accounting import streamed_counts, tokens_for_characters
-from llmeu.api.asgi import Request
-from llmeu.api.bodies import decode_body
-from llmeu.api.error_responses import Routing
-from llmeu.api.inference import Calls
-from llmeu.api.lifecycle import Call
+from llmeu.api.call.accounting import streamed_counts, tokens_for_characters
+from llmeu.api.call.door import Calls
+from llmeu.api.call.lifecycle import Call
+from llmeu.api.http.asgi import Request
+from llmeu.api.http.bodies import decode_body
+from llmeu.api.http.error_responses import Routing
 from llmeu.calls.hangup import Hangup
 from llmeu.calls.output import StreamOutput, Usage
 from llmeu.calls.request import ChatRequest, RoutingRequest, end_user

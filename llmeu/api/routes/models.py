@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from llmeu.api.asgi import Request
-from llmeu.api.inference import Calls
-from llmeu.api.upstreams import Upstreams
+from llmeu.api.call.door import Calls
+from llmeu.api.http.asgi import Request
+from llmeu.api.services.upstreams import Upstreams
 from llmeu.errors import NotFound
 from llmeu.protocol.json_codec import encoder
 from llmeu.routing.catalog import Endpoint

@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from llmeu.api.asgi import Request
+from llmeu.api.http.asgi import Request
 from llmeu.api.routes.platform import KeyCreate
 from llmeu.calls.record import FINAL_STATUSES, CallStatus
 from llmeu.calls.request import ChatRequest

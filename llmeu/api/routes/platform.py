@@ -18,12 +18,12 @@ from typing import Annotated, Any
 import msgspec
 from msgspec import Meta, Struct
 
-from llmeu.api.asgi import Request
-from llmeu.api.auth import KeyRing
-from llmeu.api.bodies import decode_body
-from llmeu.api.identifiers import check_finite
-from llmeu.api.policies import PolicyBook
-from llmeu.api.upstreams import Upstreams
+from llmeu.api.http.asgi import Request
+from llmeu.api.http.bodies import decode_body
+from llmeu.api.http.identifiers import check_finite
+from llmeu.api.services.auth import KeyRing
+from llmeu.api.services.policies import PolicyBook
+from llmeu.api.services.upstreams import Upstreams
 from llmeu.calls.record import CallStatus
 from llmeu.errors import ConfigError, InvalidRequest, NotFound, PermissionDenied
 from llmeu.ledger.api_keys import ApiKey

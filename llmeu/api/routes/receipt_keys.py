@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from llmeu.api.asgi import Request
-from llmeu.api.receipt_issuer import Receipts
+from llmeu.api.http.asgi import Request
 from llmeu.api.routes.platform import Platform, get_trace_view
+from llmeu.api.services.receipt_issuer import Receipts
 from llmeu.protocol.json_codec import encoder
 
 _JWKS_HEADERS = [

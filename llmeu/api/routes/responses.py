@@ -30,11 +30,11 @@ from typing import Any
 import msgspec
 from msgspec import UNSET
 
-from llmeu.api.accounting import completed_counts, estimate_prompt_tokens
-from llmeu.api.asgi import Request
-from llmeu.api.bodies import decode_body
-from llmeu.api.inference import Calls
-from llmeu.api.lifecycle import Call
+from llmeu.api.call.accounting import completed_counts, estimate_prompt_tokens
+from llmeu.api.call.door import Calls
+from llmeu.api.call.lifecycle import Call
+from llmeu.api.http.asgi import Request
+from llmeu.api.http.bodies import decode_body
 from llmeu.api.routes.chat_completions import output_cap
 from llmeu.calls.hangup import Hangup
 from llmeu.calls.output import (

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from llmeu.api.asgi import Request
+from llmeu.api.http.asgi import Request
 from llmeu.observability.telemetry import Telemetry
 from llmeu.protocol.json_codec import encoder
 

@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from llmeu.api.redaction import redact_all
+from llmeu.api.call.redaction import redact_all
 from llmeu.calls.record import Attempt, CallStatus, TraceRecord, new_trace_id
 from llmeu.errors import ApiError, NoCompliantRoute, UpstreamError
 from llmeu.evidence.receipts import policy_sha256

@@ -15,7 +15,7 @@ import asyncio
 import logging
 import time
 
-from llmeu.api.auth_failures import AuthFailures
+from llmeu.api.services.auth_failures import AuthFailures
 from llmeu.errors import AuthenticationFailed, ConfigError, InvalidRequest
 from llmeu.ledger.api_keys import ApiKey
 from llmeu.ledger.secrets import (
@@ -79,7 +79,7 @@ class KeyRing:
 
     async def authenticate(self, authorization: str | None, client: str | None = None) -> ApiKey:
         """The key `authorization` names; 401 if none, and — for a `client` address whose
-        failures ran out (`llmeu.api.auth_failures`) — 429 before the database is asked."""
+        failures ran out (`llmeu.api.services.auth_failures`) — 429 before the database is asked."""
         if not authorization:
             raise AuthenticationFailed(
                 "Missing API key: send it as `Authorization: Bearer <key>`", code="missing_api_key"

@@ -12,8 +12,8 @@ from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import Any
 from urllib.parse import parse_qsl
 
-from llmeu.api.body_intake import BodyBounds, BodyIntake
-from llmeu.api.identifiers import check_query
+from llmeu.api.http.body_intake import BodyBounds, BodyIntake
+from llmeu.api.http.identifiers import check_query
 from llmeu.calls.hangup import Hangup
 from llmeu.errors import InvalidRequest
 
@@ -82,7 +82,7 @@ class Request:
 
     async def body(self, limit: int) -> bytes:
         """The whole request body, within `limit` bytes and the intake's bounds of time and
-        memory (`llmeu.api.body_intake`)."""
+        memory (`llmeu.api.http.body_intake`)."""
         declared = self.header(b"content-length")
         size = int(declared) if declared is not None and declared.isdigit() else None
         return await self._intake.read(self.receive, size, limit)

@@ -14,7 +14,7 @@ import math
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from llmeu.api.asgi import JSON_HEADERS, Headers, Request, with_header
+from llmeu.api.http.asgi import JSON_HEADERS, Headers, Request, with_header
 from llmeu.errors import (
     ApiError,
     DatabaseUnavailable,

@@ -1,6 +1,6 @@
 """How a call ends: its counts, its final trace, and what the client is told.
 
-`Settlement` is the half of `llmeu.api.lifecycle.Call` that runs once a call
+`Settlement` is the half of `llmeu.api.call.lifecycle.Call` that runs once a call
 is over, whatever ended it: leaving the call's block settles it (DESIGN §5:
 exactly one trace per call). An error before the upstream phase is
 `rejected`, after it `failed` (an error frame once a stream has begun); an
@@ -18,10 +18,10 @@ from enum import Enum
 from types import TracebackType
 from typing import TYPE_CHECKING, Protocol
 
-from llmeu.api.accounting import Accounting, Counts, streamed_counts
-from llmeu.api.asgi import DisconnectWatch, Request
-from llmeu.api.error_responses import ErrorShape, as_api_error, send_error
-from llmeu.api.trace import TraceRecorder
+from llmeu.api.call.accounting import Accounting, Counts, streamed_counts
+from llmeu.api.call.trace import TraceRecorder
+from llmeu.api.http.asgi import DisconnectWatch, Request
+from llmeu.api.http.error_responses import ErrorShape, as_api_error, send_error
 from llmeu.calls.output import Delta, StreamOutput, Usage
 from llmeu.calls.record import CallStatus
 from llmeu.errors import ApiError, ClientDisconnected, ServiceUnavailable, UnsupportedByEndpoint
@@ -30,7 +30,7 @@ from llmeu.protocol.routing_block import RoutingBlock
 from llmeu.providers.base import ChatStream
 
 if TYPE_CHECKING:
-    from llmeu.api.inference import Calls
+    from llmeu.api.call.door import Calls
 
 log = logging.getLogger("llmeu.api")
 

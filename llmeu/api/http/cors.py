@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 
-from llmeu.api.asgi import Headers, Message, Receive, Request, Scope, Send
-from llmeu.api.error_responses import send_error
+from llmeu.api.http.asgi import Headers, Message, Receive, Request, Scope, Send
+from llmeu.api.http.error_responses import send_error
 from llmeu.errors import PermissionDenied
 
 ASGIHandler = Callable[[Scope, Receive, Send], Awaitable[None]]

@@ -1,7 +1,7 @@
 """What every inference surface shares: the door, the policies, the upstreams, the ledger.
 
 `Calls` is built once by the gateway and handed to each inference route;
-`Calls.open` starts one call's lifecycle (`llmeu.api.lifecycle.Call`). It also
+`Calls.open` starts one call's lifecycle (`llmeu.api.call.lifecycle.Call`). It also
 knows the calls in flight, so that a shutdown can wait for them to record
 how they ended.
 """
@@ -12,13 +12,13 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from llmeu.api.asgi import Request
-from llmeu.api.auth import KeyRing
-from llmeu.api.error_responses import OPENAI_ERRORS, ErrorShape
-from llmeu.api.lifecycle import Call
-from llmeu.api.policies import PolicyBook
-from llmeu.api.receipt_issuer import Receipts
-from llmeu.api.upstreams import Upstreams
+from llmeu.api.call.lifecycle import Call
+from llmeu.api.http.asgi import Request
+from llmeu.api.http.error_responses import OPENAI_ERRORS, ErrorShape
+from llmeu.api.services.auth import KeyRing
+from llmeu.api.services.policies import PolicyBook
+from llmeu.api.services.receipt_issuer import Receipts
+from llmeu.api.services.upstreams import Upstreams
 from llmeu.ledger.writer import Ledger
 from llmeu.limits import Limiter
 from llmeu.observability.hooks import Observers

@@ -16,12 +16,12 @@ everything else happens here, once:
             call.counted(...); body = ...(call.routing_block())
             await call.respond(body)
 
-(`calls` is the gateway's `llmeu.api.inference.Calls`.) Endpoints are tried
+(`calls` is the gateway's `llmeu.api.call.door.Calls`.) Endpoints are tried
 in the plan's order, only inside the policy, falling back only before the
 first byte reaches the client; every attempt is recorded; the client's
 connection is watched while an upstream works, and a hang-up aborts the
 upstream at once. Leaving the block settles the call whatever happened, with
-exactly one trace (`llmeu.api.call_settlement`).
+exactly one trace (`llmeu.api.call.settlement`).
 
 `screen` applies the policy's `personal_data` rules to the prompt's `(path,
 text)` parts: `block` refuses, `restrict` narrows the route, `mask` hands the
@@ -38,11 +38,11 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
-from llmeu.api.accounting import Accounting, CallCeiling
-from llmeu.api.asgi import JSON_HEADERS, SSE_HEADERS, DisconnectWatch, Headers, Request
-from llmeu.api.call_settlement import Phase, Settlement, StreamEncoder
-from llmeu.api.error_responses import ErrorShape
-from llmeu.api.trace import TraceRecorder
+from llmeu.api.call.accounting import Accounting, CallCeiling
+from llmeu.api.call.settlement import Phase, Settlement, StreamEncoder
+from llmeu.api.call.trace import TraceRecorder
+from llmeu.api.http.asgi import JSON_HEADERS, SSE_HEADERS, DisconnectWatch, Headers, Request
+from llmeu.api.http.error_responses import ErrorShape
 from llmeu.calls.hangup import Hangup
 from llmeu.calls.output import Delta, StreamOutput, Usage
 from llmeu.calls.record import CallStatus
@@ -66,7 +66,7 @@ from llmeu.routing.policy import LimitsFail, restricted
 from llmeu.routing.router import RoutePlan
 
 if TYPE_CHECKING:
-    from llmeu.api.inference import Calls
+    from llmeu.api.call.door import Calls
 
 T = TypeVar("T")
 log = logging.getLogger("llmeu.api")
