@@ -3,122 +3,21 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from functools import partial
+from collections.abc import Callable
 from urllib.parse import unquote
 
 from llmeu.api.gateway import Gateway
-from llmeu.api.health import health, readiness
 from llmeu.api.http.asgi import Receive, Request, Scope, Send
 from llmeu.api.http.body_intake import BodyBounds, BodyIntake
 from llmeu.api.http.cors import CorsMiddleware
 from llmeu.api.http.error_responses import OPENAI_ERRORS, ErrorShape, as_api_error, send_error
 from llmeu.api.http.identifiers import check_identifier
-from llmeu.api.routes import compliance, console, platform, receipt_keys, service
-from llmeu.api.routes.chat_completions import handle_chat
-from llmeu.api.routes.embeddings import handle_embeddings
-from llmeu.api.routes.messages import ANTHROPIC_ERRORS, handle_count_tokens, handle_messages
-from llmeu.api.routes.models import handle_models
-from llmeu.api.routes.openapi import handle_openapi
-from llmeu.api.routes.responses import (
-    handle_delete_response,
-    handle_get_response,
-    handle_input_items,
-    handle_responses,
-)
+from llmeu.api.http.route import Route
+from llmeu.api.routes.route_table import route_table
 from llmeu.config import Settings
 from llmeu.errors import ClientDisconnected, MethodNotAllowed, NotFound
-from llmeu.ledger.stored_responses import StoredResponses
 
 log = logging.getLogger("llmeu.api")
-
-Handler = Callable[..., Awaitable[None]]
-"""`handler(request, *segments)`: one argument for each `{name}` segment of the path."""
-
-
-@dataclass(frozen=True, slots=True)
-class Route:
-    """One route. `path` is a template: a segment written `{name}` matches any one non-empty
-    segment, passed to the handler in order. `documented` routes are the API, described by
-    `GET /openapi.json` (a test holds the two together); `shape` is how the surface writes
-    its errors."""
-
-    method: str
-    path: str
-    handler: Handler
-    shape: ErrorShape = OPENAI_ERRORS
-    documented: bool = True
-
-    @property
-    def templated(self) -> bool:
-        return "{" in self.path
-
-    @property
-    def params(self) -> list[str]:
-        """The names of the `{name}` segments, in order."""
-        return [s[1:-1] for s in self.path.split("/") if s.startswith("{")]
-
-    def match(self, segments: list[str]) -> list[str] | None:
-        """The values of the `{name}` segments if `segments` (the path split on `/`) fit."""
-        pattern = self.path.split("/")
-        if len(pattern) != len(segments):
-            return None
-        values = []
-        for want, got in zip(pattern, segments, strict=True):
-            if want.startswith("{"):
-                if not got:
-                    return None
-                values.append(got)
-            elif want != got:
-                return None
-        return values
-
-
-def route_table(gw: Gateway) -> list[Route]:
-    calls = gw.calls
-    stored = StoredResponses(gw.store.db)
-    platform_routes = [
-        Route(method, path, partial(handler, gw.platform))
-        for method, path, handler in (*platform.PLATFORM_ROUTES, *compliance.COMPLIANCE_ROUTES)
-    ]
-    return [
-        Route("POST", "/v1/chat/completions", partial(handle_chat, calls)),
-        Route("POST", "/v1/responses", partial(handle_responses, calls, stored)),
-        Route("GET", "/v1/responses/{response_id}", partial(handle_get_response, calls, stored)),
-        Route(
-            "DELETE", "/v1/responses/{response_id}", partial(handle_delete_response, calls, stored)
-        ),
-        Route(
-            "GET",
-            "/v1/responses/{response_id}/input_items",
-            partial(handle_input_items, calls, stored),
-        ),
-        Route("POST", "/v1/embeddings", partial(handle_embeddings, calls)),
-        Route("POST", "/v1/messages", partial(handle_messages, calls), ANTHROPIC_ERRORS),
-        Route(
-            "POST",
-            "/v1/messages/count_tokens",
-            partial(handle_count_tokens, calls),
-            ANTHROPIC_ERRORS,
-        ),
-        Route("GET", "/v1/models", partial(handle_models, calls, gw.started_at)),
-        Route("GET", "/v1/models/{model}", partial(handle_models, calls, gw.started_at)),
-        *platform_routes,
-        Route(
-            "GET",
-            "/v1/platform/traces/{trace_id}/receipt",
-            partial(receipt_keys.get_receipt, gw.evidence),
-        ),
-        Route("GET", "/.well-known/llmeu/jwks.json", partial(receipt_keys.get_jwks, gw.evidence)),
-        Route("GET", "/healthz", partial(service.handle_healthz, partial(health, gw))),
-        Route("GET", "/readyz", partial(service.handle_readyz, partial(readiness, gw))),
-        Route("GET", "/metrics", partial(service.handle_metrics, gw.telemetry)),
-        Route("GET", "/openapi.json", handle_openapi),
-        Route("GET", "/console", console.handle_console, documented=False),
-        Route("GET", "/console/", console.handle_console_slash, documented=False),
-        Route("GET", "/console/{name}", console.handle_console_asset, documented=False),
-    ]
 
 
 class App:

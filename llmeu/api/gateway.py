@@ -17,12 +17,16 @@ import time
 from collections.abc import Coroutine, Mapping
 from typing import Any
 
+from llmeu.api.call.context import CallContext
 from llmeu.api.call.door import Calls
-from llmeu.api.routes.platform import Platform
-from llmeu.api.routes.receipt_keys import Evidence
+from llmeu.api.health import Health
 from llmeu.api.services.auth import KeyRing
+from llmeu.api.services.compliance_service import Compliance
+from llmeu.api.services.evidence_service import Evidence
+from llmeu.api.services.platform_service import Platform
 from llmeu.api.services.policies import PolicyBook
 from llmeu.api.services.receipt_issuer import Receipts
+from llmeu.api.services.response_store import ResponseStore
 from llmeu.api.services.signing import load_signing_keys
 from llmeu.api.services.upstreams import Upstreams
 from llmeu.api.welcome import AdminKey, Welcome, announce, chat_model, reachable_root
@@ -133,15 +137,22 @@ class Gateway:
             ),
         )
         self.calls = Calls(
-            keys=self.keys, policies=self.policies, upstreams=self.upstreams, ledger=self.ledger,
-            limits=self.limits, observers=self.observers,
-            instance_id=self.instance_id, max_body_bytes=settings.max_body_bytes,
-            keep_metadata=Duration.parse(settings.keep_metadata), receipts=self.receipts,
+            CallContext(
+                keys=self.keys, policies=self.policies, upstreams=self.upstreams,
+                ledger=self.ledger, limits=self.limits, observers=self.observers,
+                receipts=self.receipts, instance_id=self.instance_id,
+                max_body_bytes=settings.max_body_bytes,
+                keep_metadata=Duration.parse(settings.keep_metadata),
+            )
         )  # fmt: skip
         self.platform = Platform(
             self.keys, self.policies, store, self.upstreams, self.broadcast, self.reload
         )
         self.evidence = Evidence(self.platform, self.receipts)
+        self.compliance = Compliance(self.platform)
+        self.responses = ResponseStore(store.db)
+        self.health = Health(self.calls, self.ledger, self.limits, self.instance_id,
+                             lambda: self.loaded)  # fmt: skip
         self._finals_since_checkpoint = 0
         self._checkpoint_due = asyncio.Event()
         self.ledger.on_finals = self._count_finals
@@ -282,10 +293,10 @@ class Gateway:
             kept = frozenset(eid for eid, p in providers.items() if p in reuse.values())
             await self._start_providers(upstreams, kept)
             self.policies.configure(config.policies, config.default_policy)
-            self.upstreams = self.calls.upstreams = self.platform.upstreams = upstreams
+            self.upstreams = self.calls.context.upstreams = self.platform.upstreams = upstreams
             gone = [p for p in previous.providers.values() if p not in providers.values()]
             if gone:
-                in_flight = set(self.calls.inflight.values())
+                in_flight = set(self.calls.context.inflight.values())
                 self._spawn(self._retire(gone, in_flight))
             log.warning("configuration reloaded: %d endpoints, %d policies",
                         len(config.catalog.endpoints), len(self.policies.policies))  # fmt: skip
@@ -371,7 +382,7 @@ class Gateway:
 
     async def stop(self) -> None:
         """Refuse new calls, let those still in flight record how they ended, then stop."""
-        self.calls.accepting = False
+        self.calls.stop_accepting()
         await self.calls.settle_inflight(_SETTLE_WAIT)
         for task in list(self._tasks):
             task.cancel()

@@ -2,35 +2,47 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
-if TYPE_CHECKING:
-    from llmeu.api.gateway import Gateway
-
-
-def health(gateway: Gateway) -> tuple[bool, dict[str, Any]]:
-    """Alive, and the state an operator wants at a glance (no key, no tenant data)."""
-    ledger = gateway.ledger
-    body = {
-        "status": "ok" if gateway.calls.accepting else "shutting_down",
-        "ledger": "ok" if ledger.healthy else "degraded",
-        "ledger_queue": ledger.depth,
-        "limits": gateway.limits.state.status,
-        "instance_id": gateway.instance_id,
-    }
-    return gateway.calls.accepting, body
+from llmeu.api.call.door import Calls
+from llmeu.ledger.writer import Ledger
+from llmeu.limits import Limiter
 
 
-def readiness(gateway: Gateway) -> tuple[bool, dict[str, Any]]:
-    """Ready to serve: started (configuration and local models loaded), accepting calls,
-    and the ledger's database answering."""
-    checks = {
-        "configuration": "ok" if gateway.loaded else "loading",
-        "ledger": "ok" if gateway.ledger.healthy and gateway.loaded else "unavailable",
-        "accepting": "ok" if gateway.calls.accepting else "shutting_down",
-    }
-    ready = all(value == "ok" for value in checks.values())
-    # Limits that cannot be checked degrade the gateway but leave it serving (as each
-    # policy's `limits_fail` says), so they do not make it unready.
-    body = {"status": "ready" if ready else "not_ready", **checks}
-    return ready, {**body, "limits": gateway.limits.state.status}
+@dataclass(frozen=True, slots=True)
+class Health:
+    calls: Calls
+    ledger: Ledger
+    limits: Limiter
+    instance_id: str
+    loaded: Callable[[], bool]
+    """Whether the gateway has started: configuration and local models loaded."""
+
+    def alive(self) -> tuple[bool, dict[str, Any]]:
+        """Alive, and the state an operator wants at a glance (no key, no tenant data)."""
+        accepting = self.calls.accepting
+        body = {
+            "status": "ok" if accepting else "shutting_down",
+            "ledger": "ok" if self.ledger.healthy else "degraded",
+            "ledger_queue": self.ledger.depth,
+            "limits": self.limits.state.status,
+            "instance_id": self.instance_id,
+        }
+        return accepting, body
+
+    def ready(self) -> tuple[bool, dict[str, Any]]:
+        """Ready to serve: started (configuration and local models loaded), accepting calls,
+        and the ledger's database answering."""
+        loaded = self.loaded()
+        checks = {
+            "configuration": "ok" if loaded else "loading",
+            "ledger": "ok" if self.ledger.healthy and loaded else "unavailable",
+            "accepting": "ok" if self.calls.accepting else "shutting_down",
+        }
+        ready = all(value == "ok" for value in checks.values())
+        # Limits that cannot be checked degrade the gateway but leave it serving (as each
+        # policy's `limits_fail` says), so they do not make it unready.
+        body = {"status": "ready" if ready else "not_ready", **checks}
+        return ready, {**body, "limits": self.limits.state.status}

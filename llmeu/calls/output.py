@@ -86,6 +86,17 @@ class Completion:
 
 
 @dataclass(frozen=True, slots=True)
+class DeltaAnswer:
+    """A whole answer as the deltas a stream of it carries, and its end: what a surface whose
+    whole answers are built like its streams (Anthropic's content blocks, a Responses API
+    passed through natively) gets back."""
+
+    deltas: list[Delta]
+    finish_reason: str
+    usage: Usage | None
+
+
+@dataclass(frozen=True, slots=True)
 class Embeddings:
     vectors: Sequence[Sequence[float]]
     prompt_tokens: int | None

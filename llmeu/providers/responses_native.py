@@ -20,10 +20,9 @@ failure (a stream that ends without its terminal event included).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 from llmeu.calls.hangup import Hangup
-from llmeu.calls.output import Delta, Usage
+from llmeu.calls.output import Delta, DeltaAnswer
 from llmeu.protocol.responses_upstream import UpstreamEvents, whole_deltas
 from llmeu.providers.base import ChatStream, Provider
 from llmeu.providers.openai import OpenAIProvider
@@ -31,15 +30,6 @@ from llmeu.providers.sse_stream import SseStream
 from llmeu.providers.transport import Response
 from llmeu.routing.catalog import Capability, Endpoint
 from llmeu.routing.endpoint_kinds import RESPONSES_NATIVE_KINDS
-
-
-@dataclass(frozen=True, slots=True)
-class NativeAnswer:
-    """A whole native answer: the deltas a stream of it would carry, its end."""
-
-    deltas: list[Delta]
-    finish_reason: str
-    usage: Usage | None
 
 
 def native(provider: Provider) -> NativeResponses | None:
@@ -66,12 +56,12 @@ class NativeResponses:
         response = await self._provider.post_responses(body, hangup, stream=True)
         return _NativeStream(self._provider.endpoint, response, started, hangup)
 
-    async def complete(self, body: bytes, hangup: Hangup) -> NativeAnswer:
+    async def complete(self, body: bytes, hangup: Hangup) -> DeltaAnswer:
         started = time.monotonic()
         provider = self._provider
         response = await provider.post_responses(body, hangup, stream=False)
         raw = await provider.upstream_http.read_all(response, started, hangup)
-        return NativeAnswer(*whole_deltas(raw))
+        return DeltaAnswer(*whole_deltas(raw))
 
 
 class _NativeStream(SseStream):

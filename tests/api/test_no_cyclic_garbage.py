@@ -23,7 +23,8 @@ import httpx
 import pytest
 import uvicorn
 
-from llmeu.api.app import App, Route, create_app
+from llmeu.api.app import App, create_app
+from llmeu.api.http.route import Route
 from llmeu.config import Settings
 from llmeu.server.connection_guard import ConnectionGuard, ConnectionLimits
 from llmeu.server.http_protocol import protocol_factory

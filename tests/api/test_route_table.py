@@ -7,7 +7,7 @@ import json
 import httpx
 
 from llmeu.api.app import App, documented_routes
-from llmeu.api.routes.openapi import openapi_document
+from llmeu.api.routes.route_table import openapi_document
 
 
 def published() -> set[tuple[str, str]]:

@@ -19,7 +19,7 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis import GenerationMode
 
-from llmeu.api.routes.openapi import openapi_document
+from llmeu.api.routes.route_table import openapi_document
 from tests.support.processes import (
     FakeUpstream,
     Gateway,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from llmeu.api.routes.console import CONTENT_SECURITY_POLICY, console_assets
+from llmeu.api.routes.console import CONTENT_SECURITY_POLICY, console_assets, policy_rules_module
 from tests.console.conftest import Console
 from tests.support.processes import REPO
 
@@ -29,8 +29,9 @@ def get(
 
 
 def test_every_file_of_the_folder_is_served_and_installed() -> None:
+    """The folder's files, and the one module made from the predicate table."""
     on_disk = sorted(p.name for p in STATIC.iterdir() if p.is_file())
-    assert sorted(console_assets()) == on_disk
+    assert sorted(console_assets()) == sorted([*on_disk, "policy-rules.js"])
     package_data = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"][
         "package-data"
     ]["llmeu"]
@@ -123,5 +124,6 @@ def test_nothing_outside_the_folder_table_is_served(console: Console, path: str)
 
 def test_packaged_files_are_what_is_on_disk() -> None:
     for name, asset in console_assets().items():
-        assert asset.body == (STATIC / name).read_bytes()
+        made = policy_rules_module() if name == "policy-rules.js" else None
+        assert asset.body == (made or (STATIC / name).read_bytes())
         assert Path(name).suffix in {".html", ".js", ".css", ".svg"}

@@ -105,7 +105,7 @@ def call_id(call: tuple[str, str, Any, int]) -> str:
     return f"{call[0]} {call[1]}"
 
 
-TEMPLATES = {(method, template) for method, template, _ in PLATFORM_ROUTES}
+TEMPLATES = {(method, template) for method, template, *_ in PLATFORM_ROUTES}
 
 
 def route_of(method: str, path: str) -> tuple[str, str]:

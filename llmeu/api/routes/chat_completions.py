@@ -1,4 +1,4 @@
-"""POST /v1/chat/completions: parse → route → call → record → respond.
+"""POST /v1/chat/completions: parse → govern → call → respond.
 
 The body decodes straight into the canonical `ChatRequest`; streams are
 written by `ChatFrames` (`llmeu.protocol.chat_stream`), byte-exact to
@@ -9,56 +9,34 @@ from __future__ import annotations
 
 from msgspec import UNSET
 
+from llmeu.api.call import asks
 from llmeu.api.call.accounting import completed_counts, estimate_prompt_tokens
 from llmeu.api.call.door import Calls
+from llmeu.api.call.governance import chat_intent
 from llmeu.api.call.lifecycle import Call
 from llmeu.api.http.asgi import Request
 from llmeu.api.http.bodies import decode_body
-from llmeu.calls.hangup import Hangup
-from llmeu.calls.output import AssistantOutput, Completion
-from llmeu.calls.request import ChatRequest, ResponseFormat, end_user, text_of
+from llmeu.calls.output import AssistantOutput
+from llmeu.calls.request import ChatRequest, ResponseFormat, end_user
 from llmeu.errors import InvalidRequest
-from llmeu.personal.chat_text import chat_parts, restored_tool_calls, rewritten
+from llmeu.personal.chat_text import restored_tool_calls
 from llmeu.protocol.chat_stream import ChatFrames
 from llmeu.protocol.chat_wire import ChatCompletion, Choice, chat_request_decoder
 from llmeu.protocol.json_codec import MAX_NESTING, encoder, nesting_depth
-from llmeu.providers.base import ChatStream, Provider
-from llmeu.routing.catalog import Capability, Endpoint
-
-_CHAT = frozenset({Capability.CHAT})
-_CHAT_TOOLS = frozenset({Capability.CHAT, Capability.TOOLS})
+from llmeu.routing.catalog import Endpoint
 
 
 async def handle_chat(calls: Calls, request: Request) -> None:
     async with calls.open(request, "chat.completions") as call:
         chat = parse_chat(await call.body())
-        call.requested(
-            chat.model,
-            stream=bool(chat.stream),
-            texts=[text_of(m) for m in chat.messages],
-            prompt=chat.messages,
-            prompt_tokens=lambda: estimate_prompt_tokens(chat),
-            subject=end_user(chat.user, chat.metadata),
-            max_output_tokens=output_cap(chat),
+        intent = chat_intent(
+            chat, stream=bool(chat.stream), subject=end_user(chat.user, chat.metadata)
         )
-        screening = call.screen(lambda: chat_parts(chat))
-        if screening is not None and screening.masking is not None:
-            chat = rewritten(chat, screening.masked)
-            call.keep_prompt(chat.messages)
-        await call.admit()
-        call.route(chat.model, _CHAT_TOOLS if chat.tools else _CHAT, chat.llmeu)
+        chat = await call.govern(intent)
         if chat.stream:
             await stream_chat(call, chat)
         else:
             await complete_chat(call, chat)
-
-
-def output_cap(chat: ChatRequest) -> int | None:
-    """The request's own limit on the answer's length, if it sets one."""
-    for cap in (chat.max_completion_tokens, chat.max_tokens):
-        if isinstance(cap, int):
-            return cap
-    return None
 
 
 def parse_chat(body: bytes) -> ChatRequest:
@@ -91,9 +69,6 @@ def _check_nesting(chat: ChatRequest) -> None:
 
 
 async def stream_chat(call: Call, chat: ChatRequest) -> None:
-    async def open_stream(provider: Provider, hangup: Hangup) -> ChatStream:
-        return await provider.stream_chat(chat, hangup)
-
     include_usage = bool(chat.stream_options and chat.stream_options.include_usage)
 
     def frames(endpoint: Endpoint) -> ChatFrames:
@@ -102,14 +77,11 @@ async def stream_chat(call: Call, chat: ChatRequest) -> None:
             completion_id(call.trace_id), created, endpoint.model, include_usage=include_usage
         )
 
-    await call.stream(open_stream, frames)
+    await call.stream(asks.chat_stream(chat), frames)
 
 
 async def complete_chat(call: Call, chat: ChatRequest) -> None:
-    async def ask(provider: Provider, hangup: Hangup) -> Completion:
-        return await provider.complete_chat(chat, hangup)
-
-    endpoint, completion = await call.complete(ask)
+    endpoint, completion = await call.complete(asks.chat_answer(chat))
     message = completion.message
     call.counted(completed_counts(completion.usage, message, lambda: estimate_prompt_tokens(chat)))
     call.keep_content(message.content or "")

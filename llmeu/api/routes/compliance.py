@@ -7,28 +7,20 @@
     GET    /v1/platform/erasures           every erasure done, by subject digest
     GET    /v1/platform/exports/{name}?from=&to=   an export of `llmeu.api.services.exports`
 
-What they do to the ledger is `llmeu.ledger.retention`'s. Each answer names the
-admin key that acted, and the ledger keeps it: a hold or an erasure is itself
-on record.
+What each does is `llmeu.api.services.compliance_service`'s; here is the HTTP.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Awaitable, Callable
 from typing import Annotated
 
 from msgspec import Meta, Struct
 
 from llmeu.api.http.asgi import Request
-from llmeu.api.routes.platform import Platform
-from llmeu.api.routes.platform import _authorize as authorize
-from llmeu.api.routes.platform import _decode as decode_json
-from llmeu.api.routes.platform import _reply as reply
-from llmeu.api.routes.platform import _time as moment
-from llmeu.api.services.exports import EXPORTS, Period, render
-from llmeu.errors import InvalidRequest, NotFound
-from llmeu.ledger.retention import Retention, calls_between
+from llmeu.api.http.route import TEXT, Doc, Param
+from llmeu.api.routes.caller import authorize, decode_json, moment, reply
+from llmeu.api.services.compliance_service import Compliance
 
 _Text = Annotated[str, Meta(min_length=1, max_length=2000, pattern="^[^\\x00-\\x1f\\x7f]*$")]
 
@@ -39,69 +31,52 @@ class HoldCreate(Struct, forbid_unknown_fields=True):
     stream: bool | None = None
 
 
-async def place_hold(p: Platform, request: Request) -> None:
-    caller = await authorize(p, request, admin=True)
+async def place_hold(c: Compliance, request: Request) -> None:
+    caller = await authorize(c.platform, request, admin=True)
     spec: HoldCreate = decode_json(caller.body, HoldCreate)
-    if spec.key_id is not None and await p.store.get_key(spec.key_id) is None:
-        raise NotFound(f"no key `{spec.key_id}`", param="key_id")
-    hold = await Retention(p.store.db).place_hold(
-        spec.key_id, spec.reason, caller.key.key_id, time.time()
-    )
-    await reply(request, hold.public(), status=201)
+    await reply(request, await c.place_hold(spec.key_id, spec.reason, caller.key.key_id), 201)
 
 
-async def list_holds(p: Platform, request: Request) -> None:
-    await authorize(p, request, admin=True)
-    holds = await Retention(p.store.db).holds()
-    await reply(request, {"object": "list", "data": [h.public() for h in holds]})
+async def list_holds(c: Compliance, request: Request) -> None:
+    await authorize(c.platform, request, admin=True)
+    await reply(request, {"object": "list", "data": await c.holds()})
 
 
-async def release_hold(p: Platform, request: Request, hold_id: str) -> None:
-    caller = await authorize(p, request, admin=True)
-    hold = await Retention(p.store.db).release_hold(hold_id, caller.key.key_id, time.time())
-    if hold is None:
-        raise NotFound(f"no active legal hold `{hold_id}`", param="hold_id")
-    await reply(request, hold.public())
+async def release_hold(c: Compliance, request: Request, hold_id: str) -> None:
+    caller = await authorize(c.platform, request, admin=True)
+    await reply(request, await c.release_hold(hold_id, caller.key.key_id))
 
 
-async def erase_subject(p: Platform, request: Request, user_id: str) -> None:
+async def erase_subject(c: Compliance, request: Request, user_id: str) -> None:
     """Erase the stored content of every call made for this end user; metadata stays."""
-    caller = await authorize(p, request, admin=True)
-    subject = user_id
-    if len(subject) > 256:
-        raise InvalidRequest("a user id has at most 256 characters", param="user_id")
-    erasure = await Retention(p.store.db).erase_subject(subject, caller.key.key_id, time.time())
-    await reply(request, erasure.public())
+    caller = await authorize(c.platform, request, admin=True)
+    await reply(request, await c.erase_subject(user_id, caller.key.key_id))
 
 
-async def list_erasures(p: Platform, request: Request) -> None:
-    await authorize(p, request, admin=True)
-    erasures = await Retention(p.store.db).erasures()
-    await reply(request, {"object": "list", "data": [e.public() for e in erasures]})
+async def list_erasures(c: Compliance, request: Request) -> None:
+    await authorize(c.platform, request, admin=True)
+    await reply(request, {"object": "list", "data": await c.erasures()})
 
 
-async def export(p: Platform, request: Request, name: str) -> None:
+async def export(c: Compliance, request: Request, name: str) -> None:
     """One export for [`from`, `to`) (default: the last 30 days up to now)."""
-    await authorize(p, request, admin=True)
-    if name not in EXPORTS:
-        raise NotFound(f"no export `{name}` (exports: {', '.join(EXPORTS)})", param="name")
-    now = time.time()
-    until = moment(request.query, "to") or now
-    since = moment(request.query, "from")
-    period = Period(until - 30 * 86400 if since is None else since, until)
-    if period.since >= period.until:
-        raise InvalidRequest("`from` must be before `to`", param="from")
-    calls = await calls_between(p.store.db, period.since, period.until)
-    keys = await p.store.list_keys()
-    content_type, text = render(name, calls, keys, p.upstreams.catalog, period)
-    await request.respond(200, text.encode(), [(b"content-type", content_type.encode())])
+    await authorize(c.platform, request, admin=True)
+    made = await c.export(name, moment(request.query, "from"), moment(request.query, "to"))
+    await request.respond(200, made.text.encode(), [(b"content-type", made.content_type.encode())])
 
 
-COMPLIANCE_ROUTES: list[tuple[str, str, Callable[..., Awaitable[None]]]] = [
-    ("POST", "/v1/platform/holds", place_hold),
-    ("GET", "/v1/platform/holds", list_holds),
-    ("DELETE", "/v1/platform/holds/{hold_id}", release_hold),
-    ("DELETE", "/v1/platform/subjects/{user_id}", erase_subject),
-    ("GET", "/v1/platform/erasures", list_erasures),
-    ("GET", "/v1/platform/exports/{name}", export),
-]
+_EXPORT_TYPES = (("text/markdown", TEXT), ("text/csv", TEXT), ("application/x-ndjson", TEXT))
+
+COMPLIANCE_ROUTES: list[tuple[str, str, Callable[..., Awaitable[None]], Doc]] = [
+    ("POST", "/v1/platform/holds", place_hold, Doc(
+        "Place a legal hold on one key's traces or on all (admin)", body=HoldCreate, status=201)),
+    ("GET", "/v1/platform/holds", list_holds, Doc("Legal holds, released ones included (admin)")),
+    ("DELETE", "/v1/platform/holds/{hold_id}", release_hold, Doc("Release a legal hold (admin)")),
+    ("DELETE", "/v1/platform/subjects/{user_id}", erase_subject, Doc(
+        "Erase the stored content of one end user's calls; metadata stays (admin)")),
+    ("GET", "/v1/platform/erasures", list_erasures,
+     Doc("Erasures by data subject, as recorded (admin)")),
+    ("GET", "/v1/platform/exports/{name}", export, Doc(
+        "Records of processing, subprocessors or call metadata for a period (admin)",
+        query=(Param("from"), Param("to")), media=_EXPORT_TYPES)),
+]  # fmt: skip

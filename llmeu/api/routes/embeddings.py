@@ -6,14 +6,14 @@ import base64
 import struct
 from collections.abc import Sequence
 
+from llmeu.api.call import asks
 from llmeu.api.call.accounting import Counts, estimate_tokens
 from llmeu.api.call.door import Calls
+from llmeu.api.call.governance import EMBEDDINGS, Intent
 from llmeu.api.call.lifecycle import Call
 from llmeu.api.http.asgi import Request
 from llmeu.api.http.bodies import decode_body
-from llmeu.calls.hangup import Hangup
-from llmeu.calls.output import Embeddings
-from llmeu.calls.request import EmbeddingInputs, end_user
+from llmeu.calls.request import EmbeddingInputs, RoutingRequest, end_user
 from llmeu.errors import InvalidRequest
 from llmeu.personal.scan import Screening
 from llmeu.protocol.embeddings_wire import (
@@ -24,10 +24,6 @@ from llmeu.protocol.embeddings_wire import (
     embeddings_request_decoder,
 )
 from llmeu.protocol.json_codec import encoder
-from llmeu.providers.base import Provider
-from llmeu.routing.catalog import Capability
-
-_EMBEDDINGS = frozenset({Capability.EMBEDDINGS})
 
 
 async def handle_embeddings(calls: Calls, request: Request) -> None:
@@ -35,26 +31,26 @@ async def handle_embeddings(calls: Calls, request: Request) -> None:
         refuse_stream_query(request)
         req = parse_embeddings(await call.body())
         inputs = normalise_inputs(req.input)
-        texts = [i for i in inputs if isinstance(i, str)]
-        call.requested(
-            req.model,
-            stream=False,
-            texts=texts,
-            prompt=list(inputs),
-            prompt_tokens=lambda: (
-                estimate_tokens("".join(texts))
-                + sum(len(i) for i in inputs if not isinstance(i, str))
-            ),
+        intent = Intent(
+            model=req.model,
+            prompt=inputs,
+            parts=_parts,
+            masked=_masked,
+            kept=list,
+            needs=EMBEDDINGS,
+            narrowing=req.llmeu if isinstance(req.llmeu, RoutingRequest) else None,
+            texts=[i for i in inputs if isinstance(i, str)],
+            prompt_tokens=_estimate,
             subject=end_user(req.user),
             max_output_tokens=0,
         )
-        screening = call.screen(lambda: _parts(inputs))
-        if screening is not None and screening.masking is not None:
-            inputs = _masked(inputs, screening)
-            call.keep_prompt(list(inputs))
-        await call.admit()
-        call.route(req.model, _EMBEDDINGS, req.llmeu)
-        await _embed(call, req, inputs)
+        await _embed(call, req, await call.govern(intent))
+
+
+def _estimate(inputs: EmbeddingInputs) -> int:
+    """Texts at ~4 characters a token; token ids count themselves."""
+    texts = "".join(i for i in inputs if isinstance(i, str))
+    return estimate_tokens(texts) + sum(len(i) for i in inputs if not isinstance(i, str))
 
 
 def _parts(inputs: EmbeddingInputs) -> tuple[list[tuple[str, str]], list[str]]:
@@ -108,10 +104,7 @@ def normalise_inputs(raw: str | list[str | int | list[int]]) -> EmbeddingInputs:
 async def _embed(call: Call, req: EmbeddingsRequest, inputs: EmbeddingInputs) -> None:
     dimensions = req.dimensions if isinstance(req.dimensions, int) else None
 
-    async def embed(provider: Provider, hangup: Hangup) -> Embeddings:
-        return await provider.embed(inputs, dimensions, hangup)
-
-    endpoint, result = await call.complete(embed)
+    endpoint, result = await call.complete(asks.embeddings(inputs, dimensions))
     if result.prompt_tokens is not None:
         call.counted(Counts(result.prompt_tokens, 0, False))
     elif isinstance(inputs[0], str):

@@ -64,9 +64,11 @@ async def handle_models(
     calls: Calls, started_at: float, request: Request, model: str | None = None
 ) -> None:
     """`GET /v1/models` (or one model with `model`); `created` is when the gateway started."""
-    key = await calls.keys.authenticate(request.header(b"authorization"), request.client)
-    policy = calls.policies.effective(key.policy_id, None, request.header(b"x-llmeu-policy"))
-    models = reachable_models(calls.upstreams, policy)
+    key = await calls.context.keys.authenticate(request.header(b"authorization"), request.client)
+    policy = calls.context.policies.effective(
+        key.policy_id, None, request.header(b"x-llmeu-policy")
+    )
+    models = reachable_models(calls.context.upstreams, policy)
     created = int(started_at)
     if model is not None:
         if model not in models:

@@ -10,12 +10,9 @@ library against the JWKS (docs/evidence.md).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from llmeu.api.http.asgi import Request
-from llmeu.api.routes.platform import Platform, get_trace_view
-from llmeu.api.services.receipt_issuer import Receipts
-from llmeu.protocol.json_codec import encoder
+from llmeu.api.routes.caller import authorize, reply
+from llmeu.api.services.evidence_service import Evidence
 
 _JWKS_HEADERS = [
     (b"content-type", b"application/jwk-set+json"),
@@ -24,23 +21,10 @@ _JWKS_HEADERS = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class Evidence:
-    platform: Platform
-    receipts: Receipts
-
-
 async def get_receipt(ev: Evidence, request: Request, trace_id: str) -> None:
-    trace = await get_trace_view(ev.platform, request, trace_id)
-    receipt = ev.receipts.of_view(trace)
-    body = {
-        "object": "trace.receipt",
-        "trace_id": trace["id"],
-        "kid": ev.receipts.ring.active.kid,
-        "receipt": receipt,
-    }
-    await request.respond(200, encoder.encode(body))
+    caller = await authorize(ev.platform, request)
+    await reply(request, await ev.receipt(caller.key, trace_id))
 
 
 async def get_jwks(ev: Evidence, request: Request) -> None:
-    await request.respond(200, ev.receipts.jwks_body, _JWKS_HEADERS)
+    await request.respond(200, ev.jwks, _JWKS_HEADERS)

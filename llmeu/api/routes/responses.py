@@ -1,7 +1,7 @@
-"""The Responses API: `POST /v1/responses` over every upstream, and the stored
-responses (`GET`/`DELETE /v1/responses/{id}`, `GET /v1/responses/{id}/input_items`).
+"""The Responses API: `POST /v1/responses` over every upstream (the stored responses'
+own routes are `llmeu.api.routes.responses_stored`).
 
-parse → route → call → record → respond: the body decodes into a
+parse → govern → call → respond: the body decodes into a
 `ResponsesRequest` and becomes the `ChatRequest` every provider serves
 (`llmeu.protocol.responses_wire`); a stream is written by `ResponsesEvents`
 (`llmeu.protocol.responses_stream`); the lifecycle does the rest — the same
@@ -22,34 +22,31 @@ content (a 400 otherwise: it could keep nothing of the continuation).
 
 from __future__ import annotations
 
-import json
-import time
 from collections.abc import Callable
 from typing import Any
 
 import msgspec
 from msgspec import UNSET
 
+from llmeu.api.call import asks
 from llmeu.api.call.accounting import completed_counts, estimate_prompt_tokens
 from llmeu.api.call.door import Calls
+from llmeu.api.call.governance import chat_intent
 from llmeu.api.call.lifecycle import Call
 from llmeu.api.http.asgi import Request
 from llmeu.api.http.bodies import decode_body
-from llmeu.api.routes.chat_completions import output_cap
-from llmeu.calls.hangup import Hangup
+from llmeu.api.services.response_store import ResponseStore
 from llmeu.calls.output import (
     AssistantOutput,
-    Completion,
     Delta,
+    DeltaAnswer,
     StreamOutput,
     ToolCallFunctionDelta,
     Usage,
 )
-from llmeu.calls.request import ChatRequest, Message, text_of
+from llmeu.calls.request import ChatRequest, Message
 from llmeu.errors import InvalidRequest, NotFound
-from llmeu.ledger.retention import subject_digest
-from llmeu.ledger.stored_responses import StoredResponse, StoredResponses
-from llmeu.personal.chat_text import chat_parts, restored_tool_calls, rewritten
+from llmeu.personal.chat_text import restored_tool_calls
 from llmeu.protocol.json_codec import MAX_NESTING, encoder, nesting_depth
 from llmeu.protocol.responses_input import input_item_list, input_messages
 from llmeu.protocol.responses_object import (
@@ -63,38 +60,19 @@ from llmeu.protocol.responses_object import (
 from llmeu.protocol.responses_stream import ResponsesEvents
 from llmeu.protocol.responses_upstream import ENCRYPTED_REASONING, native_body
 from llmeu.protocol.responses_wire import ResponsesRequest, to_chat
-from llmeu.providers.base import ChatStream, Provider
-from llmeu.providers.responses_native import NativeAnswer, native
-from llmeu.routing.catalog import Capability, Endpoint
+from llmeu.routing.catalog import Endpoint
 
-_CHAT = frozenset({Capability.CHAT})
-_CHAT_TOOLS = frozenset({Capability.CHAT, Capability.TOOLS})
 _decoder = msgspec.json.Decoder(ResponsesRequest)
-_conversation_decoder = msgspec.json.Decoder(list[Message])
 
 
-async def handle_responses(calls: Calls, stored: StoredResponses, request: Request) -> None:
+async def handle_responses(calls: Calls, stored: ResponseStore, request: Request) -> None:
     async with calls.open(request, "responses") as call:
         req = parse_responses(await call.body())
         history = await _history(stored, req, call.key_id)
         chat = to_chat(req, history, stream=bool(req.stream))
-        call.requested(
-            chat.model,
-            stream=bool(req.stream),
-            texts=[text_of(m) for m in chat.messages],
-            prompt=chat.messages,
-            prompt_tokens=lambda: estimate_prompt_tokens(chat),
-            subject=req.end_user,
-            max_output_tokens=output_cap(chat),
-        )
         # The policy's personal-data rules see the whole conversation the upstream gets,
         # stored turns included; a masked prompt is what the trace keeps.
-        screening = call.screen(lambda: chat_parts(chat))
-        if screening is not None and screening.masking is not None:
-            chat = rewritten(chat, screening.masked)
-            call.keep_prompt(chat.messages)
-        await call.admit()
-        call.route(chat.model, _CHAT_TOOLS if chat.tools else _CHAT, chat.llmeu)
+        chat = await call.govern(chat_intent(chat, stream=bool(req.stream), subject=req.end_user))
         keep = _Keeper(stored, call, req, history)
         if isinstance(req.previous_response_id, str) and not keep.seconds:
             raise InvalidRequest(
@@ -134,11 +112,11 @@ def parse_responses(body: bytes) -> ResponsesRequest:
     return req
 
 
-async def _history(stored: StoredResponses, req: ResponsesRequest, key_id: str) -> list[Message]:
+async def _history(stored: ResponseStore, req: ResponsesRequest, key_id: str) -> list[Message]:
     previous = req.previous_response_id
     if not isinstance(previous, str):
         return []
-    found = await stored.get(previous, key_id, time.time())
+    found = await stored.conversation(previous, key_id)
     if found is None:
         raise NotFound(
             f"no stored response {previous!r}: it does not exist, expired, or was stored by "
@@ -146,14 +124,14 @@ async def _history(stored: StoredResponses, req: ResponsesRequest, key_id: str) 
             param="previous_response_id",
             code="previous_response_not_found",
         )
-    return _conversation_decoder.decode(found.conversation)
+    return found
 
 
 class _Keeper:
     """What `store` keeps of one call, when its effective policy allows it."""
 
     def __init__(
-        self, stored: StoredResponses, call: Call, req: ResponsesRequest, history: list[Message]
+        self, stored: ResponseStore, call: Call, req: ResponsesRequest, history: list[Message]
     ) -> None:
         policy = call.trace.policy
         wanted = req.store is not False
@@ -173,19 +151,14 @@ class _Keeper:
             *input_messages(req.input),
             *input_messages(response.output),
         ]
-        subject = req.end_user
-        now = time.time()
-        await self._stored.save(
-            StoredResponse(
-                response_id=response.id,
-                key_id=self._call.key_id,
-                subject_sha256=subject_digest(subject) if subject else None,
-                created_at=now,
-                expires_at=now + self.seconds,
-                response=encoder.encode(response).decode(),
-                input_items=json.dumps(input_item_list(req.input, response.id)),
-                conversation=encoder.encode(conversation).decode(),
-            )
+        await self._stored.keep(
+            response_id=response.id,
+            response=response,
+            key_id=self._call.key_id,
+            subject=req.end_user,
+            seconds=self.seconds,
+            input_items=input_item_list(req.input, response.id),
+            conversation=conversation,
         )
 
 
@@ -200,14 +173,6 @@ def _shell(call: Call, req: ResponsesRequest, endpoint: Endpoint, store: bool) -
 
 
 async def _stream(call: Call, req: ResponsesRequest, chat: ChatRequest, keep: _Keeper) -> None:
-    async def open_stream(provider: Provider, hangup: Hangup) -> ChatStream:
-        responses = native(provider)
-        if responses is not None:
-            return await responses.stream(
-                native_body(req, chat, responses.model, stream=True), hangup
-            )
-        return await provider.stream_chat(chat, hangup)
-
     events: list[ResponsesEvents] = []
 
     def frames(endpoint: Endpoint) -> ResponsesEvents:
@@ -218,19 +183,17 @@ async def _stream(call: Call, req: ResponsesRequest, chat: ChatRequest, keep: _K
         if keep.store:
             await keep.keep(events[0].response(finish_reason, usage, call.routing_block()))
 
-    await call.stream(open_stream, frames, completing)
+    await call.stream(asks.responses_stream(chat, _native(req, chat)), frames, completing)
+
+
+def _native(req: ResponsesRequest, chat: ChatRequest) -> asks.NativeBody:
+    """The body of the request for an endpoint that speaks the Responses API itself."""
+    return lambda model, stream: native_body(req, chat, model, stream=stream)
 
 
 async def _complete(call: Call, req: ResponsesRequest, chat: ChatRequest, keep: _Keeper) -> None:
-    async def ask(provider: Provider, hangup: Hangup) -> Completion | NativeAnswer:
-        responses = native(provider)
-        if responses is not None:
-            body = native_body(req, chat, responses.model, stream=False)
-            return await responses.complete(body, hangup)
-        return await provider.complete_chat(chat, hangup)
-
-    endpoint, completion = await call.complete(ask)
-    if isinstance(completion, NativeAnswer):
+    endpoint, completion = await call.complete(asks.responses_answer(chat, _native(req, chat)))
+    if isinstance(completion, DeltaAnswer):
         await _respond_native(call, req, chat, keep, endpoint, completion)
         return
     message = completion.message
@@ -265,7 +228,7 @@ async def _respond_native(
     chat: ChatRequest,
     keep: _Keeper,
     endpoint: Endpoint,
-    answer: NativeAnswer,
+    answer: DeltaAnswer,
 ) -> None:
     """A whole native answer, built by the stream encoder from its deltas: the same items,
     ids and restored text as the streamed answer."""
@@ -307,66 +270,3 @@ def _restored(delta: Delta, restore: Callable[[str], str]) -> Delta:
             for call in delta.tool_calls
         ]  # fmt: skip
     return msgspec.structs.replace(delta, **changes) if changes else delta
-
-
-async def _stored_response(
-    calls: Calls, stored: StoredResponses, request: Request, ident: str
-) -> tuple[StoredResponse, str]:
-    key = await calls.keys.authenticate(request.header(b"authorization"))
-    found = await stored.get(ident, key.key_id, time.time())
-    if found is None:
-        raise NotFound(
-            f"no stored response {ident!r}", param="response_id", code="response_not_found"
-        )
-    return found, key.key_id
-
-
-async def handle_get_response(
-    calls: Calls, stored: StoredResponses, request: Request, ident: str
-) -> None:
-    if request.query.get("stream", "").lower() in ("true", "1"):
-        raise InvalidRequest("a stored response is not streamed again", param="stream")
-    found, _ = await _stored_response(calls, stored, request, ident)
-    await request.respond(200, found.response.encode())
-
-
-async def handle_delete_response(
-    calls: Calls, stored: StoredResponses, request: Request, ident: str
-) -> None:
-    found, key_id = await _stored_response(calls, stored, request, ident)
-    await stored.delete(found.response_id, key_id, time.time())
-    body = {"id": found.response_id, "object": "response", "deleted": True}
-    await request.respond(200, encoder.encode(body))
-
-
-async def handle_input_items(
-    calls: Calls, stored: StoredResponses, request: Request, ident: str
-) -> None:
-    """The input items of a stored response, newest first unless `order=asc`; `limit`
-    (1 to 100, default 20) and `after` (an item id) page through them."""
-    query = request.query
-    order = query.get("order", "desc")
-    if order not in ("asc", "desc"):
-        raise InvalidRequest("order is asc or desc", param="order")
-    limit_text = query.get("limit", "20")
-    if not limit_text.isdigit() or not 1 <= int(limit_text) <= 100:
-        raise InvalidRequest("limit is a whole number from 1 to 100", param="limit")
-    found, _ = await _stored_response(calls, stored, request, ident)
-    items: list[dict[str, Any]] = json.loads(found.input_items)
-    if order == "desc":
-        items.reverse()
-    after = query.get("after")
-    if after is not None:
-        ids = [item.get("id") for item in items]
-        if after not in ids:
-            raise InvalidRequest(f"no input item {after!r} in this response", param="after")
-        items = items[ids.index(after) + 1 :]
-    page = items[: int(limit_text)]
-    body = {
-        "object": "list",
-        "data": page,
-        "first_id": page[0]["id"] if page else None,
-        "last_id": page[-1]["id"] if page else None,
-        "has_more": len(items) > len(page),
-    }
-    await request.respond(200, encoder.encode(body))

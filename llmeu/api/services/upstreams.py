@@ -10,6 +10,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from llmeu.calls.hangup import Hangup
+from llmeu.calls.request import ChatRequest
 from llmeu.errors import UpstreamError
 from llmeu.providers.base import Provider
 from llmeu.routing.breaker import CircuitBreaker, failure_kind
@@ -42,6 +44,11 @@ class Upstreams:
 
     def provider(self, endpoint: Endpoint) -> Provider:
         return self.providers[endpoint.endpoint_id]
+
+    async def count_tokens(self, endpoint: Endpoint, chat: ChatRequest) -> int | None:
+        """The prompt's input tokens as the endpoint's model counts them (None: it cannot).
+        Counting is not a call: nothing to hang up on, no attempt recorded."""
+        return await self.provider(endpoint).count_tokens(chat, Hangup())
 
     def attempt_started(self, endpoint: Endpoint, key_id: str) -> None:
         self.breaker.attempt_started(endpoint.endpoint_id, time.monotonic(), key_id=key_id)

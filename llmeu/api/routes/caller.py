@@ -1,0 +1,86 @@
+"""Who calls a platform route, and the little HTTP every platform route shares.
+
+The calling key is authenticated and the body read once, for every route, so
+that `stream: true` is refused in the body of any platform call as in its
+query: no platform route streams. Bodies are JSON, bounded in size and depth;
+times in a query are ISO-8601 or seconds since the epoch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+
+from llmeu.api.http.asgi import Request
+from llmeu.api.http.bodies import decode_body
+from llmeu.api.http.identifiers import check_finite
+from llmeu.api.services.platform_service import Platform
+from llmeu.errors import InvalidRequest, PermissionDenied
+from llmeu.ledger.api_keys import ApiKey
+from llmeu.protocol.json_codec import MAX_NESTING, encoder, nesting_depth
+
+_BODY_LIMIT = 64 << 10
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    key: ApiKey
+    body: bytes
+
+
+async def authorize(p: Platform, request: Request, *, admin: bool = False) -> Caller:
+    """The calling key, and the request body (read here, for every route, so that
+    `stream: true` is refused in the body of any platform call, as in its query)."""
+    key = await p.authenticate(request.header(b"authorization"), request.client)
+    body = await request.body(_BODY_LIMIT)
+    if request.query.get("stream", "").lower() in ("true", "1", "yes") or _streams(body):
+        raise InvalidRequest(
+            "platform routes never stream; `stream` must not be true", param="stream"
+        )
+    if admin and not key.is_admin:
+        raise PermissionDenied("this route needs the admin key", code="admin_only")
+    return Caller(key, body)
+
+
+def _streams(body: bytes) -> bool:
+    if not body.strip():
+        return False
+    try:
+        value = msgspec.json.decode(body)
+    except (msgspec.DecodeError, RecursionError):
+        return False  # a route that takes a body reports it; others ignore it
+    return isinstance(value, dict) and value.get("stream") is True
+
+
+def decode_json(body: bytes, kind: type[Any]) -> Any:
+    value = decode_body(lambda raw: msgspec.json.decode(raw or b"{}", type=kind), body)
+    if nesting_depth(value) > MAX_NESTING:
+        raise InvalidRequest("Invalid JSON body: nested too deeply", code="invalid_json")
+    return value
+
+
+async def reply(request: Request, body: object, status: int = 200) -> None:
+    await request.respond(status, encoder.encode(body))
+
+
+def moment(query: dict[str, str], name: str) -> float | None:
+    """A time in the query: ISO-8601 (UTC unless it says otherwise) or epoch seconds."""
+    value = query.get(name)
+    if not value:
+        return None
+    try:
+        return check_finite(float(value), name)
+    except ValueError:
+        pass
+    try:
+        when = datetime.fromisoformat(value)
+    except ValueError:
+        raise InvalidRequest(
+            f"`{name}` must be an ISO-8601 date or time, or seconds since the epoch", param=name
+        ) from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return when.timestamp()

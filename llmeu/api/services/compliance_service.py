@@ -1,0 +1,79 @@
+"""Legal holds, erasure by data subject and the exports a DPO works with.
+
+What each does to the ledger is `llmeu.ledger.retention`'s; what an export
+holds is `llmeu.api.services.exports`'. Each answer names the admin key that
+acted, and the ledger keeps it: a hold or an erasure is itself on record. The
+HTTP side is `llmeu.api.routes.compliance`'s.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from llmeu.api.services.exports import EXPORTS, Period, render
+from llmeu.api.services.platform_service import Platform
+from llmeu.errors import InvalidRequest, NotFound
+from llmeu.ledger.retention import Retention, calls_between
+from llmeu.ledger.store import Store
+
+__all__ = ["EXPORTS", "Compliance", "Export"]
+
+
+@dataclass(frozen=True, slots=True)
+class Export:
+    content_type: str
+    text: str
+
+
+@dataclass(slots=True)
+class Compliance:
+    platform: Platform
+    """Whose store and catalog (the catalog in force, reloads included) it works on."""
+
+    @property
+    def store(self) -> Store:
+        return self.platform.store
+
+    @property
+    def _retention(self) -> Retention:
+        return Retention(self.store.db)
+
+    async def place_hold(self, key_id: str | None, reason: str, actor: str) -> dict[str, Any]:
+        if key_id is not None and await self.store.get_key(key_id) is None:
+            raise NotFound(f"no key `{key_id}`", param="key_id")
+        hold = await self._retention.place_hold(key_id, reason, actor, time.time())
+        return hold.public()
+
+    async def holds(self) -> list[dict[str, Any]]:
+        return [h.public() for h in await self._retention.holds()]
+
+    async def release_hold(self, hold_id: str, actor: str) -> dict[str, Any]:
+        hold = await self._retention.release_hold(hold_id, actor, time.time())
+        if hold is None:
+            raise NotFound(f"no active legal hold `{hold_id}`", param="hold_id")
+        return hold.public()
+
+    async def erase_subject(self, subject: str, actor: str) -> dict[str, Any]:
+        """Erase the stored content of every call made for this end user; metadata stays."""
+        if len(subject) > 256:
+            raise InvalidRequest("a user id has at most 256 characters", param="user_id")
+        erasure = await self._retention.erase_subject(subject, actor, time.time())
+        return erasure.public()
+
+    async def erasures(self) -> list[dict[str, Any]]:
+        return [e.public() for e in await self._retention.erasures()]
+
+    async def export(self, name: str, since: float | None, until: float | None) -> Export:
+        """One export for [`since`, `until`) (default: the last 30 days up to now)."""
+        if name not in EXPORTS:
+            raise NotFound(f"no export `{name}` (exports: {', '.join(EXPORTS)})", param="name")
+        end = until or time.time()
+        period = Period(end - 30 * 86400 if since is None else since, end)
+        if period.since >= period.until:
+            raise InvalidRequest("`from` must be before `to`", param="from")
+        calls = await calls_between(self.store.db, period.since, period.until)
+        keys = await self.store.list_keys()
+        content_type, text = render(name, calls, keys, self.platform.upstreams.catalog, period)
+        return Export(content_type, text)

@@ -1,0 +1,250 @@
+"""The platform's records and settings as the platform API offers them (design §6).
+
+Keys, policies, the endpoint catalog with its health, a reload of the
+configuration, usage and traces. Every read is scoped to the calling key: the
+admin key sees everything (or the key it asks for), any other key only its
+own records — another key's trace id is as unknown as one that does not
+exist. The HTTP side (who may call which route, query parameters, bodies) is
+`llmeu.api.routes.platform`'s.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from llmeu.api.services.auth import KeyRing
+from llmeu.api.services.policies import PolicyBook
+from llmeu.api.services.upstreams import Upstreams
+from llmeu.calls.record import CallStatus
+from llmeu.errors import ConfigError, InvalidRequest, NotFound
+from llmeu.ledger.api_keys import ApiKey
+from llmeu.ledger.notify import Propagation
+from llmeu.ledger.store import TRACE_FILTERS, USAGE_GROUPS, Store
+from llmeu.ledger.views import decode_cursor
+from llmeu.routing.catalog import Endpoint
+from llmeu.routing.config_file import parse_policy
+from llmeu.routing.policy import policy_document
+
+__all__ = ["TRACE_FILTERS", "USAGE_GROUPS", "Broadcast", "KeySpec", "Platform"]
+
+MAX_PAGE = 500
+STATUSES = frozenset(s.value for s in CallStatus)
+_TOTALS = ("requests", "completed", "cancelled", "failed", "rejected", "interrupted",
+           "input_tokens", "output_tokens", "estimated_requests", "cost_eur")  # fmt: skip
+
+Broadcast = Callable[[str, str], Awaitable[Propagation | None]]
+"""Makes a change this process applied hold in every other gateway process."""
+
+
+@dataclass(frozen=True, slots=True)
+class KeySpec:
+    """A key to create: its name, policy (None: the default), limits and purpose."""
+
+    name: str
+    policy_id: str | None
+    budget_eur: float | None
+    rpm_limit: int | None
+    tpm_limit: int | None
+    purpose: str | None
+
+
+@dataclass(slots=True)
+class Platform:
+    """What the platform routes work on (`upstreams` is replaced when the configuration is
+    reloaded)."""
+
+    keys: KeyRing
+    policies: PolicyBook
+    store: Store
+    upstreams: Upstreams
+    broadcast: Broadcast
+    reload_configuration: Callable[[], Awaitable[None]]
+
+    async def authenticate(self, authorization: str | None, client: str | None) -> ApiKey:
+        return await self.keys.authenticate(authorization, client)
+
+    async def create_key(self, spec: KeySpec) -> dict[str, Any]:
+        """The new key's public view, with its secret (shown this once)."""
+        policy_id = spec.policy_id or self.policies.default_policy
+        if self.policies.get(policy_id) is None:
+            raise InvalidRequest(
+                f"unknown policy `{policy_id}`", param="policy_id", code="unknown_policy"
+            )
+        key, token = await self.keys.create(
+            name=spec.name,
+            policy_id=policy_id,
+            budget_eur=spec.budget_eur,
+            rpm_limit=spec.rpm_limit,
+            tpm_limit=spec.tpm_limit,
+            purpose=spec.purpose,
+        )
+        return {**key.public(), "key": token}
+
+    async def list_keys(self) -> list[dict[str, Any]]:
+        await self.keys.load()
+        return [k.public() for k in self.keys.all()]
+
+    async def revoke_key(self, key_id: str) -> dict[str, Any]:
+        if not await self.keys.revoke(key_id):
+            raise NotFound(f"no active key `{key_id}`", param="key_id")
+        propagation = await self.broadcast("key", key_id)
+        return {
+            "id": key_id,
+            "object": "api_key",
+            "revoked": True,
+            "propagation": propagation.as_dict() if propagation is not None else None,
+        }
+
+    def list_policies(self) -> dict[str, Any]:
+        data = [policy_document(p) for p in self.policies.policies.values()]
+        return {"object": "list", "default_policy": self.policies.default_policy, "data": data}
+
+    def policy(self, policy_id: str) -> dict[str, Any]:
+        policy = self.policies.get(policy_id)
+        if policy is None:
+            raise NotFound(f"no policy `{policy_id}`", param="policy_id")
+        return policy_document(policy)
+
+    async def put_policy(self, policy_id: str, document: str) -> dict[str, Any]:
+        """Store a policy (YAML or JSON of the configuration file's shape); every process
+        applies it."""
+        try:
+            policy = parse_policy(document)
+        except ConfigError as error:
+            raise InvalidRequest(f"invalid policy: {error}", param=error.field) from None
+        await self.policies.put(policy, time.time())
+        await self.broadcast("policy", policy_id)
+        return policy_document(policy)
+
+    async def reload(self) -> dict[str, Any]:
+        """Read the configuration file again, here and in every other gateway process. An
+        invalid file changes nothing: a 400 `invalid_configuration` says why."""
+        try:
+            await self.reload_configuration()
+        except ConfigError as error:
+            raise InvalidRequest(
+                f"the configuration file is invalid; the gateway keeps the one it has: {error}",
+                param=error.field,
+                code="invalid_configuration",
+            ) from None
+        return {
+            "object": "reload",
+            "reloaded": True,
+            "endpoints": len(self.upstreams.catalog.endpoints),
+            "policies": len(self.policies.policies),
+        }
+
+    def endpoints(self, caller: ApiKey) -> list[dict[str, Any]]:
+        """The catalog with each endpoint's health; the admin also sees which keys' calls make
+        up a failing streak or opened a circuit (`circuit_keys`: key ids are tenant data)."""
+        upstreams = self.upstreams
+        data = []
+        for endpoint in upstreams.catalog.endpoints:
+            row = self._endpoint_row(endpoint)
+            if caller.is_admin:
+                keys = upstreams.health(endpoint, keys=True)
+                row["circuit_keys"] = {
+                    "failing": keys.get("failing_keys", []),
+                    "opened_by": keys.get("opened_by", []),
+                }
+            data.append(row)
+        return data
+
+    def _endpoint_row(self, e: Endpoint) -> dict[str, Any]:
+        upstreams = self.upstreams
+        return {
+            "endpoint_id": e.endpoint_id,
+            "provider": e.provider,
+            "kind": e.kind.value,
+            "model": e.model,
+            "model_version": e.model_version,
+            "aliases": list(e.aliases),
+            "inference_region": e.inference_region,
+            "country": e.country,
+            "jurisdiction": e.jurisdiction or None,
+            "certifications": sorted(c.value for c in e.certifications),
+            "seal": e.seal,
+            "sovereignty_class": e.sovereignty_class.value,
+            "retention": e.retention.text,
+            "price_eur_per_mtok": {"input": e.prices.input, "output": e.prices.output},
+            "priority": e.priority,
+            "capabilities": sorted(c.value for c in e.capabilities),
+            "configured": e.endpoint_id not in upstreams.unavailable,
+            "unavailable_reason": upstreams.unavailable.get(e.endpoint_id),
+            "health": upstreams.health(e),
+            "admitted_by": sorted(
+                policy_id
+                for policy_id, policy in self.policies.policies.items()
+                if policy.admits(e)
+            ),
+        }
+
+    async def usage(
+        self,
+        caller: ApiKey,
+        *,
+        group_by: str,
+        since: float | None,
+        until: float | None,
+        key_id: str | None,
+    ) -> dict[str, Any]:
+        if group_by not in USAGE_GROUPS:
+            raise InvalidRequest(
+                f"group_by must be one of {', '.join(USAGE_GROUPS)}", param="group_by"
+            )
+        rows = await self.store.usage(
+            group_by=group_by, since=since, until=until, key_id=scope(caller, key_id)
+        )
+        totals = {name: sum(r[name] for r in rows) for name in _TOTALS}
+        totals["cost_eur"] = round(totals["cost_eur"], 10)
+        return {"object": "usage", "group_by": group_by, "from": since, "to": until,
+                "data": rows, "totals": totals}  # fmt: skip
+
+    async def traces(
+        self,
+        caller: ApiKey,
+        *,
+        filters: dict[str, str],
+        since: float | None,
+        until: float | None,
+        limit: int,
+        cursor: str | None,
+        key_id: str | None,
+    ) -> dict[str, Any]:
+        """A page of traces, newest first; `filters` by any of `TRACE_FILTERS` but `key_id`."""
+        if not 1 <= limit <= MAX_PAGE:
+            raise InvalidRequest(f"limit must be between 1 and {MAX_PAGE}", param="limit")
+        if cursor is not None:
+            try:
+                decode_cursor(cursor)
+            except ValueError:
+                raise InvalidRequest("invalid cursor", param="cursor") from None
+        if filters.get("status", "completed") not in STATUSES:
+            raise InvalidRequest(
+                f"status must be one of {', '.join(sorted(STATUSES))}", param="status"
+            )
+        page = await self.store.list_traces(
+            filters=filters, since=since, until=until, limit=limit, cursor=cursor,
+            key_id=scope(caller, key_id),
+        )  # fmt: skip
+        return {"object": "list", "data": page.traces, "next_cursor": page.next_cursor,
+                "has_more": page.next_cursor is not None}  # fmt: skip
+
+    async def trace(self, caller: ApiKey, trace_id: str) -> dict[str, Any]:
+        """The trace the calling key may see: any for the admin, else only its own (404)."""
+        trace = await self.store.get_trace(
+            trace_id, key_id=None if caller.is_admin else caller.key_id
+        )
+        if trace is None:
+            raise NotFound(f"no trace `{trace_id}`", param="trace_id", code="trace_not_found")
+        return trace
+
+
+def scope(caller: ApiKey, requested: str | None) -> str | None:
+    """Whose records a key may read: the admin any (or the one asked for), others their own."""
+    if caller.is_admin:
+        return requested or None
+    return caller.key_id
