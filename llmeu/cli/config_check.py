@@ -35,7 +35,7 @@ def register(subparsers: Any) -> None:
         help="validate a configuration file without starting (exit 0 valid, 2 invalid)",
         description=__doc__.split("\n\n")[1] if __doc__ else None,
     )
-    check.add_argument("file", type=Path, help="the YAML configuration file (DESIGN §4)")
+    check.add_argument("file", type=Path, help="the YAML configuration file (docs/design.md §4)")
     check.set_defaults(func=check_file)
 
 

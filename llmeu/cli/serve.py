@@ -16,7 +16,7 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("serve", help="run the gateway")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8080)
-    parser.add_argument("--config", type=Path, help="catalog and policies (YAML, DESIGN §4)")
+    parser.add_argument("--config", type=Path, help="catalog and policies (YAML, design §4)")
     parser.add_argument("--data-dir", type=Path, help="where the SQLite ledger lives")
     parser.add_argument(
         "--database-url", help="postgresql://… to share the ledger between processes"

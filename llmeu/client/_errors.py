@@ -16,7 +16,7 @@
         ├── StreamError             the server sent an error frame; `.error`
         └── MalformedStreamError    a frame that is not a chat-completion chunk
 
-Every stream failure is an `IncompleteStreamError` (DESIGN §7: a broken stream
+Every stream failure is an `IncompleteStreamError` (docs/design.md §7: a broken stream
 is never mistaken for a complete answer) and carries the partial `ChatResult`,
 so the text received is never lost. A connection cut or a read timeout after
 the status line is such a failure too, not an `APIConnectionError`: by then

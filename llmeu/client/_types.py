@@ -42,7 +42,7 @@ class CostEstimate(msgspec.Struct, frozen=True):
 
 
 class RoutingBlock(msgspec.Struct, frozen=True):
-    """The `llmeu` block (DESIGN §3): where the call ran, under which policy, at what cost."""
+    """The `llmeu` block (design §3): where the call ran, under which policy, at what cost."""
 
     trace_id: str | None = None
     model_used: str | None = None

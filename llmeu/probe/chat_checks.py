@@ -1,6 +1,6 @@
 """Each check: what llmeu relies on from a chat-completions stream, judged on what arrived.
 
-The wire is DESIGN §2's: `data:` frames of `chat.completion.chunk`, a role
+The wire is docs/design.md §2's: `data:` frames of `chat.completion.chunk`, a role
 frame first, the finish reason last, usage only when asked (on one last
 chunk with `choices: []`), and exactly one `[DONE]`, last. What every API's
 stream shares (status, framing, errors, cancellation) is judged by `checks`.

@@ -195,7 +195,7 @@ def suggest(
     capability: str = "chat",
     only_if_passed: bool = False,
 ) -> dict[str, Any]:
-    """A catalog entry's technical half (DESIGN §4): `capability` (unless `only_if_passed`
+    """A catalog entry's technical half (docs/design.md §4): `capability` (unless `only_if_passed`
     and a check failed) and `tools` with it when the model called the tool as asked, and
     timeouts a few times what was seen. The sovereignty half (provider, region, class,
     retention, prices) is the operator's to state: nothing on the wire can tell it."""

@@ -1,6 +1,6 @@
 """Each check: what a client relies on from a Responses API stream, judged on what arrived.
 
-The wire is DESIGN's Responses format: every event an `event:` line naming its
+The wire is the Responses format of docs/design.md: every event an `event:` line naming its
 data's `type`, a `sequence_number` from 0 up by one, exactly one terminal
 event (`response.completed`, `.incomplete` or `.failed`) and nothing after
 it, no `[DONE]`. Framing, errors and cancellation are judged as for chat

@@ -1,4 +1,4 @@
-"""The frames of one chat-completions stream (DESIGN §2), encoded from the call's deltas.
+"""The frames of one chat-completions stream (docs/design.md §2), encoded from the call's deltas.
 
 Delta frames are built from a per-call prefix and suffix around the encoded
 delta, so the hot loop encodes only the delta itself; the role, finish and

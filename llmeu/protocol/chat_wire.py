@@ -1,4 +1,4 @@
-"""The chat-completions wire (DESIGN §2): the response objects and the request decoder.
+"""The chat-completions wire (docs/design.md §2): the response objects and the request decoder.
 
 The request body decodes straight into the canonical `ChatRequest`
 (`llmeu.calls.request`), whose shape is this surface's.

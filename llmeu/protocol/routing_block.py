@@ -1,4 +1,4 @@
-"""The `llmeu` routing block (DESIGN §3): where a call ran, under which policy, at what cost.
+"""The `llmeu` routing block (design §3): where a call ran, under which policy, at what cost.
 
 Every surface carries it: in the final object or event of a stream and in
 every non-streamed response body, and (trace id only, when no endpoint was
@@ -19,7 +19,7 @@ class CostEstimate(Struct):
 
 
 class RoutingBlock(Struct, omit_defaults=True):
-    """The `llmeu` block of DESIGN §3, in every response and in a stream's final frame.
+    """The `llmeu` block of docs/design.md §3, in every response and in a stream's final frame.
 
     `receipt`, the call's signed receipt (compact JWS), is there only in a stream's final
     frame, when the request set `llmeu: {"receipt": true}`."""

@@ -1,7 +1,7 @@
 """What every HTTP upstream kind shares: posting under the endpoint's timeouts, reading a
 body within the call's deadline, and turning an upstream's HTTP status into the error tree.
 
-Which statuses another endpoint can fix decides fallback (DESIGN §4): a
+Which statuses another endpoint can fix decides fallback (docs/design.md §4): a
 connection error, a timeout, 429 and 5xx can; so can 401/403/404, which
 concern our credentials or the endpoint rather than the request; a 400, 413
 or 422 describes the request itself and is answered as it is.

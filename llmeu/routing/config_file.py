@@ -1,4 +1,4 @@
-"""The configuration file of DESIGN §4: endpoints, policies and the default policy.
+"""The configuration file of docs/design.md §4: endpoints, policies and the default policy.
 
 Validation is strict: an unknown field, a missing required one, a bad
 ISO-8601 duration, an unknown sovereignty class, kind or capability, or a

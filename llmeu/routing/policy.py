@@ -105,7 +105,7 @@ class Policy:
         return self.exclusion(site) is None
 
     def route_retention(self, site: Site) -> Duration:
-        """The longest time any party on this route keeps content (DESIGN §3)."""
+        """The longest time any party on this route keeps content (docs/design.md §3)."""
         return max(site.retention, self.store_content)
 
     def widening_field(self, stricter: Policy) -> str | None:

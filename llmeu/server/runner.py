@@ -11,7 +11,7 @@ On SIGTERM (or SIGINT) uvicorn stops listening at once, closes idle
 keep-alive connections, lets the requests in flight run for up to the
 shutdown grace, then cancels the ones still running. A cancelled call is the
 gateway ending it, not the client: the call lifecycle answers it — a stream
-with the error frame of DESIGN §2 (code `gateway_shutdown`, no `[DONE]`), a
+with the error frame of docs/design.md §2 (code `gateway_shutdown`, no `[DONE]`), a
 call not yet answered with a 503 — and records it `interrupted` with what it
 produced; the lifespan's shutdown waits for those records, flushes the
 ledger, and the process exits 0.

@@ -1,4 +1,4 @@
-"""The streaming wire format of DESIGN §2, checked byte by byte on a raw socket."""
+"""The streaming wire format of docs/design.md §2, checked byte by byte on a raw socket."""
 
 from __future__ import annotations
 

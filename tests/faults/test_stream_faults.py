@@ -1,7 +1,7 @@
 """Each upstream fault, end to end: what the client sees and what the trace says.
 
 A fault before the first frame is an HTTP error (or a fallback to the next
-endpoint); a fault after it is the error frame of DESIGN §2 with the routing
+endpoint); a fault after it is the error frame of docs/design.md §2 with the routing
 block and no `[DONE]`, and a `failed` trace holding the partial output.
 """
 

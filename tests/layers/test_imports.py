@@ -1,4 +1,4 @@
-"""The layering of STYLE.md, checked on the source: pure layers import no I/O."""
+"""The layering of docs/architecture.md, checked on the source: pure layers import no I/O."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The configuration file of DESIGN §4: what it means, and every refusal naming field and line."""
+"""The configuration file of docs/design.md §4: what it means, and every refusal naming field and line."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@
   base admits, on any catalog, and a true narrowing is never refused;
 - a personal-data `restrict` only ever narrows, whatever the policy under it.
 
-Admission is checked against an oracle written here from DESIGN §4, not
+Admission is checked against an oracle written here from docs/design.md §4, not
 against `Policy.exclusion` itself.
 """
 
@@ -56,7 +56,7 @@ THOROUGH = settings(max_examples=250, deadline=None)
 
 
 def admits(policy: Policy, endpoint: Endpoint) -> bool:
-    """DESIGN §4, restated: class, country, provider and retention all allowed; and the
+    """docs/design.md §4, restated: class, country, provider and retention all allowed; and the
     compliance requirements met (jurisdiction listed, every certification held, SEAL at
     least the minimum; unknown meets none)."""
     return (
@@ -204,7 +204,7 @@ def run_plan(plan: RoutePlan, outcomes: list[str]) -> tuple[list[str], Endpoint 
 def expected_attempts(
     order: list[str], outcomes: list[str], fallback: bool
 ) -> tuple[list[str], str | None]:
-    """The endpoints tried and the one that serves (None: refused), from DESIGN §4."""
+    """The endpoints tried and the one that serves (None: refused), from docs/design.md §4."""
     tried: list[str] = []
     for endpoint_id, outcome in zip(order, outcomes, strict=False):
         tried.append(endpoint_id)

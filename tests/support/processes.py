@@ -144,7 +144,7 @@ def start_gateway(
     timeout: float = 60,
     nofile: int | None = None,
 ) -> Gateway:
-    """`llmeu serve` as a real process; `config` is the YAML text of DESIGN §4; `nofile`
+    """`llmeu serve` as a real process; `config` is the YAML text of docs/design.md §4; `nofile`
     lowers its descriptor limit."""
     port = port or free_port()
     data_dir = data_dir or tmp / f"data-{port}"

@@ -2,7 +2,7 @@
 
 `Settlement` is the part of a call (`llmeu.api.call.lifecycle.Call`) that runs
 once it is over, whatever ended it: leaving the call's block settles it
-(DESIGN §5: exactly one trace per call). An error before the upstream phase is
+(docs/design.md §5: exactly one trace per call). An error before the upstream phase is
 `rejected`, after it `failed` (an error frame once a stream has begun); an
 endpoint's refusal of what it cannot do is `rejected` too; a hang-up is
 `cancelled` with what was produced; a cancelled task — the server ending the
@@ -140,7 +140,7 @@ class Settlement:
             await self._end_stream(error)
 
     async def _end_stream(self, error: ApiError) -> None:
-        """The error that ends a stream once it has begun (DESIGN §2: no normal end after
+        """The error that ends a stream once it has begun (docs/design.md §2: no normal end after
         it). Whatever fails in building it, the client still gets an error frame."""
         state = self._state
         encoder = state.encoder

@@ -39,7 +39,7 @@ class ErrorShape(Protocol):
 
 
 class OpenAIErrors:
-    """`{"error": {message, type, param, code}}` with the tree's own statuses (DESIGN §1)."""
+    """`{"error": {message, type, param, code}}` with the tree's own statuses (design §1)."""
 
     def status(self, error: ApiError) -> int:
         return error.status

@@ -2,7 +2,7 @@
 
 The body decodes straight into the canonical `ChatRequest`; streams are
 written by `ChatFrames` (`llmeu.protocol.chat_stream`), byte-exact to
-DESIGN §2; the lifecycle does the rest.
+docs/design.md §2; the lifecycle does the rest.
 """
 
 from __future__ import annotations
