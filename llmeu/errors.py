@@ -209,6 +209,9 @@ class UpstreamError(ApiError):
     type = "api_error"
     default_code = "upstream_error"
     retryable = False
+    quotes_upstream = True
+    """Whether the message may quote what the upstream sent (so possibly the prompt or the
+    output): such text is kept out of what a policy that stores no content keeps."""
 
     def __init__(
         self,
@@ -251,3 +254,5 @@ class UnsupportedByEndpoint(UpstreamRejected):
     it lacks what the request asks for (tools, a JSON `response_format`, token-id input)
     or the prompt exceeds its context. A validation outcome: the call is `rejected`, and
     its trace names the endpoint that refused it."""
+
+    quotes_upstream = False  # the gateway's own sentence

@@ -53,7 +53,10 @@ class ChatStream(ABC):
 
 
 class Provider(ABC):
-    """Serves one endpoint of the catalog."""
+    """Serves one endpoint of the catalog. `secrets` are the credentials it sends upstream
+    (its API key): an upstream that quotes them back has them taken out of its errors."""
+
+    secrets: tuple[str, ...] = ()
 
     def __init__(self, endpoint: Endpoint):
         self.endpoint = endpoint

@@ -134,7 +134,11 @@ PROVIDER_KINDS: Mapping[EndpointKind, ProviderKind] = {
 
 
 def build_provider(endpoint: Endpoint, context: ProviderContext) -> Provider:
-    return PROVIDER_KINDS[endpoint.kind].build(endpoint, context)
+    provider = PROVIDER_KINDS[endpoint.kind].build(endpoint, context)
+    key = context.secret(endpoint.api_key_env)
+    if key:
+        provider.secrets = (key,)
+    return provider
 
 
 def missing_credentials(catalog: Catalog, environ: Mapping[str, str]) -> dict[str, str]:

@@ -15,7 +15,7 @@ from the upstream model name (set per endpoint in the gateway's config, e.g.
     finish=REASON   the finish reason to end with (default stop, or tool_calls)
     fault=NAME      status_<code> | echo | echo_mid_stream | reset_mid_stream | stall_first |
                     stall_between | malformed_sse | invalid_json | deep_json | huge_chunk | slow_drip |
-                    missing_done | error_event | no_usage
+                    missing_done | error_event | no_usage | quote_key | quote_key_mid_stream
     stall=S         how long a stall lasts (default 3600 s)
     reply=echo      answer with the last message's text (directives taken out), streamed in
                     pieces of `piece=N` characters (default 4); the request body is recorded
@@ -28,7 +28,10 @@ with `tools` and `tool_choice: "required"` gets a tool call, messages with an
 unknown role are a 400, and a model named `missing-…` is unknown (404), each
 in OpenAI's error shape.
 
-`echo` refuses the request the way many upstreams do, quoting its messages
+`quote_key` refuses the request as a provider refuses a wrong key, quoting the
+`Authorization` header it received (`Incorrect API key provided: …`);
+`quote_key_mid_stream` streams half its deltas, then sends an error event quoting
+it. `echo` refuses the request the way many upstreams do, quoting its messages
 in the error message; `echo_mid_stream` streams half its deltas, then sends
 an error event quoting the messages and the text streamed so far.
 
@@ -120,6 +123,14 @@ class Upstream(FakeServer):
         self.log(seen, connection)
         fault = d.get("fault", "")
         stall = float(d.get("stall", "3600"))
+        if fault.startswith("quote_key"):
+            d["authorization"] = request.headers.get("authorization", "").removeprefix("Bearer ")
+        if fault == "quote_key":
+            message = f"Incorrect API key provided: {d['authorization']}"
+            await reply.json(401, {"error": {"message": message, "type": "invalid_request_error",
+                                             "code": "invalid_api_key"}})  # fmt: skip
+            seen.completed = True
+            return
         if fault == "echo":
             status = int(d.get("status", "400"))
             await reply.encoded_json(status, echo_error("invalid request", body).encode())
@@ -222,6 +233,12 @@ class Upstream(FakeServer):
                 produced = "".join(f"{word}{j} " for j in range(i))
                 error = echo_error(f"output rejected after {produced!r}", body)
                 await reply.chunk(b"data: " + error.encode() + b"\n\n")
+                await reply.chunk(b"")
+                return
+            if fault == "quote_key_mid_stream" and i == n // 2:
+                message = f"key {d['authorization']} was revoked while streaming"
+                await reply.chunk(b"data: " + json.dumps({"error": {"message": message}}).encode()
+                                  + b"\n\n")  # fmt: skip
                 await reply.chunk(b"")
                 return
             if fault == "error_event" and i == n // 2:

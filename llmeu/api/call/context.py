@@ -90,6 +90,8 @@ class CallState:
     prompt_tokens: Callable[[], int] = int
     """The gateway's estimate of the prompt's tokens (no estimate: 0)."""
     prompt_tokens_known: bool = False
+    upstreams: Upstreams | None = None
+    """The endpoints the call was routed among (a reload does not change them)."""
     upstream: ChatStream | None = None
     """The stream being served, once an endpoint gave its first delta."""
     encoder: StreamEncoder | None = None

@@ -190,7 +190,7 @@ class Call:
         self._wants_receipt = intent.narrowing is not None and intent.narrowing.receipt is True
         trace.governed_by(policy)
         # The configuration the call started with serves it to the end, reloads or not.
-        self._upstreams = self._context.upstreams
+        self._upstreams = state.upstreams = self._context.upstreams
         self._plan = self._upstreams.plan(intent.model, intent.needs, policy)
         trace.routed(self._plan)
         return prompt
@@ -345,6 +345,7 @@ class Call:
             self.trace.attempt_refused(attempt, endpoint, error)
             raise
         except UpstreamError as error:
+            upstreams.scrub(endpoint, error)
             self.trace.attempt_failed(attempt, error)
             upstreams.attempt_failed(endpoint, error, self._key_id)
             raise

@@ -20,7 +20,13 @@ from llmeu.api.call.context import CallContext, CallState, Phase
 from llmeu.api.http.error_responses import as_api_error, send_error
 from llmeu.calls.output import Usage
 from llmeu.calls.record import CallStatus
-from llmeu.errors import ApiError, ClientDisconnected, ServiceUnavailable, UnsupportedByEndpoint
+from llmeu.errors import (
+    ApiError,
+    ClientDisconnected,
+    ServiceUnavailable,
+    UnsupportedByEndpoint,
+    UpstreamError,
+)
 from llmeu.protocol.error_shape import error_body
 
 log = logging.getLogger("llmeu.api")
@@ -96,6 +102,7 @@ class Settlement:
             elif isinstance(exc, asyncio.CancelledError):  # the server ended the request
                 await self._ended(shutting_down(), CallStatus.INTERRUPTED)
             elif isinstance(exc, Exception):
+                self._scrub(exc)
                 error = as_api_error(exc)
                 if error.status == 500:
                     log.error("call %s failed", state.trace_id, exc_info=exc)
@@ -108,6 +115,14 @@ class Settlement:
             return True
         finally:
             self._context.inflight.pop(state.trace_id, None)
+
+    def _scrub(self, exc: Exception) -> None:
+        """An upstream's error that broke the stream it was serving: its credentials out
+        (errors of an attempt were scrubbed when the attempt failed)."""
+        state = self._state
+        endpoint = state.trace.endpoint
+        if isinstance(exc, UpstreamError) and endpoint is not None and state.upstreams:
+            state.upstreams.scrub(endpoint, exc)
 
     async def _close_upstream(self) -> None:
         if self._state.upstream is not None:

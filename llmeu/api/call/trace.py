@@ -40,6 +40,7 @@ class TraceRecorder:
         "_keep_metadata",
         "_ledger",
         "_observers",
+        "_quoting",
         "_sensitive",
         "endpoint",
         "policy",
@@ -74,6 +75,7 @@ class TraceRecorder:
         self.policy: Policy | None = None
         self.endpoint: Endpoint | None = None
         self._sensitive: list[str] = []  # prompt and output text, kept out of error messages
+        self._quoting: list[Attempt] = []  # attempts whose error quotes what an upstream sent
         observers.call_started(self.record, headers)
 
     @property
@@ -123,6 +125,8 @@ class TraceRecorder:
         attempt.outcome = "failed"
         attempt.error = error.message
         attempt.upstream_status = error.upstream_status
+        if error.quotes_upstream:
+            self._quoting.append(attempt)
         self._observers.attempt_finished(self.record, attempt)
 
     def attempt_refused(self, attempt: Attempt, endpoint: Endpoint, error: UpstreamError) -> None:
@@ -131,6 +135,8 @@ class TraceRecorder:
         attempt.finished_at = time.time()
         attempt.outcome = "rejected"
         attempt.error = error.message
+        if error.quotes_upstream:
+            self._quoting.append(attempt)
         record = self.record
         record.endpoint_id = endpoint.endpoint_id
         record.provider = endpoint.provider
@@ -265,19 +271,22 @@ class TraceRecorder:
         return self.policy is not None and self.policy.store_content.seconds > 0
 
     def _redact_errors(self, error: ApiError | None) -> None:
-        """Scrub quoted content from the call's error and from every failed attempt's
-        (an attempt that failed before a fallback succeeded quotes its upstream too)."""
-        failed = [a for a in self.record.attempts if a.error is not None]
+        """Scrub quoted content from what upstreams said: the call's error and every failed
+        attempt's (an attempt that failed before a fallback succeeded quotes its upstream
+        too). The gateway's own messages quote nothing and are left whole."""
+        quoted = isinstance(error, UpstreamError) and error.quotes_upstream
+        failed = [a for a in self._quoting if a.error is not None]
         messages = [a.error for a in failed if a.error is not None]
-        if error is not None:
+        if error is not None and quoted:
             messages.append(error.message)
         if not messages:
             return
         redacted = redact_all(messages, self._sensitive)
         for attempt, message in zip(failed, redacted, strict=False):
             attempt.error = message
-        if error is not None:
+        if error is not None and quoted:
             error.message = redacted[-1]
+            error.args = (error.message,)
 
     def _close_attempts(self, status: CallStatus, error: ApiError | None) -> None:
         """The serving attempt ends with its call, cut short by a hang-up or a broken stream."""

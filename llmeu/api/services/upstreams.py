@@ -12,7 +12,8 @@ from typing import Any
 
 from llmeu.calls.hangup import Hangup
 from llmeu.calls.request import ChatRequest
-from llmeu.errors import UpstreamError
+from llmeu.credentials import redact_credentials
+from llmeu.errors import ApiError, UpstreamError
 from llmeu.providers.base import Provider
 from llmeu.routing.breaker import CircuitBreaker, failure_kind
 from llmeu.routing.catalog import Capability, Catalog, Endpoint
@@ -44,6 +45,13 @@ class Upstreams:
 
     def provider(self, endpoint: Endpoint) -> Provider:
         return self.providers[endpoint.endpoint_id]
+
+    def scrub(self, endpoint: Endpoint, error: ApiError) -> None:
+        """Take every credential out of an error that came from the endpoint's upstream,
+        before it reaches a tenant, a trace or a log (`llmeu.credentials`)."""
+        provider = self.providers.get(endpoint.endpoint_id)
+        error.message = redact_credentials(error.message, provider.secrets if provider else ())
+        error.args = (error.message,)
 
     async def count_tokens(self, endpoint: Endpoint, chat: ChatRequest) -> int | None:
         """The prompt's input tokens as the endpoint's model counts them (None: it cannot).
