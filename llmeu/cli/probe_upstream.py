@@ -13,9 +13,13 @@ transport, framing, content, usage, cancellation, errors, metadata — with the
 evidence of every failure, and a suggested catalog entry. The calls and their
 most output tokens are printed first and confirmed unless `--yes` (required
 when not at a terminal). The key is read from the environment variable named
-by `--api-key-env`, never from the command line. Against llmeu itself, the
-hung-up call's trace is looked up with the same key to check it was recorded
-`cancelled`.
+by `--api-key-env`, never from the command line; without it, from the
+variables every `llmeu` command reads (`LLMEU_API_KEY`, else `OPENAI_API_KEY`
+where it belongs to that URL: `llmeu.cli.gateway_address`), and the probe says
+which one it used. An upstream that refuses the key (401 or 403) fails the
+probe with its answer and no suggested catalog entry. Against llmeu itself,
+the hung-up call's trace is looked up with the same key to check it was
+recorded `cancelled`.
 
 Exit status: 0 when no check failed, 1 when one did, 2 when not confirmed.
 """
@@ -34,6 +38,7 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
+from llmeu.cli.gateway_address import gateway_address
 from llmeu.probe import messages_plan, plan, responses_plan
 from llmeu.probe.plan import Report
 from llmeu.protocol.messages_request import ANTHROPIC_VERSION
@@ -69,6 +74,8 @@ def run(args: argparse.Namespace) -> int:
     if args.api_key_env and not key:
         print(f"llmeu probe: {args.api_key_env} is not set", file=sys.stderr)
         return 2
+    if not args.api_key_env:
+        key = _key_from_environment(base)
     calls, path = _APIS[args.api]
     asked = (
         f"{calls.CALLS} calls to {base}{path} with model {args.model}, at most "
@@ -91,9 +98,27 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.json:
         print(json.dumps(report.as_dict(), indent=2))
+    elif report.refused_key is not None:
+        print(
+            f"llmeu probe: {base} refused the key ({report.refused_key}); no check could run "
+            "and no catalog entry is suggested: name the key's variable with --api-key-env",
+            file=sys.stderr,
+        )
     else:
         _print(report)
     return 1 if report.failed else 0
+
+
+def _key_from_environment(base: str) -> str:
+    """The key `llmeu chat` would send to this URL (`LLMEU_API_KEY`, else `OPENAI_API_KEY`
+    where it belongs there); which variable it came from is said, the key never is."""
+    key = gateway_address(base, None, os.environ).api_key or ""
+    if key:
+        source = "LLMEU_API_KEY" if os.environ.get("LLMEU_API_KEY") == key else "OPENAI_API_KEY"
+        print(f"llmeu probe: using the key in {source} (--api-key-env to choose)", file=sys.stderr)
+    else:
+        print("llmeu probe: no key (--api-key-env VAR, or LLMEU_API_KEY)", file=sys.stderr)
+    return key
 
 
 def _recorded(

@@ -58,4 +58,4 @@ def probe(
         *messages_checks.metadata(made.streamed, model),
     ]
     entry = plan.suggest(model, found, made.streams, kind="anthropic", only_if_passed=True)
-    return plan.Report(base_url, model, tuple(found), entry)
+    return plan.Report(base_url, model, tuple(found), entry, plan.key_refusal(made.streamed))

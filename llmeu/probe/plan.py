@@ -48,10 +48,13 @@ class Report:
     model: str
     checks: tuple[Check, ...]
     suggested_entry: dict[str, Any]
+    refused_key: str | None = None
+    """Set when the upstream refused the key (401 or 403): no check could judge anything, and
+    no catalog entry is suggested."""
 
     @property
     def failed(self) -> bool:
-        return failed(self.checks)
+        return self.refused_key is not None or failed(self.checks)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -68,7 +71,8 @@ class Report:
                 }
                 for c in self.checks
             ],
-            "suggested_entry": self.suggested_entry,
+            "suggested_entry": None if self.refused_key else self.suggested_entry,
+            "refused_key": self.refused_key,
         }
 
 
@@ -179,7 +183,16 @@ def probe(
         *chat_checks.usage(made.streamed, made.unasked, made.whole),
         *judged_alike(made, verify),
     ]
-    return Report(base_url, model, tuple(found), suggest(model, found, made.streams))
+    entry = suggest(model, found, made.streams)
+    return Report(base_url, model, tuple(found), entry, key_refusal(made.streamed))
+
+
+def key_refusal(first: Exchange) -> str | None:
+    """`401 …` or `403 …` with the upstream's own words when it refused the first call's key."""
+    if first.status not in (401, 403):
+        return None
+    words = first.body.decode("utf-8", "replace").strip()[:300]
+    return f"{first.status}: {words}" if words else str(first.status)
 
 
 def failed(found: tuple[Check, ...] | list[Check]) -> bool:

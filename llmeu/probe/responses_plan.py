@@ -51,4 +51,4 @@ def probe(
         *responses_checks.model(made.streamed, model),
     ]
     entry = plan.suggest(model, found, made.streams, capability="responses", only_if_passed=True)
-    return plan.Report(base_url, model, tuple(found), entry)
+    return plan.Report(base_url, model, tuple(found), entry, plan.key_refusal(made.streamed))

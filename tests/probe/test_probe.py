@@ -209,3 +209,43 @@ def test_the_messages_probe_asks_before_it_spends() -> None:
     assert done.returncode == 2
     assert "7 calls" in done.stderr and "/messages" in done.stderr and "--yes" in done.stderr
     assert fake.seen == []
+
+
+def test_without_a_key_option_the_probe_reads_llmeu_api_key(
+    gateway_factory: Any, fake_upstream: FakeUpstream
+) -> None:
+    """As `llmeu chat` does: the README's probe command needs no `--api-key-env`."""
+    gateway: Gateway = gateway_factory(
+        config=config_yaml(fake_endpoint("fakeprov-fr-a", fake_upstream, model=PACED))
+    )
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    done = subprocess.run(
+        [sys.executable, "-m", "llmeu.cli.main", "probe", gateway.base_url, "--model",
+         "fake-model", "--yes", "--json"],
+        capture_output=True, text=True, cwd=REPO, timeout=300,
+        env={**env, "LLMEU_API_KEY": ADMIN_KEY},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "using the key in LLMEU_API_KEY" in done.stderr
+    assert ADMIN_KEY not in done.stderr + done.stdout
+
+
+def test_a_refused_key_fails_the_probe_and_suggests_no_entry(
+    gateway_factory: Any, fake_upstream: FakeUpstream
+) -> None:
+    gateway: Gateway = gateway_factory(
+        config=config_yaml(fake_endpoint("fakeprov-fr-a", fake_upstream, model=PACED))
+    )
+    status, report = probe(gateway.base_url, "fake-model", key="sk-llmeu-not-a-key")
+    assert status == 1
+    assert report["refused_key"].startswith("401")
+    assert report["suggested_entry"] is None
+    env = {**os.environ, "PROBE_KEY": "sk-llmeu-not-a-key"}
+    done = subprocess.run(
+        [sys.executable, "-m", "llmeu.cli.main", "probe", gateway.base_url, "--model",
+         "fake-model", "--api-key-env", "PROBE_KEY", "--yes"],
+        capture_output=True, text=True, cwd=REPO, env=env, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert "refused the key (401" in done.stderr and "--api-key-env" in done.stderr
+    assert "Suggested catalog entry" not in done.stdout
