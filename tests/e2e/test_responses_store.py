@@ -111,12 +111,18 @@ def test_another_key_sees_no_stored_response(gateway: Gateway) -> None:
 
 def test_a_policy_that_stores_nothing_answers_without_storing(gateway: Gateway) -> None:
     strict = sdk(gateway, new_key(gateway, "strict", "eu-strict"))
-    response = strict.responses.create(model="fake-model", input="hello", store=True)
+    raw = strict.responses.with_raw_response.create(model="fake-model", input="hello", store=True)
+    response = raw.parse()
     assert response.store is False and response.output_text
-    with pytest.raises(openai.NotFoundError):
+    # The answer says why it was not stored, and so do the 404s: the policy, not a mystery.
+    notice = raw.headers["x-llmeu-notice"]
+    assert "policy eu-strict keeps no content (store_content P0D)" in notice
+    with pytest.raises(openai.NotFoundError) as retrieved:
         strict.responses.retrieve(response.id)
-    with pytest.raises(openai.NotFoundError):
+    assert "policy eu-strict keeps no content" in retrieved.value.message
+    with pytest.raises(openai.NotFoundError) as continued:
         strict.responses.create(model="fake-model", input="x", previous_response_id=response.id)
+    assert "store_content P0D" in continued.value.message
 
     client = sdk(gateway)
     kept = client.responses.create(model="fake-model", input="hello")

@@ -72,7 +72,8 @@ class Call:
     """One call, from its key to its trace; see the module docstring for the order of steps."""
 
     __slots__ = ("_context", "_credentials", "_governance", "_key_id", "_key_policy",
-                 "_masking", "_model", "_opened", "_plan", "_restorer", "_route", "_settlement",
+                 "_masking", "_model", "_notices", "_opened", "_plan", "_restorer", "_route",
+                 "_settlement",
                  "_shape", "_state", "_upstream_seconds", "_upstreams", "_wants_receipt",
                  "request", "trace", "trace_id")  # fmt: skip
 
@@ -101,6 +102,7 @@ class Call:
         self._masking: Masking | None = None
         self._restorer: StreamRestorer | None = None
         self._wants_receipt = False
+        self._notices: list[str] = []
         self.trace_id = ""
         self.trace: TraceRecorder
         self._state: CallState
@@ -212,6 +214,13 @@ class Call:
         """Protocol features the caller asked for that the gateway does not apply."""
         self.trace.ignored(features)
 
+    def notice(self, text: str) -> None:
+        """Something the caller asked for that the call's policy did not let happen: told in
+        an `x-llmeu-notice` header of the answer (streamed or whole) and kept on the trace
+        with the ignored features."""
+        self._notices.append(text)
+        self.trace.ignored(text)
+
     async def complete(self, operation: Operation[T]) -> tuple[Endpoint, T]:
         """Try the plan's endpoints until one answers; the answer is the surface's to send."""
         self._upstream_phase(Phase.COMPLETE)  # the final row replaces it; nobody waits for it
@@ -280,6 +289,11 @@ class Call:
     def key_id(self) -> str:
         """The calling key: the tenant of what the call keeps."""
         return self._key_id
+
+    @property
+    def key_policy_id(self) -> str:
+        """The calling key's own policy (before any narrowing)."""
+        return self._key_policy
 
     @property
     def upstream_input_tokens(self) -> int | None:
@@ -380,7 +394,9 @@ class Call:
         """`headers` plus the trace id and the gateway's overhead up to this response start."""
         timing = ResponseTiming(time.perf_counter() - self._opened, self._upstream_seconds)
         self.trace.response_started(timing)
-        return [*headers, (b"x-llmeu-trace-id", self.trace_id.encode()), *timing.headers()]
+        notices = [(b"x-llmeu-notice", n.encode("ascii", "replace")) for n in self._notices]
+        return [*headers, (b"x-llmeu-trace-id", self.trace_id.encode()), *timing.headers(),
+                *notices]  # fmt: skip
 
     def _usage(self, reported: Usage | None = None) -> Usage:
         """The call's counts; the cache's share of the prompt where the upstream reported it."""

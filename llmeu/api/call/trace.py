@@ -186,8 +186,10 @@ class TraceRecorder:
         self.record.cache_creation_tokens = created
 
     def ignored(self, features: str) -> None:
-        """Protocol features the caller asked for that the gateway does not apply."""
-        self.record.ignored_features = features[:500]
+        """Protocol features the caller asked for that the gateway does not apply (each call
+        adds to the list)."""
+        known = self.record.ignored_features
+        self.record.ignored_features = (f"{known}; {features}" if known else features)[:500]
 
     def finish_reason(self, reason: str | None) -> None:
         self.record.finish_reason = reason

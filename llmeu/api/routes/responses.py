@@ -13,7 +13,9 @@ what the upstream could do (reasoning items with their `encrypted_content`).
 
 `store` (OpenAI's default: true) keeps a response only when the effective
 policy's `store_content` is longer than zero, and for that long; otherwise
-the call is answered, nothing is kept, and the response says `store: false`.
+the call is answered, nothing is kept, the response says `store: false`, and
+an `x-llmeu-notice` header names the policy and its `store_content` as the
+reason (so does a 404 for a response that such a policy could not have kept).
 A stored response is its key's alone: another key's id is as unknown (404)
 as a missing or expired one. `previous_response_id` continues a stored
 conversation under the policy of the new call, which must itself store
@@ -35,7 +37,7 @@ from llmeu.api.call.governance import chat_intent
 from llmeu.api.call.lifecycle import Call
 from llmeu.api.http.asgi import Request
 from llmeu.api.http.bodies import decode_body
-from llmeu.api.services.response_store import ResponseStore
+from llmeu.api.services.response_store import ResponseStore, keeps_nothing
 from llmeu.calls.output import (
     AssistantOutput,
     Delta,
@@ -68,7 +70,7 @@ _decoder = msgspec.json.Decoder(ResponsesRequest)
 async def handle_responses(calls: Calls, stored: ResponseStore, request: Request) -> None:
     async with calls.open(request, "responses") as call:
         req = parse_responses(await call.body())
-        history = await _history(stored, req, call.key_id)
+        history = await _history(stored, req, call, calls)
         chat = to_chat(req, history, stream=bool(req.stream))
         # The policy's personal-data rules see the whole conversation the upstream gets,
         # stored turns included; a masked prompt is what the trace keeps.
@@ -112,15 +114,18 @@ def parse_responses(body: bytes) -> ResponsesRequest:
     return req
 
 
-async def _history(stored: ResponseStore, req: ResponsesRequest, key_id: str) -> list[Message]:
+async def _history(
+    stored: ResponseStore, req: ResponsesRequest, call: Call, calls: Calls
+) -> list[Message]:
     previous = req.previous_response_id
     if not isinstance(previous, str):
         return []
-    found = await stored.conversation(previous, key_id)
+    found = await stored.conversation(previous, call.key_id)
     if found is None:
+        why = keeps_nothing(calls.context.policies.get(call.key_policy_id))
         raise NotFound(
             f"no stored response {previous!r}: it does not exist, expired, or was stored by "
-            "another key",
+            "another key" + (f"; {why}" if why else ""),
             param="previous_response_id",
             code="previous_response_not_found",
         )
@@ -137,6 +142,9 @@ class _Keeper:
         wanted = req.store is not False
         self.seconds = policy.store_content.seconds if policy is not None else 0
         self.store = wanted and self.seconds > 0
+        why = keeps_nothing(policy)
+        if wanted and why is not None:
+            call.notice(f"store: {why}")
         self._stored = stored
         self._call = call
         self._req = req

@@ -12,7 +12,7 @@ from typing import Any
 
 from llmeu.api.call.door import Calls
 from llmeu.api.http.asgi import Request
-from llmeu.api.services.response_store import Kept, ResponseStore
+from llmeu.api.services.response_store import Kept, ResponseStore, keeps_nothing
 from llmeu.errors import InvalidRequest, NotFound
 from llmeu.protocol.json_codec import encoder
 
@@ -23,8 +23,11 @@ async def _stored_response(
     key = await calls.context.keys.authenticate(request.header(b"authorization"))
     found = await stored.get(ident, key.key_id)
     if found is None:
+        why = keeps_nothing(calls.context.policies.get(key.policy_id))
         raise NotFound(
-            f"no stored response {ident!r}", param="response_id", code="response_not_found"
+            f"no stored response {ident!r}" + (f"; {why}" if why else ""),
+            param="response_id",
+            code="response_not_found",
         )
     return found, key.key_id
 

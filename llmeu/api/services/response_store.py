@@ -20,6 +20,7 @@ from llmeu.ledger.database import Database
 from llmeu.ledger.retention import subject_digest
 from llmeu.ledger.stored_responses import StoredResponse, StoredResponses
 from llmeu.protocol.json_codec import encoder
+from llmeu.routing.policy import Policy
 
 _conversation_decoder = msgspec.json.Decoder(list[Message])
 
@@ -31,6 +32,17 @@ class Kept:
     response_id: str
     response: bytes
     input_items: list[dict[str, Any]]
+
+
+def keeps_nothing(policy: Policy | None) -> str | None:
+    """Why a policy stores no response, in words a client can act on; None when it does."""
+    if policy is None or policy.store_content.seconds > 0:
+        return None
+    return (
+        f"policy {policy.policy_id} keeps no content (store_content {policy.store_content}), "
+        "so no response is stored under it; a key under a policy with a longer store_content "
+        "keeps them"
+    )
 
 
 class ResponseStore:
