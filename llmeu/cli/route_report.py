@@ -7,7 +7,11 @@ upstream, and prints a table: `admitted`, `excluded` by a policy rule, or
 unset). `--allow-classes/--allow-countries/--allow-providers` narrow the
 policy exactly as a request's `llmeu` field would, and are refused the same
 way when they would widen it. With `--model`, only the endpoints serving that
-model are listed, numbered in the order the router would try them.
+model are listed, numbered in the order the router would try them. The table
+shows what a routing question needs (endpoint, decision, class, region,
+retention, prices), fitted to the terminal; `--wide` adds the provider's law
+and assurance, the upstream kind, the default answer length and the models
+each endpoint serves (`--model` lists one model's endpoints in try order).
 
 Exit status: 0; 1 when `--model` is given and no endpoint may serve it; 2 for
 an invalid configuration, an unknown policy or model, or a widening.
@@ -49,6 +53,11 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--config", type=Path, help="catalog and policies (default: built-in)")
     parser.add_argument("--policy", help="the policy to apply (default: the default policy)")
     parser.add_argument("--model", help="only the endpoints serving this model, in try order")
+    parser.add_argument(
+        "--wide",
+        action="store_true",
+        help="every column: also the law, the upstream kind, the default answer length",
+    )
     for field in ("classes", "countries", "providers"):
         parser.add_argument(
             f"--allow-{field}",
@@ -95,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     lines: list[RenderableType] = [
         Text(describe(policy)),
         Text(),
-        _table(endpoints, verdicts, admitted if args.model else None),
+        _table(endpoints, verdicts, admitted if args.model else None, wide=args.wide),
         Text(),
         Text(_summary(verdicts)),
     ]
@@ -141,7 +150,10 @@ def describe(policy: Policy) -> str:
     predicate table in its own words); a third for personal data."""
     where = [RULES_BY_NAME[n] for n in ("allow_classes", "allow_countries", "allow_providers")]
     keeps = [RULES_BY_NAME[n] for n in ("max_retention", "store_content", "fallback")]
-    requirements = [r for r in RULES if r not in where and r not in keeps]
+    requirements = [
+        r for r in RULES
+        if r not in where and r not in keeps and not r.admits_every_site(r.value(policy))
+    ]  # fmt: skip
 
     def said(rules: list[Rule[Any]]) -> list[str]:
         return [text for r in rules if (text := r.describe(r.value(policy))) is not None]
@@ -159,16 +171,25 @@ def _table(
     endpoints: tuple[Endpoint, ...],
     verdicts: dict[str, Exclusion | None],
     order: list[Endpoint] | None,
+    *,
+    wide: bool = False,
 ) -> Table:
-    """One row per endpoint; with a try order (`--model`), a `#` column instead of models."""
+    """One row per endpoint; with a try order (`--model`), a `#` column first. Without
+    `wide`, the columns a routing question needs (long decisions and regions wrap); `wide`
+    adds the provider's law and assurance, the upstream kind, the default answer length and
+    the models each serves."""
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
     if order is not None:
         table.add_column("#", justify="right")
-    for name in ("endpoint", "decision", "class", "region", "law", "retention", "upstream"):
-        table.add_column(name)
+    narrow = {} if wide else {"decision": 36, "region": 24}
+    columns = ["endpoint", "decision", "class", "region"]
+    columns += ["law", "retention", "upstream"] if wide else ["retention"]
+    for name in columns:
+        table.add_column(name, max_width=narrow.get(name))
     table.add_column("EUR/Mtok in/out", justify="right")
-    table.add_column("max tokens", justify="right")  # applied when a request sets none
-    if order is None:
+    if wide:
+        table.add_column("max tokens", justify="right")  # applied when a request sets none
+    if order is None and wide:
         table.add_column("models", max_width=34)
     rank = {e.endpoint_id: str(i) for i, e in enumerate(order or (), start=1)}
     for endpoint in endpoints:
@@ -177,14 +198,14 @@ def _table(
             decision(verdicts[endpoint.endpoint_id]),
             Text(endpoint.sovereignty_class.value),
             Text(f"{endpoint.inference_region} {endpoint.country or '?'}"),
-            Text(_assurance(endpoint)),
+            *([Text(_assurance(endpoint))] if wide else []),
             Text(endpoint.retention.text),
-            Text(upstream_summary(endpoint)),
+            *([Text(upstream_summary(endpoint))] if wide else []),
             Text(f"{endpoint.prices.input:g} / {endpoint.prices.output:g}"),
-            Text(str(endpoint.default_max_tokens or "-")),
+            *([Text(str(endpoint.default_max_tokens or "-"))] if wide else []),
         ]
         if order is None:
-            table.add_row(*cells, Text(" ".join(endpoint.aliases)))
+            table.add_row(*cells, *([Text(" ".join(endpoint.aliases))] if wide else []))
         else:
             table.add_row(Text(rank.get(endpoint.endpoint_id, "")), *cells)
     return table

@@ -158,11 +158,13 @@ def test_builtin_catalog_decisions(
 def test_without_a_configuration_every_builtin_endpoint_is_listed(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    status, rows, out = routes(capsys)
+    status, rows, out = routes(capsys, "--wide")
     assert status == 0
     assert len(rows) == 33
     assert rows["local-minilm-l6-v2"]["models"] == "minilm all-minilm-l6-v2 local-embeddings"
-    assert out.startswith("Policy eu-strict: classes eu_sovereign, on_premise;")
+    assert out.splitlines()[0] == (
+        "Policy eu-strict: classes eu_sovereign, on_premise; countries any; providers any;"
+    )
     assert "2 admitted, 21 excluded by the policy, 10 skipped" in out
     assert all(line == line.rstrip() for line in out.splitlines())
 
@@ -196,7 +198,7 @@ def test_a_configuration_file_is_the_whole_catalog(
     monkeypatch.setenv("LLMEU_TEST_KEY", "x")
     _, rows, _ = routes(capsys, "--config", str(config), "--model", "small")
     assert [rows["de-b"]["#"], rows["fr-a"]["#"]] == ["1", "2"]
-    _, rows, _ = routes(capsys, "--config", str(config), "--policy", "german")
+    _, rows, _ = routes(capsys, "--config", str(config), "--policy", "german", "--wide")
     assert rows["fr-a"]["decision"] == "excluded by allow_countries"
     assert rows["de-b"]["decision"] == "admitted"
     assert rows["de-b"]["models"] == "small"
@@ -256,7 +258,20 @@ def test_as_a_command_its_output_is_one_line_per_endpoint(config: Path) -> None:
 def test_the_default_answer_length_of_each_endpoint_is_shown(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    status, rows, _ = routes(capsys)
+    status, rows, _ = routes(capsys, "--wide")
     assert status == 0
     assert rows["local-smollm2-135m"]["max tokens"] == "512"
     assert rows["scaleway-fr-par-mistral-small"]["max tokens"] == "-"
+
+
+def test_the_table_fits_a_terminal_and_wide_shows_every_column(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The built-in catalog's table was about 330 columns; by default it keeps what a
+    routing question needs, and `--wide` brings back the rest."""
+    _, rows, out = routes(capsys)
+    widest = max(len(line) for line in out.splitlines() if "admitted" in line or "excluded" in line)
+    assert widest <= 160, widest
+    assert "law" not in next(iter(rows.values()))
+    _, rows, _ = routes(capsys, "--wide")
+    assert {"law", "upstream", "max tokens", "models"} <= set(next(iter(rows.values())))
