@@ -1,14 +1,16 @@
 """What `llmeu serve` tells the person who started it, once it is ready.
 
-The console's address and a curl to paste, with the key to use:
+The console's address and a curl to paste. Clients read their key from
+`LLMEU_API_KEY` (every `llmeu` command, the README's snippets), so that is the
+one name the notice uses for it: the curl always reads `$LLMEU_API_KEY`, and
+the notice says what to put there —
 
 - first start, no `LLMEU_ADMIN_KEY`: the generated admin key, shown once
-  (only its hash is stored), and in the curl;
-- `LLMEU_ADMIN_KEY` set: the curl reads it from that variable;
+  (only its hash is stored), as an `export LLMEU_API_KEY=…` line to paste;
+- `LLMEU_ADMIN_KEY` set: `export LLMEU_API_KEY="$LLMEU_ADMIN_KEY"`;
 - a restart on a ledger that holds an admin key: the key cannot be shown
   again, so the notice says that it exists and how to replace it
-  (`LLMEU_ADMIN_KEY`, or `llmeu keys reset-admin`), and the curl reads
-  `$LLMEU_API_KEY`.
+  (`LLMEU_ADMIN_KEY`, or `llmeu keys reset-admin`).
 
 Written to standard error, as a block a terminal shows whole; with
 `--log-format json` it is one log record instead (logger `llmeu.serve`, fields
@@ -68,20 +70,20 @@ def chat_model(endpoints: list[Endpoint]) -> str | None:
 def render(welcome: Welcome) -> str:
     lines = ["", f"llmeu is ready on {welcome.root}", "", f"  console   {welcome.root}/console"]
     if welcome.admin_key is AdminKey.GENERATED:
-        lines += ["", "  admin key (shown once, store it now):", "", f"    {welcome.token}", "",
-                  "  Set LLMEU_ADMIN_KEY to choose your own."]  # fmt: skip
-        key = shlex.quote(f"Authorization: Bearer {welcome.token}")
+        lines += ["", "  admin key (shown once, store it now; set LLMEU_ADMIN_KEY to choose your",
+                  "  own at the next start):", "",
+                  f"    export LLMEU_API_KEY={welcome.token}"]  # fmt: skip
     elif welcome.admin_key is AdminKey.CONFIGURED:
-        lines += ["  admin key the value of LLMEU_ADMIN_KEY"]
-        key = '"Authorization: Bearer $LLMEU_ADMIN_KEY"'
+        lines += ["", "  admin key: the value of LLMEU_ADMIN_KEY; clients read it as",
+                  "  LLMEU_API_KEY:", "",
+                  '    export LLMEU_API_KEY="$LLMEU_ADMIN_KEY"']  # fmt: skip
     else:
         lines += [
             "",
-            "  An admin key already exists (it was shown once, at the first start).",
-            "  Lost it? Set LLMEU_ADMIN_KEY before starting, or run `llmeu keys reset-admin`",
-            "  (same --data-dir/--database-url) and restart.",
+            "  An admin key already exists (it was shown once, at the first start): clients",
+            "  read it as LLMEU_API_KEY. Lost it? Set LLMEU_ADMIN_KEY before starting, or run",
+            "  `llmeu keys reset-admin` (same --data-dir/--database-url) and restart.",
         ]
-        key = '"Authorization: Bearer $LLMEU_API_KEY"'
     if welcome.model is not None:
         body = (
             f'{{"model": "{welcome.model}", '
@@ -89,7 +91,7 @@ def render(welcome: Welcome) -> str:
         )
         lines += ["", "  try it:", "",
                   f"    curl {welcome.root}/v1/chat/completions \\",
-                  f"      -H {key} \\",
+                  '      -H "Authorization: Bearer $LLMEU_API_KEY" \\',
                   "      -H 'content-type: application/json' \\",
                   f"      -d {shlex.quote(body)}"]  # fmt: skip
     return "\n".join(lines) + "\n"

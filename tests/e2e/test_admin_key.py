@@ -25,7 +25,7 @@ def test_generated_admin_key_is_printed_once_and_stored_hashed(
     config = config_yaml(fake_endpoint("fakeprov-fr-a", fake_upstream))
     first = gateway_factory(config=config, env={"LLMEU_ADMIN_KEY": ""}, data_dir=data_dir)
     printed = KEY.findall(first.output())
-    assert len(set(printed)) == 1  # in the notice and in the curl to paste
+    assert len(printed) == 1  # in the `export LLMEU_API_KEY=` line of the notice, once
     token = printed[0]
     models = httpx.get(f"{first.base_url}/models", headers={"authorization": f"Bearer {token}"})
     assert models.status_code == 200
@@ -44,6 +44,11 @@ def test_generated_admin_key_is_printed_once_and_stored_hashed(
             "SELECT secret_hash FROM api_keys WHERE key_id = 'admin'"
         ).fetchone()
     assert len(stored) == 64 and stored not in token
+
+
+def pasted_export(output: str) -> str:
+    """The notice's `export LLMEU_API_KEY=…` line, as a person would paste it."""
+    return next(line.strip() for line in output.splitlines() if "export LLMEU_API_KEY=" in line)
 
 
 def pasted_curl(output: str) -> str:
@@ -72,8 +77,9 @@ def test_start_up_says_where_the_console_is_and_gives_a_curl_that_works(
     output = first.output()
     assert f"console   {first.url}/console" in output
     curl = pasted_curl(output)
-    assert KEY.search(curl)
-    answered = run_shell(curl)
+    assert "$LLMEU_API_KEY" in curl and not KEY.search(curl)  # one name for the key
+    assert KEY.search(pasted_export(output))
+    answered = run_shell(pasted_export(output) + "\n" + curl, {"LLMEU_API_KEY": ""})
     assert answered.returncode == 0, answered.stderr
     assert json.loads(answered.stdout)["llmeu"]["endpoint_id"] == "fakeprov-fr-a"
     token = KEY.findall(output)[0]
@@ -115,9 +121,12 @@ def test_a_configured_admin_key_is_read_from_its_variable(
     gateway_factory: Callable[..., Gateway], fake_upstream: FakeUpstream
 ) -> None:
     gateway = gateway_factory(config=config_yaml(fake_endpoint("fakeprov-fr-a", fake_upstream)))
-    curl = pasted_curl(gateway.output())
-    assert "$LLMEU_ADMIN_KEY" in curl
-    answered = run_shell(curl, {"LLMEU_ADMIN_KEY": gateway.admin_key})
+    output = gateway.output()
+    curl = pasted_curl(output)
+    assert "$LLMEU_API_KEY" in curl
+    assert pasted_export(output) == 'export LLMEU_API_KEY="$LLMEU_ADMIN_KEY"'
+    answered = run_shell(pasted_export(output) + "\n" + curl,
+                         {"LLMEU_ADMIN_KEY": gateway.admin_key, "LLMEU_API_KEY": ""})  # fmt: skip
     assert json.loads(answered.stdout)["llmeu"]["endpoint_id"] == "fakeprov-fr-a"
 
 
