@@ -81,6 +81,8 @@ CASES: list[Case] = [
     ("GET", "/readyz", _fixed("/readyz"), None),
     ("GET", "/metrics", _fixed("/metrics"), None),
     ("GET", "/openapi.json", _fixed("/openapi.json"), None),
+    ("GET", "/", _fixed("/"), None),
+    ("GET", "/v1", _fixed("/v1"), None),
 ]  # fmt: skip
 
 

@@ -315,6 +315,10 @@ def test_the_admin_filters_traces_by_key_model_and_time(page: Page, console: Con
 
 def test_the_key_stays_in_the_tab(page: Page, console: Console) -> None:
     page.goto(console.url)
+    # The first screen says where a key comes from, before anyone has one.
+    where = page.locator(".where-keys-come-from")
+    expect(where).to_contain_text("llmeu serve")
+    expect(where).to_contain_text("llmeu keys create")
     page.get_by_label("API key").fill("sk-llmeu-nope-wrong")
     page.get_by_role("button", name="Sign in").click()
     expect(page.get_by_role("alert")).to_have_text("That key was not accepted.")

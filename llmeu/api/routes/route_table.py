@@ -137,6 +137,10 @@ SERVICE: tuple[Spec, ...] = (
     Spec("GET", "/metrics", service.handle_metrics, Doc(
         "Prometheus metrics (no tenant data)", TEXT, answer_type="text/plain", public=True),
          lambda s: (s.telemetry,)),
+    Spec("GET", "/", service.handle_pointer, Doc("Where to go: the API, console and docs",
+                                                 public=True)),
+    Spec("GET", "/v1", service.handle_pointer, Doc("Where to go: the API, console and docs",
+                                                   public=True)),
     Spec("GET", "/openapi.json", handle_openapi, Doc("This document", public=True),
          _openapi),
     Spec("GET", "/console", console.handle_console, None),

@@ -29,3 +29,21 @@ async def handle_metrics(telemetry: Telemetry, request: Request) -> None:
     """Prometheus metrics (README, Observability)."""
     body, content_type = telemetry.exposition(request.header(b"accept"))
     await request.respond(200, body, [(b"content-type", content_type.encode())])
+
+
+POINTER = {
+    "object": "llmeu.pointer",
+    "message": "llmeu: an OpenAI-compatible gateway that keeps inference where your policy "
+    "allows. The API is under /v1 (send your key as `Authorization: Bearer`); the console "
+    "is at /console; the documentation is the docs/ folder of the llmeu repository "
+    "(`make docs` builds it as a site).",
+    "console": "/console",
+    "models": "/v1/models",
+    "openapi": "/openapi.json",
+    "health": "/healthz",
+}
+
+
+async def handle_pointer(request: Request) -> None:
+    """`GET /` and `GET /v1`: where to go next, for a person who tried the bare address."""
+    await request.respond(200, encoder.encode(POINTER))
