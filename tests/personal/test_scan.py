@@ -47,14 +47,17 @@ CONVERSATION = chat(
 )  # fmt: skip
 
 
-def test_paths_name_every_text_part_tool_argument_and_result() -> None:
+def test_paths_name_every_text_part_tool_call_and_result() -> None:
     parts, unscanned = chat_parts(CONVERSATION)
     assert [path for path, _ in parts] == [
         "messages[0].content",
         "messages[1].content[0].text",
         "messages[1].content[1].text",
+        "messages[2].tool_calls[0].id",
+        "messages[2].tool_calls[0].function.name",
         "messages[2].tool_calls[0].function.arguments",
         "messages[3].content",
+        "messages[3].tool_call_id",
     ]
     assert unscanned == ["messages[1].content[2]"]
 

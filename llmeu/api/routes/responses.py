@@ -49,7 +49,8 @@ from llmeu.calls.request import ChatRequest, Message, text_of
 from llmeu.errors import InvalidRequest, NotFound
 from llmeu.ledger.retention import subject_digest
 from llmeu.ledger.stored_responses import StoredResponse, StoredResponses
-from llmeu.personal.chat_text import chat_parts, restored_tool_calls, rewritten
+from llmeu.personal.chat_text import restored_tool_calls
+from llmeu.personal.responses_text import responses_parts, responses_rewritten
 from llmeu.protocol.json_codec import MAX_NESTING, encoder, nesting_depth
 from llmeu.protocol.responses_input import input_item_list, input_messages
 from llmeu.protocol.responses_object import (
@@ -87,11 +88,13 @@ async def handle_responses(calls: Calls, stored: StoredResponses, request: Reque
             subject=req.end_user,
             max_output_tokens=output_cap(chat),
         )
-        # The policy's personal-data rules see the whole conversation the upstream gets,
-        # stored turns included; a masked prompt is what the trace keeps.
-        screening = call.screen(lambda: chat_parts(chat))
+        # The policy's personal-data rules see all the upstream gets, the whole conversation
+        # (stored turns included) and every setting; a masked prompt is what the trace keeps,
+        # and what a native endpoint gets (`sent`) is masked as the chat request is.
+        screening = call.screen(lambda: responses_parts(req, chat))
+        sent = req
         if screening is not None and screening.masking is not None:
-            chat = rewritten(chat, screening.masked)
+            sent, chat = responses_rewritten(req, chat, screening.masked)
             call.keep_prompt(chat.messages)
         await call.admit()
         call.route(chat.model, _CHAT_TOOLS if chat.tools else _CHAT, chat.llmeu)
@@ -103,9 +106,9 @@ async def handle_responses(calls: Calls, stored: StoredResponses, request: Reque
                 param="previous_response_id",
             )
         if req.stream:
-            await _stream(call, req, chat, keep)
+            await _stream(call, req, sent, chat, keep)
         else:
-            await _complete(call, req, chat, keep)
+            await _complete(call, req, sent, chat, keep)
 
 
 def parse_responses(body: bytes) -> ResponsesRequest:
@@ -199,12 +202,14 @@ def _shell(call: Call, req: ResponsesRequest, endpoint: Endpoint, store: bool) -
     )
 
 
-async def _stream(call: Call, req: ResponsesRequest, chat: ChatRequest, keep: _Keeper) -> None:
+async def _stream(
+    call: Call, req: ResponsesRequest, sent: ResponsesRequest, chat: ChatRequest, keep: _Keeper
+) -> None:
     async def open_stream(provider: Provider, hangup: Hangup) -> ChatStream:
         responses = native(provider)
         if responses is not None:
             return await responses.stream(
-                native_body(req, chat, responses.model, stream=True), hangup
+                native_body(sent, chat, responses.model, stream=True), hangup
             )
         return await provider.stream_chat(chat, hangup)
 
@@ -221,11 +226,13 @@ async def _stream(call: Call, req: ResponsesRequest, chat: ChatRequest, keep: _K
     await call.stream(open_stream, frames, completing)
 
 
-async def _complete(call: Call, req: ResponsesRequest, chat: ChatRequest, keep: _Keeper) -> None:
+async def _complete(
+    call: Call, req: ResponsesRequest, sent: ResponsesRequest, chat: ChatRequest, keep: _Keeper
+) -> None:
     async def ask(provider: Provider, hangup: Hangup) -> Completion | NativeAnswer:
         responses = native(provider)
         if responses is not None:
-            body = native_body(req, chat, responses.model, stream=False)
+            body = native_body(sent, chat, responses.model, stream=False)
             return await responses.complete(body, hangup)
         return await provider.complete_chat(chat, hangup)
 
