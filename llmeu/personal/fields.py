@@ -12,14 +12,15 @@ walk rebuilds only what changed.
 A JSON object's key is part of its path when it is a plain name (letters,
 `_`, `$`, `-`: nothing a detector finds), else the key is scanned like any
 text, at `….<key N>`, and its value sits at `….<value N>`, so a path never
-shows what a key says. Image, audio and file parts, and any value the walk
-cannot read as text (bytes, raw JSON), are reported as not scanned.
+shows what a key says. An object's keys are read before its values. Image,
+audio and file parts, and any value the walk cannot read as text (bytes, raw
+JSON), are reported as not scanned.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import cache
 from typing import Any, TypeVar
 
@@ -72,7 +73,7 @@ class _Walk:
             return self.struct(value, path, skip)
         if isinstance(value, list | tuple):
             items = [self.value(item, f"{path}[{i}]") for i, item in enumerate(value)]
-            if all(a is b for a, b in zip(items, value, strict=True)):
+            if _same(items, value):
                 return value
             return items if isinstance(value, list) else tuple(items)
         if isinstance(value, dict):
@@ -97,17 +98,24 @@ class _Walk:
         return replace(value, **changes) if changes else value
 
     def mapping(self, value: dict[Any, Any], path: str) -> dict[Any, Any]:
-        entries = []
-        for i, (key, item) in enumerate(value.items()):
-            if isinstance(key, str) and _NAME.match(key):
-                entries.append((key, self.value(item, f"{path}.{key}")))
-            else:
-                named = self.value(key, f"{path}.<key {i}>")
-                entries.append((named, self.value(item, f"{path}.<value {i}>")))
-        if all(k is old_k and v is old_v for (k, v), (old_k, old_v) in
-               zip(entries, value.items(), strict=True)):  # fmt: skip
+        """Keys first, then values: values next to each other stay next to each other for
+        the scan (a value split across two of them is found whatever their keys)."""
+        plain = {key: isinstance(key, str) and _NAME.match(key) is not None for key in value}
+        keys = [
+            key if plain[key] else self.value(key, f"{path}.<key {i}>")
+            for i, key in enumerate(value)
+        ]
+        items = [
+            self.value(item, f"{path}.{key}" if plain[key] else f"{path}.<value {i}>")
+            for i, (key, item) in enumerate(value.items())
+        ]
+        if _same(keys, value) and _same(items, value.values()):
             return value
-        return dict(entries)
+        return dict(zip(keys, items, strict=True))
+
+
+def _same(new: Iterable[Any], old: Iterable[Any]) -> bool:
+    return all(a is b for a, b in zip(new, old, strict=True))
 
 
 @cache

@@ -5,12 +5,16 @@ The parts are read as folded (`llmeu.personal.folding`) and searched in one
 pass, joined by line breaks, which no detector reads across, so each part is
 searched as if alone but at the cost of one search. A value can still be typed
 in two parts that reach the upstream one after the other (`NL91 ABNA` in one
-message, `0417 1643 00` in the next), which a model reads as one: so around
-each boundary between consecutive parts, the parts are searched again joined
-as they are, within `REACH` characters on either side, and a hit that crosses
-the boundary is kept (`_with` says which, where it overlaps a hit within a
-part). Windows that would overlap are searched as one, so a request of many
-short parts costs at most one more search of its text.
+message, `0417 1643 00` in the next), which a model reads as one. So the
+parts are searched again around each boundary, within `REACH` characters on
+either side, joined twice: as they are (`jan.jansen@exa` + `mple.nl`), and as
+words, with a space where neither side has one (so that a value beginning a
+part is not read as the end of a word before it: `type: object` then
+`NL91 ABNA` then `0417…`). A hit that crosses a boundary is kept unless it
+overlaps one found within a part: a value a part holds whole stays as the part
+holds it (`jan@example.nl` then `nothing` is no address `jan@example.nlnothing`).
+Windows that would overlap are searched as one, so a request of many short
+parts costs at most two more searches of its text.
 
 A hit is reported as `Found`: its detector, the piece of it in each part it
 touches (in the offsets of the text as typed), and its value as typed (every
@@ -20,7 +24,7 @@ piece joined), which is what a masking gives back.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from llmeu.personal.detectors import Hit, detect, without_overlaps
@@ -49,56 +53,85 @@ class Found:
 def locate(texts: Sequence[str], detectors: frozenset[Detector]) -> list[Found]:
     """Every hit of `detectors` in `texts`, in order, none overlapping another."""
     folded = [fold(text) for text in texts]
-    joined = "\n".join(f.text for f in folded)
-    form = b"\n".join(f.form for f in folded)
-    # Positions in the parts joined as they are (no separator) order the hits of both searches.
-    separated = _starts(folded, gap=1)
-    hits = []
-    for hit in detect(joined, form, detectors):
-        part = bisect_right(separated, hit.start) - 1
-        hits.append(Hit(hit.detector, hit.start - part, hit.end - part))
-    starts = _starts(folded, gap=0)
+    starts = [0]  # of each part, in the parts joined as they are: where hits are ordered
+    for part in folded[:-1]:
+        starts.append(starts[-1] + len(part.text))
+    within = _Joined(folded, starts, lambda before, after: "\n")
+    hits = [within.direct(hit) for hit in detect(within.text, within.form, detectors)]
     if len(texts) > 1:
-        hits = _with(hits, _across(folded, starts, detectors))
+        crossing = [
+            hit
+            for joined in (
+                _Joined(folded, starts, _as_they_are),
+                _Joined(folded, starts, _as_words),
+            )
+            for hit in joined.across(detectors)
+        ]
+        hits = _with(hits, crossing)
     return [_found(hit, folded, starts, texts) for hit in hits]
 
 
-def _starts(folded: Sequence[Folded], gap: int) -> list[int]:
-    """Where each part begins when the parts are joined with `gap` characters between."""
-    starts = [0]
-    for part in folded[:-1]:
-        starts.append(starts[-1] + len(part.text) + gap)
-    return starts
+def _as_they_are(before: str, after: str) -> str:
+    return ""
 
 
-def _across(
-    folded: Sequence[Folded], starts: list[int], detectors: frozenset[Detector]
-) -> list[Hit]:
-    """The hits that cross a boundary between parts, the parts joined as they are."""
-    text = "".join(f.text for f in folded)
-    form = b"".join(f.form for f in folded)
-    boundaries = sorted({at for at in starts if 0 < at < len(text)})
-    crossing: list[Hit] = []
-    for low, high in _windows(boundaries, len(text)):
-        for hit in detect(text[low:high], form[low:high], detectors):
-            start, end = hit.start + low, hit.end + low
-            after = bisect_right(boundaries, start)
-            if after < len(boundaries) and boundaries[after] < end:
-                crossing.append(Hit(hit.detector, start, end))
-    return crossing
+def _as_words(before: str, after: str) -> str:
+    return "" if before[-1:].isspace() or after[:1].isspace() else " "
+
+
+class _Joined:
+    """The parts that hold text, joined with what `between(before, after)` puts between
+    two of them; hits found in it are mapped to the parts joined as they are (`direct`)."""
+
+    def __init__(
+        self, folded: Sequence[Folded], starts: list[int], between: Callable[[str, str], str]
+    ) -> None:
+        self._parts = [i for i, part in enumerate(folded) if part.text]
+        self._folded = folded
+        self._starts = starts
+        texts: list[str] = []
+        forms: list[bytes] = []
+        self.offsets: list[int] = []  # where each part begins here
+        length = 0
+        for k, i in enumerate(self._parts):
+            gap = between(folded[self._parts[k - 1]].text, folded[i].text) if k else ""
+            self.offsets.append(length + len(gap))
+            texts += (gap, folded[i].text)
+            forms += (gap.encode(), folded[i].form)
+            length += len(gap) + len(folded[i].text)
+        self.text = "".join(texts)
+        self.form = b"".join(forms)
+
+    def direct(self, hit: Hit) -> Hit:
+        return Hit(hit.detector, self._at(hit.start), self._at(hit.end - 1) + 1)
+
+    def across(self, detectors: frozenset[Detector]) -> list[Hit]:
+        """The hits that cross a boundary between parts, searched for near the boundaries."""
+        crossing = []
+        for low, high in _windows(self.offsets[1:], len(self.text)):
+            for hit in detect(self.text[low:high], self.form[low:high], detectors):
+                shifted = Hit(hit.detector, hit.start + low, hit.end + low)
+                if self._part(shifted.start) != self._part(shifted.end - 1):
+                    crossing.append(self.direct(shifted))
+        return crossing
+
+    def _part(self, at: int) -> int:
+        return bisect_right(self.offsets, at) - 1
+
+    def _at(self, at: int) -> int:
+        """`at` in the parts joined as they are (a character between two parts counts as
+        the end of the first)."""
+        k = self._part(at)
+        part = self._parts[k]
+        return self._starts[part] + min(at - self.offsets[k], len(self._folded[part].text) - 1)
 
 
 def _with(within: list[Hit], crossing: list[Hit]) -> list[Hit]:
-    """The hits within parts, and those across parts. One across that overlaps some within
-    is kept (in their place) only where it begins before them: it joins the part a value
-    begins in to the part that holds its end (`jan.jan` + `sen@example.nl`). One that
-    begins with a value a part holds whole only runs that value on into the next part
-    (`jan@example.nl` + `nothing`): the value stays as the part holds it."""
+    """The hits within parts, and the hits across parts that overlap none of them."""
     kept = list(within)
     for hit in without_overlaps(crossing):
-        overlapped = [h for h in kept if h.start < hit.end and hit.start < h.end]
-        if all(hit.start < h.start for h in overlapped):
-            kept = [h for h in kept if h not in overlapped] + [hit]
+        if not any(h.start < hit.end and hit.start < h.end for h in kept):
+            kept.append(hit)
     return sorted(kept, key=lambda h: h.start)
 
 

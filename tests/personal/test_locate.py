@@ -34,11 +34,20 @@ def test_each_part_is_searched_as_if_alone() -> None:
         ([f"pay to {IBAN[:9]}", f"{IBAN[9:]} today"], "iban", IBAN),
         ([f"card {CARD[:9]}", CARD[9:]], "payment_card", CARD),
         (["card 4111", " 1111 ", "1111", " 1111 ok"], "payment_card", CARD),  # four parts
-        ([f"{FILLER}write to jan.jan", f"sen@example.nl {FILLER}"], "email", EMAIL),
+        ([f"{FILLER}write to jan.jansen@exa", f"mple.nl {FILLER}"], "email", EMAIL),
+        (["type", "object", IBAN[:9], IBAN[10:], "string"], "iban", IBAN[:9] + IBAN[10:]),
         ([f"{FILLER}NL91\u200bABNA", "\u00ad0417 1643 00"], "iban", f"NL91\u200bABNA{IBAN[10:]}"),
         ([fullwidth(IBAN[:12]), fullwidth(IBAN[12:])], "iban", fullwidth(IBAN)),
     ],
-    ids=["iban", "card", "card_in_four", "email_in_long_parts", "invisible", "fullwidth"],
+    ids=[
+        "iban",
+        "card",
+        "card_in_four",
+        "email_in_long_parts",
+        "after_a_word",
+        "invisible",
+        "fullwidth",
+    ],
 )
 def test_a_value_split_across_consecutive_parts_is_found(
     parts: list[str], detector: str, value: str
@@ -50,9 +59,10 @@ def test_a_value_split_across_consecutive_parts_is_found(
     assert len(hit.pieces) > 1
 
 
-def test_a_value_a_part_holds_whole_is_not_extended_into_the_next() -> None:
-    found = locate([f"write to {EMAIL}", "nothing personal", f"IBAN {IBAN}", "12 items"], ALL)
-    assert values(found) == [("email", EMAIL), ("iban", IBAN)]
+def test_a_value_a_part_holds_whole_stays_as_the_part_holds_it() -> None:
+    parts = [f"write to {EMAIL}", "nothing personal", f"IBAN {IBAN}", "12 items", "type", EMAIL]
+    found = locate(parts, ALL)
+    assert values(found) == [("email", EMAIL), ("iban", IBAN), ("email", EMAIL)]
     assert all(len(f.pieces) == 1 for f in found)
 
 
