@@ -47,6 +47,11 @@ _INVISIBLE = frozenset(
 """Invisible characters Unicode does not class as format characters: the combining grapheme
 joiner, Hangul fillers, Khmer inherent vowels, Mongolian and other variation selectors."""
 _REMOVED = frozenset(("Cf", "Cc"))
+_QUOTES = dict.fromkeys("\u2018\u2019\u201a\u201b", "'") | dict.fromkeys(
+    "\u201c\u201d\u201e\u201f", '"'
+)
+"""The typographer's quotes beyond Latin-1, read as the ASCII quotes they stand for (an
+apostrophe before a value is no letter)."""
 
 
 def _read(char: str) -> str:
@@ -60,6 +65,8 @@ def _read(char: str) -> str:
         return chr(48 + unicodedata.decimal(char))
     if category == "Pd":
         return "-"
+    if char in _QUOTES:
+        return _QUOTES[char]
     if category in _REMOVED or char in _INVISIBLE:
         return ""
     return char
@@ -73,13 +80,19 @@ def read_as(char: str) -> str:
 _read_cached = lru_cache(maxsize=4096)(read_as)
 _ASCII_SPACES = {code: read_as(chr(code)) for code in range(32) if chr(code).isspace()}
 """The ASCII controls that read as a space or a line break, one for one."""
+_TYPOGRAPHIC = {
+    char: read_as(char)
+    for char in "\u00a0\u2007\u2009\u202f\u2010\u2011\u2013\u2014" + "".join(_QUOTES)
+}
+"""No-break, figure, thin and narrow no-break spaces, hyphens, dashes and quotes: frequent
+in typeset text, each read as one character, so replaced in place by `str.replace`."""
 _SUSPECTS = bytes(
     ord("?") if code == ord("?") or read_as(chr(code)) != chr(code) else ord("x")
     for code in range(256)
 )
-"""Per Latin-1 byte, `?` where the character may read otherwise: a control, a no-break
-space, a soft hyphen, `ª`, `²`, `½`…, and `?` itself, which stands for every character
-beyond Latin-1."""
+"""Per Latin-1 byte, `?` where the character may read otherwise: a control, a soft
+hyphen, `ª`, `²`, `½`…, and `?` itself, which stands for every character beyond
+Latin-1."""
 
 
 @cache
@@ -143,11 +156,16 @@ def fold(text: str) -> Folded:
         if CONTROL not in spaced_form:
             return Folded(spaced, spaced_form)
         return _folded(text, form, _marked(form, CONTROL))
-    latin1 = text.encode("latin-1", "replace")  # what Latin-1 lacks is `?`
-    suspects = latin1.translate(_SUSPECTS)
+    for char, read in _TYPOGRAPHIC.items():
+        if char in text:
+            text = text.replace(char, read)  # one for one: every offset stays
+    if text.isascii():
+        return fold(text)
+    encoded = text.encode("latin-1", "replace")  # what Latin-1 lacks is `?`
+    form = shaped(encoded)
+    suspects = encoded.translate(_SUSPECTS)
     count = suspects.count(b"?")
-    form = shaped(latin1)
-    if not count:
+    if count == text.count("?") + text.count("\u20ac"):  # question marks and euro signs only
         return Folded(text, form)
     if count * 16 < len(text):
         return _folded(text, form, _marked(suspects, b"?"))

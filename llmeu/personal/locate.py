@@ -56,18 +56,13 @@ def locate(texts: Sequence[str], detectors: frozenset[Detector]) -> list[Found]:
     starts = [0]  # of each part, in the parts joined as they are: where hits are ordered
     for part in folded[:-1]:
         starts.append(starts[-1] + len(part.text))
-    within = _Joined(folded, starts, lambda before, after: "\n")
-    hits = [within.direct(hit) for hit in detect(within.text, within.form, detectors)]
-    if len(texts) > 1:
-        crossing = [
-            hit
-            for joined in (
-                _Joined(folded, starts, _as_they_are),
-                _Joined(folded, starts, _as_words),
-            )
-            for hit in joined.across(detectors)
-        ]
-        hits = _with(hits, crossing)
+    if len(texts) == 1:
+        hits = detect(folded[0].text, folded[0].form, detectors)
+    else:
+        within = _Joined(folded, starts, lambda before, after: "\n")
+        hits = [within.direct(hit) for hit in detect(within.text, within.form, detectors)]
+        joins = (_Joined(folded, starts, _as_they_are), _Joined(folded, starts, _as_words))
+        hits = _with(hits, [hit for joined in joins for hit in joined.across(detectors)])
     return [_found(hit, folded, starts, texts) for hit in hits]
 
 
@@ -149,8 +144,11 @@ def _windows(boundaries: list[int], length: int) -> list[tuple[int, int]]:
 
 def _found(hit: Hit, folded: Sequence[Folded], starts: list[int], texts: Sequence[str]) -> Found:
     """`hit`, in the parts joined as they are, as pieces of the texts as typed."""
-    pieces = []
     first, last = (bisect_right(starts, at) - 1 for at in (hit.start, hit.end - 1))
+    if first == last:
+        start, end = folded[first].span(hit.start - starts[first], hit.end - starts[first])
+        return Found(hit.detector, (Piece(first, start, end),), texts[first][start:end])
+    pieces = []
     for part in range(first, last + 1):
         low = max(hit.start - starts[part], 0)
         high = min(hit.end - starts[part], len(folded[part].text))

@@ -168,8 +168,9 @@ def _decide(
             )
         elif action is Action.RESTRICT:
             screening.restrict = True
+    masked = {d for d, a in rules.actions if a is Action.MASK}
     for hit in found:
-        if rules.action(hit.detector) is not Action.MASK:
+        if hit.detector not in masked:
             continue
         if screening.masking is None:
             screening.masking = Masking()
