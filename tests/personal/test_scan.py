@@ -11,7 +11,7 @@ from llmeu.calls.request import ChatRequest
 from llmeu.errors import PermissionDenied, ServiceUnavailable
 from llmeu.personal import scan
 from llmeu.personal.chat_text import chat_parts, rewritten
-from llmeu.personal.locate import locate
+from llmeu.personal.locate import Found, locate
 from llmeu.personal.rules import Action, Detector, OnError, PersonalDataRules, RestrictTo, Unscanned
 from llmeu.personal.scan import screen
 from tests.personal.identifiers import valid_identifiers
@@ -161,7 +161,7 @@ def test_a_detector_error_fails_closed_unless_the_policy_opens_it(
 def test_a_failure_on_one_part_keeps_the_hits_of_the_others_when_open(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    def fails_on_x(texts: list[str], detectors: frozenset[Detector]) -> list[scan.Found]:
+    def fails_on_x(texts: list[str], detectors: frozenset[Detector]) -> list[Found]:
         if any("x" in text for text in texts):
             raise RuntimeError("validator bug")
         return locate(texts, detectors)
