@@ -8,7 +8,8 @@ or a soft hyphen inside, a card number in Arabic-Indic or mathematical digits.
 - each character in its compatibility form (NFKC: fullwidth, mathematical
   and circled letters and digits, ligatures, the small and fullwidth `@` and `.`);
 - every decimal digit, whatever its script, as its ASCII digit;
-- every dash (Unicode's dash punctuation: en dash, non-breaking hyphen…) as `-`;
+- every dash (Unicode's dash punctuation: en dash, non-breaking hyphen…) as `-`,
+  the typographer's quotes as ASCII quotes;
 - a line break (`\\v`, `\\f`, U+2028…) as a newline, every other space (tab,
   no-break and typographic spaces) as a space;
 - format and control characters (zero-width spaces and joiners, soft hyphens,
@@ -22,10 +23,12 @@ zero-width characters inside it included, and gives it back whole.
 
 Per character, not per text: composing a letter with a combining accent,
 which whole-text normalisation would also do, changes nothing a detector
-reads. Text that needs no folding, nearly all of it, costs one check: for
-ASCII, a control byte in the shape the detectors need anyway; otherwise one
-search for a character that folds, whose set is computed once per process
-on first use (about 0.1 s).
+reads. Most text needs little or no folding, and pays for what it needs: ASCII
+one look for a control byte in the shape the detectors need anyway; typeset
+Latin text a `str.replace` per kind of typographic space, dash or quote it
+holds, then a table over its Latin-1 bytes; text mostly beyond Latin-1 (Greek,
+Cyrillic) one search for the characters that fold, whose set is computed once
+per process on first use (about 0.1 s).
 """
 
 from __future__ import annotations
@@ -147,6 +150,8 @@ class Folded:
 
 
 def fold(text: str) -> Folded:
+    """`text` as read, each character that reads otherwise found the cheapest way its
+    script allows."""
     if text.isascii():
         form = shape(text)
         if CONTROL not in form:
