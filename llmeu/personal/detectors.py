@@ -4,9 +4,10 @@ Every detector is a pure function of the text. A candidate is only a hit
 when its checksum (IBAN mod 97, Luhn, each national identifier's own check
 as `python-stdnum` implements it) or its structure (an address `ipaddress`
 parses, a number `phonenumbers` calls valid) holds, so a random digit string
-is a hit only as often as its checksum lets one through by chance. Patterns
-run over the text's shape (`llmeu.personal.shape`); digit-only identifiers
-are `llmeu.personal.numbers`'.
+is a hit only as often as its checksum lets one through by chance. They read
+the text as folded (`llmeu.personal.folding`: fullwidth, other scripts'
+digits, invisible characters), their patterns run over its shape
+(`llmeu.personal.shape`); digit-only identifiers are `llmeu.personal.numbers`'.
 """
 
 from __future__ import annotations
@@ -15,15 +16,17 @@ import ipaddress
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from functools import cache
 
 import phonenumbers
-from stdnum import iban
+from stdnum import iban, numdb
 from stdnum.es import dni, nie
 from stdnum.it import codicefiscale
 
 from llmeu.personal import numbers
+from llmeu.personal.folding import fold
 from llmeu.personal.rules import Detector
-from llmeu.personal.shape import WORD, candidates, shape
+from llmeu.personal.shape import WORD, candidates
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,8 +38,13 @@ class Hit:
 
 Validator = Callable[[str], bool]
 
-# The look-ahead: no IBAN is shorter than 15 characters (a flight number `AB1234` is no candidate).
-_IBAN = re.compile(rb"AA99(?=[A9 ]{11})[A9]{0,30}(?: [A9]{1,4}){0,8}")
+# Where an IBAN may begin, in the shape with case and separators made alike: a country and
+# its check digits (`NL91`, `nl91`), or both followed by a separator (`NL 91 AB NA …`,
+# grouped in pairs).
+_IBAN_FORM = bytes.maketrans(b"a./_-", b"A    ")
+_IBAN_CHECK = re.compile(rb"99(?<=AA99|A 99)")
+_IBAN_STARTS = (re.compile(rb"AA99(?<![A9_?]AA99)"), re.compile(rb"AA 99 (?<![A9_?]AA 99 )"))
+_IBAN_COMPACT = str.maketrans("", "", " ./_-")
 _IPV4_MIDDLE = re.compile(rb"9\.9{1,3}\.9{1,3}\.9")
 _IPV4 = re.compile(r"\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}(?![\w]|\.\d)")
 # `::`, or three groups between colons: what every address has and a time of day lacks.
@@ -58,8 +66,17 @@ _IBAN_DIGITS = str.maketrans(
 
 
 def find(text: str, detectors: frozenset[Detector]) -> list[Hit]:
-    """The hits of `detectors` in `text`, in order, none overlapping another."""
-    form = shape(text)
+    """The hits of `detectors` in `text`, in order, none overlapping another: spans of the
+    original text, read as folded."""
+    folded = fold(text)
+    return [
+        Hit(hit.detector, *folded.span(hit.start, hit.end))
+        for hit in detect(folded.text, folded.form, detectors)
+    ]
+
+
+def detect(text: str, form: bytes, detectors: frozenset[Detector]) -> list[Hit]:
+    """The hits of `detectors` in a folded text whose shape is `form`."""
     hits: list[Hit] = []
     if Detector.EMAIL in detectors and b"@" in form:
         hits.extend(_emails(form))
@@ -67,7 +84,7 @@ def find(text: str, detectors: frozenset[Detector]) -> list[Hit]:
         hits.extend(_ipv4(text, form))
         if ":" in text:
             hits.extend(_ipv6(text))
-    if Detector.IBAN in detectors:
+    if Detector.IBAN in detectors and b"9" in form:
         hits.extend(_ibans(text, form))
     if Detector.PHONE in detectors:
         hits.extend(_phones(text, form))
@@ -76,7 +93,7 @@ def find(text: str, detectors: frozenset[Detector]) -> list[Hit]:
             hits.extend(_matches(pattern, text, form, detector, valid))
     if detectors & numbers.DETECTORS:
         hits.extend(Hit(*found) for found in numbers.identifiers(text, form, detectors))
-    return _without_overlaps(hits)
+    return without_overlaps(hits)
 
 
 def _is_nie(candidate: str) -> bool:
@@ -178,25 +195,71 @@ def _is_phone(candidate: str) -> bool:
 
 
 def _ibans(text: str, form: bytes) -> Iterator[Hit]:
-    """An IBAN printed in groups may run into the next word: shorter group counts are tried."""
-    for start, end in candidates(_IBAN, form):
-        candidate = text[start:end]
-        while len(candidate) >= 15:
-            if _mod97(candidate) and iban.is_valid(candidate):
-                yield Hit(Detector.IBAN, start, start + len(candidate))
-                break
-            cut = candidate.rfind(" ")
-            if cut < 0:
-                break
-            candidate = candidate[:cut]
+    """From each country and its check digits, as many letters and digits as that country's
+    IBAN has, each set apart by at most one separator. The count, not the grouping, decides
+    where it ends, so an IBAN running into the next word is found."""
+    alike = form.translate(_IBAN_FORM)
+    end = 0
+    for start in _iban_starts(alike):
+        if start < end or (start and alike[start - 1] in _IBAN_WORD):
+            continue
+        length = _iban_length(text[start : start + 2].upper())
+        digits = start + 2 if alike[start + 2] != 32 else start + 3
+        rest = _iban_rest(length).match(form, digits) if length else None
+        if rest is None:
+            continue
+        candidate = text[start : rest.end()].translate(_IBAN_COMPACT).upper()
+        if _mod97(candidate) and iban.is_valid(candidate):
+            end = rest.end()
+            yield Hit(Detector.IBAN, start, end)
+
+
+_IBAN_WORD = frozenset(b"A9_?")
+
+
+def _iban_starts(alike: bytes) -> list[int]:
+    """Where `AA99` or `AA 99 ` begins. Looking back from each pair of digits costs per digit,
+    searching for the two as literals per character (every letter being `A`): the first
+    where digits are few, the second in text made of numbers."""
+    if alike.count(b"9") * 8 >= len(alike):
+        return sorted({m.start() for p in _IBAN_STARTS for m in p.finditer(alike)})
+    starts = []
+    for match in _IBAN_CHECK.finditer(alike):
+        digits = match.start()
+        if alike[digits - 1] == 32:  # `AA 99 `: a letter before the space, a space after
+            if digits < 3 or alike[digits - 3] != 65 or alike[digits + 2 : digits + 3] != b" ":
+                continue
+            digits -= 1
+        starts.append(digits - 2)
+    return starts
+
+
+@cache
+def _iban_length(country: str) -> int | None:
+    """The length of the country's IBANs (its BBAN's fields and four), None for a country
+    without IBANs."""
+    found = _IBAN_REGISTRY.info(country)[0][1].get("bban")
+    return 4 + sum(int(width) for width in re.findall(r"\d+", found)) if found else None
+
+
+_IBAN_REGISTRY = numdb.get("iban")
+
+
+@cache
+def _iban_rest(length: int) -> re.Pattern[bytes]:
+    """The check digits and the BBAN of an IBAN of `length` characters, from the first
+    check digit."""
+    return re.compile(rb"9(?:[ ./_-]?[Aa9]){%d}" % (length - 3))
 
 
 def _mod97(candidate: str) -> bool:
-    """ISO 7064 mod 97-10 in one integer, before `python-stdnum` checks country and length."""
+    """ISO 7064 mod 97-10 in one integer, before `python-stdnum` checks country and format."""
     return int((candidate[4:] + candidate[:4]).translate(_IBAN_DIGITS)) % 97 == 1
 
 
-def _without_overlaps(hits: Iterable[Hit]) -> list[Hit]:
+def without_overlaps(hits: Iterable[Hit]) -> list[Hit]:
+    """`hits` in order, each dropped that overlaps one kept before it (the longest of those
+    that begin together is kept)."""
     kept: list[Hit] = []
     for hit in sorted(hits, key=lambda h: (h.start, h.start - h.end)):
         if not kept or hit.start >= kept[-1].end:

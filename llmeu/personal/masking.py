@@ -8,16 +8,40 @@ still become a placeholder (`… [IB`) is held back until the next piece
 completes or refutes it, so a client never sees half a placeholder or half a
 restored value, and the concatenation of what it sends is exactly the
 answer with every placeholder restored.
+
+A value is what was typed, so a placeholder gives back the fullwidth digits
+or the zero-width space it was typed with. A value split across two parts of
+a request (`NL91 ABNA` in one message, `0417 1643 00` in the next) becomes
+one placeholder where it begins; its other pieces are removed.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from llmeu.personal.detectors import Hit
+from llmeu.personal.rules import Detector
 
 _PLACEHOLDER = re.compile(r"\[[A-Z_]+_\d+\]")
+
+
+@dataclass(frozen=True, slots=True)
+class Cut:
+    """Characters of one text to replace: with the placeholder of `value` where the value
+    begins (`first`), with nothing where it goes on from another part."""
+
+    start: int
+    end: int
+    detector: Detector
+    value: str
+    first: bool = True
+
+
+def cuts(text: str, hits: Sequence[Hit]) -> list[Cut]:
+    """The cuts of the hits of one text, each hit a whole value."""
+    return [Cut(h.start, h.end, h.detector, text[h.start : h.end]) for h in hits]
 
 
 class Masking:
@@ -26,14 +50,15 @@ class Masking:
         self._values: dict[str, str] = {}  # placeholder -> value
         self._counts: dict[str, int] = {}
 
-    def mask(self, text: str, hits: Sequence[Hit]) -> str:
-        """`text` with every hit replaced by its placeholder (`hits` in order, not overlapping)."""
+    def mask(self, text: str, cuts: Sequence[Cut]) -> str:
+        """`text` with every cut made (`cuts` in order, not overlapping)."""
         out: list[str] = []
         at = 0
-        for hit in hits:
-            out.append(text[at : hit.start])
-            out.append(self._placeholder(hit.detector.value.upper(), text[hit.start : hit.end]))
-            at = hit.end
+        for cut in cuts:
+            out.append(text[at : cut.start])
+            if cut.first:
+                out.append(self._placeholder(cut.detector.value.upper(), cut.value))
+            at = cut.end
         out.append(text[at:])
         return "".join(out)
 

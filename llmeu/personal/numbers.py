@@ -1,7 +1,7 @@
 """National identifiers and payment cards: digits only, found by their length and checks.
 
 One candidate pattern serves them all: a run of at least nine digits,
-optionally grouped by single spaces, dots or dashes. Every window of
+optionally grouped by single spaces, dots, dashes, slashes or underscores. Every window of
 whole groups of a length some identifier has is tried, longest first, so an
 identifier written next to other numbers is still found; a window is only
 tried with the marks the identifier's published format groups it with (a
@@ -35,7 +35,7 @@ Check = Callable[[str], bool]
 # Not after a word's character nor after `.+/-` (a decimal, a signed or a slashed number):
 # a look-behind, so the whole text is one `finditer` in the regex engine. The look-ahead
 # (eight more digits or marks) refuses the many short numbers before the repetition runs.
-RUN = re.compile(rb"9(?<![Aa9_?.+/-]9)(?=[9 .-]{8})(?:[ .-]?9){8,}(?![Aa9_])")
+RUN = re.compile(rb"9(?<![Aa9_?.+/-]9)(?=[9 ./_-]{8})(?:[ ./_-]?9){8,}(?![Aa9_])")
 _MAX_GROUPS = 12
 
 
@@ -135,7 +135,8 @@ def _payment_card(d: str) -> bool:
 
 Table = dict[int, tuple[tuple[Detector, Check, frozenset[str]], ...]]
 
-# By number of digits, in the order tried, with the marks each published format uses.
+# By number of digits, in the order tried, with the marks each published format uses, and
+# those people type: a card grouped by dots, slashes or underscores, a Steuer-ID by dashes.
 BY_LENGTH: Table = {
     9: (
         (Detector.NL_BSN, _nl_bsn, frozenset(" .")),
@@ -147,7 +148,7 @@ BY_LENGTH: Table = {
     ),
     11: (
         (Detector.PL_PESEL, _pl_pesel, frozenset()),
-        (Detector.DE_STEUER_ID, _de_steuer_id, frozenset(" ")),
+        (Detector.DE_STEUER_ID, _de_steuer_id, frozenset(" -")),
         (Detector.BE_NATIONAL_NUMBER, _be_national_number, frozenset(" .-")),
     ),
     12: ((Detector.SE_PERSONNUMMER, _se_personnummer, frozenset("-")),),
@@ -156,7 +157,7 @@ BY_LENGTH: Table = {
 for _length in range(13, 20):
     BY_LENGTH[_length] = (
         *BY_LENGTH.get(_length, ()),
-        (Detector.PAYMENT_CARD, _payment_card, frozenset(" -")),
+        (Detector.PAYMENT_CARD, _payment_card, frozenset(" -./_")),
     )
 DETECTORS = frozenset(d for row in BY_LENGTH.values() for d, _, _ in row)
 _SHORTEST = min(BY_LENGTH)
@@ -193,7 +194,7 @@ def identifiers(
     return found
 
 
-_WITHOUT_MARKS = str.maketrans("", "", " .-")
+_WITHOUT_MARKS = str.maketrans("", "", " ./_-")
 
 Window = tuple[int, int, int, int, int, tuple[tuple[Detector, Check], ...]]
 """The group a window ends before, its span in the run, its span in the run's digits, and

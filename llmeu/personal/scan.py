@@ -1,13 +1,16 @@
 """Screening a call's text against a policy's `personal_data` rules.
 
-A surface hands over its request's text as `(path, text)` parts — the path
-names where the text sits (`messages[1].content[0].text`) — and the paths
-of parts it cannot scan (images, audio, files). `screen` finds the hits and
-decides, in this order: a prompt over the scan bound is blocked; an
-unscanned part is blocked where `unscanned: block`; a detector that fails
-blocks the call with a 503 unless `on_error: open`; a `block` hit refuses
-the call (403 `personal_data_detected`, naming detector and path, never the
-value); a `restrict` hit narrows the route; `mask` hits are masked.
+A surface hands over every text its request forwards as `(path, text)` parts
+— the path names where the text sits (`messages[1].content[0].text`,
+`tools[0].function.description`) — and the paths of parts it cannot scan
+(images, audio, files). `screen` finds the hits (`llmeu.personal.locate`: in
+every part, and across consecutive ones) and decides, in this order: a
+prompt over the scan bound is blocked; an unscanned part is blocked where
+`unscanned: block`; a detector that fails blocks the call with a 503 unless
+`on_error: open`; a `block` hit refuses the call (403
+`personal_data_detected`, naming detector and path, never the value); a
+`restrict` hit narrows the route; `mask` hits are masked. A hit split across
+parts counts once, at the path where it begins.
 """
 
 from __future__ import annotations
@@ -17,8 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from llmeu.errors import ApiError, PermissionDenied, ServiceUnavailable
-from llmeu.personal.detectors import Hit, find
-from llmeu.personal.masking import Masking
+from llmeu.personal.locate import Found, Piece, locate
+from llmeu.personal.masking import Cut, Masking
 from llmeu.personal.rules import Action, Detector, OnError, PersonalDataRules, Unscanned
 
 TextParts = Sequence[tuple[str, str]]
@@ -51,13 +54,13 @@ class Screening:
     masking: Masking | None = None
     refusal: ApiError | None = None
     """Set when the call must not go on: the lifecycle records the screening, then raises it."""
-    _to_mask: dict[str, list[Hit]] = field(default_factory=dict)
+    _to_mask: dict[str, list[Cut]] = field(default_factory=dict)
 
     def masked(self, path: str, text: str) -> str:
-        hits = self._to_mask.get(path)
-        if not hits or self.masking is None:
+        cuts = self._to_mask.get(path)
+        if not cuts or self.masking is None:
             return text
-        return self.masking.mask(text, hits)
+        return self.masking.mask(text, cuts)
 
     def record(self) -> dict[str, object]:
         """The trace's account: detectors, paths and counts, never a value."""
@@ -65,7 +68,7 @@ class Screening:
             "findings": [f.as_dict() for f in self.findings],
             "unscanned": self.unscanned,
             "restricted": self.restrict,
-            "masked": sum(len(h) for h in self._to_mask.values()),
+            "masked": sum(c.first for cuts in self._to_mask.values() for c in cuts),
             "scan_failed": self.scan_failed,
         }
 
@@ -99,34 +102,62 @@ def screen(
             code="personal_data_unscanned",
         )
         return screening
-    detectors = rules.active()
-    for path, text in parts:
-        try:
-            hits = find(text, detectors)
-        except Exception as error:  # a validator's bug must not let the value through
-            screening.scan_failed = True
-            if rules.on_error is OnError.CLOSED:
-                screening.refusal = ScanFailed(
-                    f"the personal-data scan of `{path}` failed ({type(error).__name__}); "
-                    f"policy `{policy_id}` refuses calls it cannot scan",
-                    param=path,
-                )
-                return screening
-            continue
-        _decide(screening, path, hits, rules, policy_id)
+    found = _located(screening, parts, rules, policy_id)
+    if screening.refusal is None:
+        _decide(screening, [path for path, _ in parts], found, rules, policy_id)
     return screening
+
+
+def _located(
+    screening: Screening, parts: TextParts, rules: PersonalDataRules, policy_id: str
+) -> list[Found]:
+    """The hits in `parts`. Should a detector fail, each part is scanned alone to name the
+    one it fails on: with `on_error: closed` the call is refused, with `open` the other
+    parts' hits are kept (and no value split across parts is looked for)."""
+    detectors = rules.active()
+    try:
+        return locate([text for _, text in parts], detectors)
+    except Exception as error:  # a validator's bug must not let the value through
+        screening.scan_failed = True
+        failed: tuple[str | None, Exception] = (None, error)
+    found: list[Found] = []
+    for index, (path, text) in enumerate(parts):
+        try:
+            alone = locate([text], detectors)
+        except Exception as error:
+            failed = (path, error)
+            if rules.on_error is OnError.CLOSED:
+                break
+            continue
+        found += [Found(f.detector, tuple(_in(p, index) for p in f.pieces), f.value) for f in alone]
+    if rules.on_error is OnError.CLOSED:
+        screening.refusal = _scan_failed(*failed, policy_id)
+        return []
+    return found
+
+
+def _scan_failed(path: str | None, error: Exception, policy_id: str) -> ScanFailed:
+    where = f"of `{path}`" if path is not None else "across parts"
+    return ScanFailed(
+        f"the personal-data scan {where} failed ({type(error).__name__}); policy "
+        f"`{policy_id}` refuses calls it cannot scan",
+        param=path,
+    )
+
+
+def _in(piece: Piece, part: int) -> Piece:
+    return Piece(part, piece.start, piece.end)
 
 
 def _decide(
     screening: Screening,
-    path: str,
-    hits: list[Hit],
+    paths: list[str],
+    found: list[Found],
     rules: PersonalDataRules,
     policy_id: str,
 ) -> None:
-    counts = Counter(hit.detector for hit in hits)
-    to_mask: list[Hit] = []
-    for detector, count in counts.items():
+    counts = Counter((paths[f.pieces[0].part], f.detector) for f in found)
+    for (path, detector), count in counts.items():
         action = rules.action(detector)
         screening.findings.append(Finding(detector, path, count, action))
         if action is Action.BLOCK and screening.refusal is None:
@@ -137,9 +168,12 @@ def _decide(
             )
         elif action is Action.RESTRICT:
             screening.restrict = True
-        elif action is Action.MASK:
-            to_mask.extend(h for h in hits if h.detector is detector)
-    if to_mask:
+    masked = {d for d, a in rules.actions if a is Action.MASK}
+    for hit in found:
+        if hit.detector not in masked:
+            continue
         if screening.masking is None:
             screening.masking = Masking()
-        screening._to_mask[path] = sorted(to_mask, key=lambda h: h.start)
+        for i, piece in enumerate(hit.pieces):
+            cut = Cut(piece.start, piece.end, hit.detector, hit.value, first=i == 0)
+            screening._to_mask.setdefault(paths[piece.part], []).append(cut)

@@ -1,11 +1,13 @@
 """A text's shape: where candidates are searched for, at the speed of the regex engine's C.
 
 The shape is the text as bytes, one byte per character: each digit `9`, each
-ASCII capital `A`, each small letter `a`, anything not ASCII `?`, the rest as
-it is. Offsets in the shape are offsets in the text. A pattern over the shape
-begins with a literal (`9`, `AA99`, `@`), which the engine finds without
-trying every position; what must not come before a candidate is checked only
-where one begins. Validators then read the text itself.
+ASCII capital `A`, each small letter `a`, anything not ASCII `?`, a control
+character other than `\n` and `\r` `CONTROL` (which tells `llmeu.personal.folding`
+that an ASCII text needs folding), the rest as it is. Offsets in the shape are
+offsets in the text. A pattern over the shape begins with a literal (`9`,
+`99`, `@`), which the engine finds without trying every position; what must
+not come before a candidate is checked only where one begins. Validators then
+read the text itself.
 """
 
 from __future__ import annotations
@@ -13,9 +15,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+CONTROL = b"\x00"
 _TABLE = bytes(
     ord("9") if chr(b).isdigit() else ord("A") if chr(b).isupper() else
-    ord("a") if chr(b).islower() else b
+    ord("a") if chr(b).islower() else 0 if (b < 32 or b == 127) and b not in b"\n\r" else b
     for b in range(128)
 ) + b"?" * 128  # fmt: skip
 
@@ -24,7 +27,12 @@ WORD = frozenset(b"Aa9_?")
 
 
 def shape(text: str) -> bytes:
-    return text.encode("ascii", "replace").translate(_TABLE)
+    return shaped(text.encode("latin-1", "replace"))
+
+
+def shaped(latin1: bytes) -> bytes:
+    """The shape of a text from its Latin-1 encoding (`?` for what Latin-1 lacks)."""
+    return latin1.translate(_TABLE)
 
 
 def candidates(

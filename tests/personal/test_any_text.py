@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llmeu.personal.detectors import find
-from llmeu.personal.masking import Masking
+from llmeu.personal.masking import Masking, cuts
 from llmeu.personal.rules import Detector
 from tests.personal.identifiers import valid_identifiers
 
@@ -34,7 +34,7 @@ def test_the_scan_of_any_text(text: str) -> None:
     assert all(0 <= h.start < h.end <= len(text) for h in hits)
     assert all(a.end <= b.start for a, b in itertools.pairwise(hits))
     masking = Masking()
-    masked = masking.mask(text, hits)
+    masked = masking.mask(text, cuts(text, hits))
     placeholders = re.compile(r"\[[A-Z_]+_\d+\]")
     assert len(placeholders.findall(masked)) == len(placeholders.findall(text)) + len(hits)
     if not placeholders.search(text):  # restoring replaces what looks like a placeholder

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from llmeu.calls.output import Delta, ToolCallDelta, ToolCallFunctionDelta
 from llmeu.personal.detectors import find
-from llmeu.personal.masking import Masking
+from llmeu.personal.masking import Masking, cuts
 from llmeu.personal.rules import Detector
 from llmeu.personal.streams import StreamRestorer
 
@@ -19,7 +19,7 @@ VALUES = ["NL91ABNA0417164300", "jan@example.nl", "4111111111111111"]
 
 def masked_prompt() -> tuple[Masking, str]:
     masking = Masking()
-    return masking, masking.mask(PROMPT, find(PROMPT, frozenset(Detector)))
+    return masking, masking.mask(PROMPT, cuts(PROMPT, find(PROMPT, frozenset(Detector))))
 
 
 def test_mask_replaces_every_value_and_reuses_a_placeholder() -> None:
@@ -31,8 +31,9 @@ def test_mask_replaces_every_value_and_reuses_a_placeholder() -> None:
 
 def test_placeholders_count_per_detector_across_parts() -> None:
     masking = Masking()
-    first = masking.mask("a@b.eu", find("a@b.eu", frozenset(Detector)))
-    second = masking.mask("c@d.eu and a@b.eu", find("c@d.eu and a@b.eu", frozenset(Detector)))
+    first = masking.mask("a@b.eu", cuts("a@b.eu", find("a@b.eu", frozenset(Detector))))
+    text = "c@d.eu and a@b.eu"
+    second = masking.mask(text, cuts(text, find(text, frozenset(Detector))))
     assert (first, second) == ("[EMAIL_1]", "[EMAIL_2] and [EMAIL_1]")
 
 

@@ -11,6 +11,7 @@ from llmeu.calls.request import ChatRequest
 from llmeu.errors import PermissionDenied, ServiceUnavailable
 from llmeu.personal import scan
 from llmeu.personal.chat_text import chat_parts, rewritten
+from llmeu.personal.locate import Found, locate
 from llmeu.personal.rules import Action, Detector, OnError, PersonalDataRules, RestrictTo, Unscanned
 from llmeu.personal.scan import screen
 from tests.personal.identifiers import valid_identifiers
@@ -46,14 +47,17 @@ CONVERSATION = chat(
 )  # fmt: skip
 
 
-def test_paths_name_every_text_part_tool_argument_and_result() -> None:
+def test_paths_name_every_text_part_tool_call_and_result() -> None:
     parts, unscanned = chat_parts(CONVERSATION)
     assert [path for path, _ in parts] == [
         "messages[0].content",
         "messages[1].content[0].text",
         "messages[1].content[1].text",
+        "messages[2].tool_calls[0].id",
+        "messages[2].tool_calls[0].function.name",
         "messages[2].tool_calls[0].function.arguments",
         "messages[3].content",
+        "messages[3].tool_call_id",
     ]
     assert unscanned == ["messages[1].content[2]"]
 
@@ -74,11 +78,29 @@ def test_block_names_detector_and_path_never_the_value() -> None:
     ]  # fmt: skip
 
 
-def test_an_identifier_split_across_parts_is_not_joined() -> None:
-    """Parts are scanned one by one: `BSN[:4]` in one part is no BSN (and no hit)."""
+def test_a_part_ending_in_a_piece_of_a_value_joins_only_what_follows_it() -> None:
+    """`BSN[:4]` ends one part and the next begins with a word: no BSN across them."""
     parts, unscanned = chat_parts(CONVERSATION)
     screening = screen(parts, unscanned, rules(nl_bsn=Action.ALLOW), "p")
     assert [f.path for f in screening.findings] == ["messages[2].tool_calls[0].function.arguments"]
+
+
+def test_a_value_split_across_two_messages_is_found_and_masked_whole() -> None:
+    split = chat(
+        {"role": "user", "content": f"pay to {IBAN[:8]}"},
+        {"role": "user", "content": f"{IBAN[8:]} today"},
+    )
+    parts, unscanned = chat_parts(split)
+    blocked = screen(parts, unscanned, rules(iban=Action.BLOCK), "p")
+    assert blocked.refusal is not None and blocked.refusal.param == "messages[0].content"
+    assert blocked.record()["findings"] == [
+        {"detector": "iban", "path": "messages[0].content", "count": 1, "action": "block"}
+    ]
+    masking = screen(parts, unscanned, rules(iban=Action.MASK), "p")
+    masked = rewritten(split, masking.masked)
+    assert [m.content for m in masked.messages] == ["pay to [IBAN_1]", " today"]
+    assert masking.masking is not None and masking.masking.restore("[IBAN_1]") == IBAN
+    assert masking.record()["masked"] == 1
 
 
 def test_restrict_sets_the_flag_and_allow_only_counts() -> None:
@@ -122,14 +144,34 @@ def test_a_prompt_over_the_scan_bound_is_blocked() -> None:
 def test_a_detector_error_fails_closed_unless_the_policy_opens_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    def broken(text: str, detectors: frozenset[Detector]) -> list[object]:
+    def broken(texts: list[str], detectors: frozenset[Detector]) -> list[object]:
         raise RuntimeError("validator bug")
 
-    monkeypatch.setattr(scan, "find", broken)
+    monkeypatch.setattr(scan, "locate", broken)
     closed = rules(email=Action.MASK)
     refusal = screen([("messages[0].content", "a@b.eu")], [], closed, "p").refusal
     assert isinstance(refusal, ServiceUnavailable) and refusal.status == 503
     assert refusal.code == "personal_data_scan_failed" and "a@b.eu" not in refusal.message
+    assert refusal.param == "messages[0].content"
     opened = PersonalDataRules(actions=closed.actions, on_error=OnError.OPEN)
     screening = screen([("messages[0].content", "a@b.eu")], [], opened, "p")
     assert screening.refusal is None and screening.record()["scan_failed"] is True
+
+
+def test_a_failure_on_one_part_keeps_the_hits_of_the_others_when_open(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def fails_on_x(texts: list[str], detectors: frozenset[Detector]) -> list[Found]:
+        if any("x" in text for text in texts):
+            raise RuntimeError("validator bug")
+        return locate(texts, detectors)
+
+    monkeypatch.setattr(scan, "locate", fails_on_x)
+    parts = [("messages[0].content", "a@b.eu"), ("messages[1].content", "x c@d.eu")]
+    opened = PersonalDataRules(actions=((Detector.EMAIL, Action.BLOCK),), on_error=OnError.OPEN)
+    screening = screen(parts, [], opened, "p")
+    assert [f.path for f in screening.findings] == ["messages[0].content"]
+    assert screening.scan_failed and screening.refusal is not None  # the email still blocks
+    closed = PersonalDataRules(actions=((Detector.EMAIL, Action.ALLOW),))
+    refusal = screen(parts, [], closed, "p").refusal
+    assert refusal is not None and refusal.param == "messages[1].content"

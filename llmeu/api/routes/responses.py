@@ -33,7 +33,7 @@ from msgspec import UNSET
 from llmeu.api.call import asks
 from llmeu.api.call.accounting import completed_counts, estimate_prompt_tokens
 from llmeu.api.call.door import Calls
-from llmeu.api.call.governance import chat_intent
+from llmeu.api.call.governance import Intent, chat_intent
 from llmeu.api.call.lifecycle import Call
 from llmeu.api.http.asgi import Request
 from llmeu.api.http.bodies import decode_body
@@ -49,6 +49,7 @@ from llmeu.calls.output import (
 from llmeu.calls.request import ChatRequest, Message
 from llmeu.errors import InvalidRequest, NotFound
 from llmeu.personal.chat_text import restored_tool_calls
+from llmeu.personal.responses_text import responses_parts, responses_rewritten
 from llmeu.protocol.json_codec import MAX_NESTING, encoder, nesting_depth
 from llmeu.protocol.responses_input import input_item_list, input_messages
 from llmeu.protocol.responses_object import (
@@ -72,9 +73,10 @@ async def handle_responses(calls: Calls, stored: ResponseStore, request: Request
         req = parse_responses(await call.body())
         history = await _history(stored, req, call, calls)
         chat = to_chat(req, history, stream=bool(req.stream))
-        # The policy's personal-data rules see the whole conversation the upstream gets,
-        # stored turns included; a masked prompt is what the trace keeps.
-        chat = await call.govern(chat_intent(chat, stream=bool(req.stream), subject=req.end_user))
+        # The policy's personal-data rules see all the upstream gets, the whole conversation
+        # (stored turns included) and every setting; a masked prompt is what the trace keeps,
+        # and what a native endpoint gets (`sent`) is masked as the chat request is.
+        sent, chat = await call.govern(_intent(req, chat))
         keep = _Keeper(stored, call, req, history)
         if isinstance(req.previous_response_id, str) and not keep.seconds:
             raise InvalidRequest(
@@ -83,9 +85,33 @@ async def handle_responses(calls: Calls, stored: ResponseStore, request: Request
                 param="previous_response_id",
             )
         if req.stream:
-            await _stream(call, req, chat, keep)
+            await _stream(call, req, sent, chat, keep)
         else:
-            await _complete(call, req, chat, keep)
+            await _complete(call, req, sent, chat, keep)
+
+
+Sent = tuple[ResponsesRequest, ChatRequest]
+"""What goes upstream: the request as a native endpoint gets it, and as chat completions."""
+
+
+def _intent(req: ResponsesRequest, chat: ChatRequest) -> Intent[Sent]:
+    """The chat request's intent, but screened and masked together with every setting of the
+    Responses request that a native endpoint is sent."""
+    asked = chat_intent(chat, stream=bool(req.stream), subject=req.end_user)
+    return Intent(
+        model=asked.model,
+        prompt=(req, chat),
+        parts=lambda sent: responses_parts(*sent),
+        masked=lambda sent, screening: responses_rewritten(*sent, screening.masked),
+        kept=lambda sent: sent[1].messages,
+        needs=asked.needs,
+        narrowing=asked.narrowing,
+        stream=asked.stream,
+        texts=asked.texts,
+        prompt_tokens=lambda sent: estimate_prompt_tokens(sent[1]),
+        subject=asked.subject,
+        max_output_tokens=asked.max_output_tokens,
+    )
 
 
 def parse_responses(body: bytes) -> ResponsesRequest:
@@ -180,7 +206,9 @@ def _shell(call: Call, req: ResponsesRequest, endpoint: Endpoint, store: bool) -
     )
 
 
-async def _stream(call: Call, req: ResponsesRequest, chat: ChatRequest, keep: _Keeper) -> None:
+async def _stream(
+    call: Call, req: ResponsesRequest, sent: ResponsesRequest, chat: ChatRequest, keep: _Keeper
+) -> None:
     events: list[ResponsesEvents] = []
 
     def frames(endpoint: Endpoint) -> ResponsesEvents:
@@ -191,16 +219,19 @@ async def _stream(call: Call, req: ResponsesRequest, chat: ChatRequest, keep: _K
         if keep.store:
             await keep.keep(events[0].response(finish_reason, usage, call.routing_block()))
 
-    await call.stream(asks.responses_stream(chat, _native(req, chat)), frames, completing)
+    await call.stream(asks.responses_stream(chat, _native(sent, chat)), frames, completing)
 
 
-def _native(req: ResponsesRequest, chat: ChatRequest) -> asks.NativeBody:
-    """The body of the request for an endpoint that speaks the Responses API itself."""
-    return lambda model, stream: native_body(req, chat, model, stream=stream)
+def _native(sent: ResponsesRequest, chat: ChatRequest) -> asks.NativeBody:
+    """The body of the request for an endpoint that speaks the Responses API itself: the
+    request as screened (masked where the policy masks)."""
+    return lambda model, stream: native_body(sent, chat, model, stream=stream)
 
 
-async def _complete(call: Call, req: ResponsesRequest, chat: ChatRequest, keep: _Keeper) -> None:
-    endpoint, completion = await call.complete(asks.responses_answer(chat, _native(req, chat)))
+async def _complete(
+    call: Call, req: ResponsesRequest, sent: ResponsesRequest, chat: ChatRequest, keep: _Keeper
+) -> None:
+    endpoint, completion = await call.complete(asks.responses_answer(chat, _native(sent, chat)))
     if isinstance(completion, DeltaAnswer):
         await _respond_native(call, req, chat, keep, endpoint, completion)
         return
