@@ -61,8 +61,13 @@ from llmeu.protocol.responses_object import (
     response_usage,
 )
 from llmeu.protocol.responses_stream import ResponsesEvents
-from llmeu.protocol.responses_upstream import ENCRYPTED_REASONING, native_body
-from llmeu.protocol.responses_wire import ResponsesRequest, to_chat
+from llmeu.protocol.responses_upstream import native_body
+from llmeu.protocol.responses_wire import (
+    ResponsesRequest,
+    check_request,
+    ignored_fields,
+    to_chat,
+)
 from llmeu.providers.base import ChatStream, Provider
 from llmeu.providers.responses_native import NativeAnswer, native
 from llmeu.routing.catalog import Capability, Endpoint
@@ -115,23 +120,14 @@ def parse_responses(body: bytes) -> ResponsesRequest:
             raise InvalidRequest(
                 f"Invalid request: nested more than {MAX_NESTING} levels deep", param=param
             )
-    for i, value in enumerate(req.include or ()):
-        if value != ENCRYPTED_REASONING:  # what llmeu produces, it always includes
-            raise InvalidRequest(
-                f"include value {value!r} is not supported by llmeu", param=f"include[{i}]"
-            )
-    if req.background:
-        raise InvalidRequest(
-            "background responses are not supported: llmeu answers while you wait",
-            param="background",
-        )
-    if req.top_logprobs:
-        raise InvalidRequest("logprobs are not supported by llmeu", param="top_logprobs")
-    if req.stream_options not in (None, UNSET) and not req.stream:
-        raise InvalidRequest(
-            "stream_options is only allowed when stream is true", param="stream_options"
-        )
+    check_request(req)
     return req
+
+
+def _note_ignored(call: Call, req: ResponsesRequest, *, native: bool) -> None:
+    """The fields this attempt serves without effect (a native upstream takes more of them)."""
+    if ignored := ignored_fields(req, native=native):
+        call.trace.ignored(", ".join(ignored))
 
 
 async def _history(stored: StoredResponses, req: ResponsesRequest, key_id: str) -> list[Message]:
@@ -202,6 +198,7 @@ def _shell(call: Call, req: ResponsesRequest, endpoint: Endpoint, store: bool) -
 async def _stream(call: Call, req: ResponsesRequest, chat: ChatRequest, keep: _Keeper) -> None:
     async def open_stream(provider: Provider, hangup: Hangup) -> ChatStream:
         responses = native(provider)
+        _note_ignored(call, req, native=responses is not None)
         if responses is not None:
             return await responses.stream(
                 native_body(req, chat, responses.model, stream=True), hangup
@@ -224,6 +221,7 @@ async def _stream(call: Call, req: ResponsesRequest, chat: ChatRequest, keep: _K
 async def _complete(call: Call, req: ResponsesRequest, chat: ChatRequest, keep: _Keeper) -> None:
     async def ask(provider: Provider, hangup: Hangup) -> Completion | NativeAnswer:
         responses = native(provider)
+        _note_ignored(call, req, native=responses is not None)
         if responses is not None:
             body = native_body(req, chat, responses.model, stream=False)
             return await responses.complete(body, hangup)
