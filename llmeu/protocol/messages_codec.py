@@ -265,6 +265,8 @@ def _chat_tool(tool: ToolIn, index: int) -> Tool:
             "declare a client tool with an `input_schema` instead",
             param=f"tools[{index}].type",
         )
+    if not isinstance(tool.name, str):
+        raise InvalidRequest("a client tool needs a `name`", param=f"tools[{index}].name")
     if not isinstance(tool.input_schema, dict):
         raise InvalidRequest(
             "a client tool needs an `input_schema`", param=f"tools[{index}].input_schema"

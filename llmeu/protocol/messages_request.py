@@ -104,7 +104,10 @@ class MessageIn(_In):
 
 
 class ToolIn(_In):
-    name: Annotated[str, Meta(min_length=1, max_length=128)]
+    """A client tool (`input_schema`), or a server tool by its `type` (some, such as a
+    toolset, have no name)."""
+
+    name: Annotated[str, Meta(min_length=1, max_length=128)] | UnsetType = UNSET
     type: str | UnsetType | None = UNSET
     description: str | UnsetType = UNSET
     input_schema: dict[str, Any] | UnsetType = UNSET

@@ -149,7 +149,7 @@ def test_function_tool_round_trip(
         ({"tools": [{"type": "function", "name": "f"}, {"type": "file_search",
                                                          "vector_store_ids": ["v"]}]},
          400, "tools[1].type"),
-        ({"include": ["file_search_call.results"]}, 400, "include[0]"),
+        ({"include": ["message.output_text.logprobs"]}, 400, "include[0]"),
         ({"temperature": 5}, 400, "temperature"),
         ({"input": [{"type": "item_reference", "id": "x"}]}, 400, "input[0].type"),
         ({"input": [{"type": "function_call_output", "output": "x"}]}, 400, "input[0].call_id"),
