@@ -121,20 +121,24 @@ def accepted_chat(chat: ChatRequest) -> ChatRequest:
 
 
 def allowed_tools(
-    tools: list[Tool] | UnsetType | None, choice: ToolChoiceAllowed
+    tools: list[Tool] | UnsetType | None,
+    choice: ToolChoiceAllowed,
+    param: str = "tool_choice.allowed_tools.tools",
 ) -> dict[str, Any]:
-    """`allowed_tools` served as it is meant: the model sees only the tools it names."""
-    by_name = {tool.function.name: tool for tool in tools or ()}
-    kept: list[Tool] = []
+    """`allowed_tools` served as it is meant: the model sees only the tools it names (in the
+    order of `tools`); `param` is where the list is in the caller's request."""
+    present = {tool.function.name for tool in tools or ()}
+    named = set()
     for i, entry in enumerate(choice.allowed_tools.tools):
         function = entry.get("function")
         name = function.get("name") if isinstance(function, dict) else entry.get("name")
-        if entry.get("type") != "function" or name not in by_name:
+        if entry.get("type") != "function" or name not in present:
             raise InvalidRequest(
                 "allowed_tools names function tools among `tools`, by name",
-                param=f"tool_choice.allowed_tools.tools[{i}]",
+                param=f"{param}[{i}]",
             )
-        kept.append(by_name[name])
+        named.add(name)
+    kept = [tool for tool in tools or () if tool.function.name in named]
     return {"tools": kept, "tool_choice": choice.allowed_tools.mode}
 
 

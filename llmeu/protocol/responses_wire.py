@@ -221,7 +221,7 @@ def _tool_choice(choice: ToolChoice | UnsetType | None, tools: list[Tool]) -> di
     if kind == "allowed_tools" and choice.get("mode") in ("auto", "required"):
         entries = choice.get("tools")
         allowed = AllowedTools(choice["mode"], entries if isinstance(entries, list) else [])
-        return allowed_tools(tools, ToolChoiceAllowed(allowed))
+        return allowed_tools(tools, ToolChoiceAllowed(allowed), "tool_choice.tools")
     raise InvalidRequest(
         "tool_choice names a function tool ({type: function, name}), lists allowed_tools, or "
         "is none, auto or required",
