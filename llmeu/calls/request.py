@@ -6,7 +6,8 @@ top-level fields fail with a message that names the offending path
 *inside* messages, content parts and tools are ignored and not forwarded,
 because SDKs commonly echo response objects back as messages (with
 `annotations`, `audio`, ...). Optional fields default to `UNSET`, so
-re-encoding a request forwards exactly the fields the caller set.
+re-encoding a request forwards exactly the fields the caller set, but for
+the `GATEWAY_FIELDS` (`upstream_fields`).
 """
 
 from __future__ import annotations

@@ -13,7 +13,9 @@ SDK's own `create`, and the body it sends must:
   "without effect".
 
 A new SDK release that adds a field fails here until the field is decoded and
-documented.
+documented. OpenAI's published OpenAPI document (its request schemas, trimmed
+in `tests/support/openai_request_schema.json`) is held to the same decoder and
+tables.
 """
 
 from __future__ import annotations
@@ -33,13 +35,14 @@ from anthropic.types.beta import message_create_params as beta_message_create_pa
 from openai.types.chat import completion_create_params
 from openai.types.responses import response_create_params
 
-from llmeu.calls.request import ChatRequest
+from llmeu.calls.request import ChatRequest, StreamOptions
 from llmeu.errors import ApiError
 from llmeu.protocol import chat_wire, messages_request, responses_wire
 from llmeu.protocol.messages_codec import check_state, to_chat_request
 from llmeu.protocol.messages_request import MessagesRequest, messages_request_decoder
 from llmeu.protocol.responses_tools import request_tools
-from llmeu.protocol.responses_wire import ResponsesRequest
+from llmeu.protocol.responses_wire import ReasoningConfig, ResponsesRequest, TextConfig
+from llmeu.protocol.responses_wire import StreamOptions as ResponsesStreamOptions
 from tests.support.sdk_requests import (
     SdkBodies,
     anthropic_bodies,
@@ -49,6 +52,9 @@ from tests.support.sdk_requests import (
 )
 
 README = Path(__file__).parents[2] / "README.md"
+OPENAPI = json.loads(
+    (Path(__file__).parents[1] / "support" / "openai_request_schema.json").read_text()
+)["components"]["schemas"]
 USER = [{"role": "user", "content": "hi"}]
 FUNCTION = {"name": "f", "parameters": {"type": "object"}}
 
@@ -241,3 +247,36 @@ def test_the_readme_documents_no_field_llmeu_does_not_decode(surface: Surface) -
     }[surface.name]
     documented = set(_readme_rows(surface.readme_heading))
     assert documented <= set(decoded.__struct_fields__)
+
+
+def _openapi_properties(schema: dict[str, Any]) -> dict[str, Any]:
+    """An object schema's properties, through `$ref`, `allOf`, `anyOf` and `oneOf`."""
+    if "$ref" in schema:
+        return _openapi_properties(OPENAPI[schema["$ref"].rsplit("/", 1)[1]])
+    found: dict[str, Any] = {}
+    for key in ("allOf", "anyOf", "oneOf"):
+        for part in schema.get(key, ()):
+            found.update(_openapi_properties(part))
+    found.update(schema.get("properties", {}))
+    return found
+
+
+@pytest.mark.parametrize(
+    ("schema", "decoded", "heading", "nested"),
+    [
+        ("CreateChatCompletionRequest", ChatRequest, "### Request fields",
+         {"stream_options": StreamOptions}),
+        ("CreateResponse", ResponsesRequest, "### Request fields (Responses)",
+         {"stream_options": ResponsesStreamOptions, "text": TextConfig,
+          "reasoning": ReasoningConfig}),
+    ],
+    ids=["chat", "responses"],
+)  # fmt: skip
+def test_every_field_of_openais_published_document_is_decoded_and_documented(
+    schema: str, decoded: type[Any], heading: str, nested: dict[str, type[Any]]
+) -> None:
+    properties = _openapi_properties(OPENAPI[schema])
+    assert set(properties) <= set(decoded.__struct_fields__)
+    assert set(properties) <= set(_readme_rows(heading))
+    for name, struct in nested.items():
+        assert set(_openapi_properties(properties[name])) <= set(struct.__struct_fields__), name
