@@ -10,6 +10,7 @@ llmeu accepts without effect: the trace records it (`ignored_features`).
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Any
 
 import msgspec
@@ -82,13 +83,27 @@ _WITHOUT_EFFECT = (
 )  # fmt: skip
 
 
+_without_effect = attrgetter(*_WITHOUT_EFFECT)
+_alternatives = attrgetter(
+    "modalities", "functions", "function_call", "tool_choice", "safety_identifier"
+)
+
+
 def ignored_fields(chat: ChatRequest) -> list[str]:
     """The fields `chat` sets that llmeu accepts without effect (README, Request fields)."""
-    found = [name for name in _WITHOUT_EFFECT if getattr(chat, name) not in (UNSET, None, False)]
+    found = set_fields(_WITHOUT_EFFECT, _without_effect(chat))
     options = chat.stream_options
     if isinstance(options, StreamOptions) and options.include_obfuscation:
         found.append("stream_options.include_obfuscation")
     return found
+
+
+def set_fields(names: tuple[str, ...], values: tuple[Any, ...]) -> list[str]:
+    """The `names` whose `values` are set to something (not unset, null or false)."""
+    if values.count(UNSET) == len(names):
+        return []
+    return [name for name, value in zip(names, values, strict=True)
+            if value not in (UNSET, None, False)]  # fmt: skip
 
 
 def accepted_chat(chat: ChatRequest) -> ChatRequest:
@@ -101,6 +116,8 @@ def accepted_chat(chat: ChatRequest) -> ChatRequest:
         raise InvalidRequest(
             "stream_options is only allowed when stream is true", param="stream_options"
         )
+    if _alternatives(chat).count(UNSET) == 5:  # the usual call: nothing more to look at
+        return chat
     if isinstance(chat.modalities, list) and "audio" in chat.modalities:
         raise InvalidRequest("llmeu answers in text only, not audio", param="modalities")
     changes: dict[str, Any] = {}

@@ -19,12 +19,14 @@ accepted: acted on, or without effect and named by `ignored_fields`.
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Annotated, Any, Literal
 
 import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 
 from llmeu.calls.request import RoutingRequest, Thinking
+from llmeu.protocol.chat_wire import set_fields
 from llmeu.protocol.json_codec import encoder
 
 ANTHROPIC_VERSION = "2023-06-01"
@@ -200,10 +202,13 @@ _WITHOUT_EFFECT = (
 )  # fmt: skip
 
 
+_without_effect = attrgetter(*_WITHOUT_EFFECT)
+
+
 def ignored_fields(request: MessagesRequest) -> list[str]:
     """The fields `request` sets that llmeu accepts without effect (README, "Request
     fields"), for the trace's `ignored_features`."""
-    found = [name for name in _WITHOUT_EFFECT if getattr(request, name) not in (UNSET, None)]
+    found = set_fields(_WITHOUT_EFFECT, _without_effect(request))
     config = request.output_config
     if isinstance(config, OutputConfig):
         found += [

@@ -14,6 +14,7 @@ stream in `responses_stream`.
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Annotated, Any, Literal
 
 from msgspec import UNSET, Meta, Struct, UnsetType
@@ -35,7 +36,7 @@ from llmeu.calls.request import (
     ToolChoiceFunction,
 )
 from llmeu.errors import InvalidRequest, NotFound
-from llmeu.protocol.chat_wire import allowed_tools
+from llmeu.protocol.chat_wire import allowed_tools, set_fields
 from llmeu.protocol.responses_input import Lenient, input_messages
 from llmeu.protocol.responses_tools import function_tools
 
@@ -185,11 +186,14 @@ _WITHOUT_EFFECT = (
 )  # fmt: skip
 
 
+_without_effect = attrgetter(*_WITHOUT_EFFECT)
+
+
 def ignored_fields(req: ResponsesRequest, *, native: bool) -> list[str]:
     """The fields `req` sets that llmeu accepts without effect on this attempt: `native`
     when a native Responses upstream serves it, which gets the model's own settings
     (`prompt_cache_key`, `text.verbosity`, `reasoning.context`/`mode`, `truncation`)."""
-    found = [name for name in _WITHOUT_EFFECT if getattr(req, name) not in (UNSET, None, False)]
+    found = set_fields(_WITHOUT_EFFECT, _without_effect(req))
     found += [f"include={value}" for value in req.include or () if value in _HOSTED_OUTPUTS]
     if isinstance(req.stream_options, StreamOptions) and req.stream_options.include_obfuscation:
         found.append("stream_options.include_obfuscation")
