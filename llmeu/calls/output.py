@@ -74,6 +74,8 @@ class AssistantOutput(Struct):
     content: str | None
     refusal: str | None = None
     tool_calls: list[ToolCall] | UnsetType = UNSET
+    # The deprecated form of one tool call, for a request that used `functions`.
+    function_call: FunctionCall | UnsetType = UNSET
 
 
 @dataclass(frozen=True, slots=True)

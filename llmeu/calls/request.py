@@ -6,15 +6,18 @@ top-level fields fail with a message that names the offending path
 *inside* messages, content parts and tools are ignored and not forwarded,
 because SDKs commonly echo response objects back as messages (with
 `annotations`, `audio`, ...). Optional fields default to `UNSET`, so
-re-encoding a request forwards exactly the fields the caller set.
+re-encoding a request forwards exactly the fields the caller set, but for
+the `GATEWAY_FIELDS` (`upstream_fields`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import attrgetter
 from typing import Annotated, Any, Literal
 
 from msgspec import UNSET, Meta, Struct, UnsetType
+from msgspec.structs import replace
 
 NonNegative = Annotated[int, Meta(ge=0)]
 Positive = Annotated[int, Meta(ge=1)]
@@ -170,9 +173,29 @@ class NamedFunction(_In):
     name: str
 
 
-class ToolChoiceFunction(_In):
-    type: Literal["function"]
+class ToolChoiceFunction(_In, tag_field="type", tag="function"):
     function: NamedFunction
+
+
+class AllowedTools(_In):
+    mode: Literal["auto", "required"]
+    tools: list[dict[str, Any]]
+
+
+class ToolChoiceAllowed(_In, tag_field="type", tag="allowed_tools"):
+    """A subset of `tools` the model may call (`mode` as `auto` or `required`); the gateway
+    serves it as those tools alone (`llmeu.protocol.chat_wire.accepted_chat`)."""
+
+    allowed_tools: AllowedTools
+
+
+class ToolChoiceCustom(_In, tag_field="type", tag="custom"):
+    custom: NamedFunction
+
+
+ToolChoice = (
+    Literal["none", "auto", "required"] | ToolChoiceFunction | ToolChoiceAllowed | ToolChoiceCustom
+)
 
 
 class ResponseFormat(_In):
@@ -182,15 +205,27 @@ class ResponseFormat(_In):
 
 class StreamOptions(_In):
     include_usage: bool | UnsetType | None = UNSET
+    # OpenAI pads stream events with random `obfuscation` text unless this is false; llmeu's
+    # frames carry no padding (DESIGN §2), so `false` is what it does anyway.
+    include_obfuscation: bool | UnsetType | None = UNSET
+
+
+class Prediction(_In):
+    """Predicted output (OpenAI's latency hint): the answer is the same without it."""
+
+    type: Literal["content"]
+    content: str | list[TextPart]
 
 
 class Thinking(_In):
     """Extended reasoning asked of the upstream (Anthropic's `thinking`): `enabled` requires
-    it, `adaptive` lets the model decide (so an upstream without it serves by not thinking),
-    `disabled` asks for none."""
+    it, `adaptive` and `between_tools` let the model decide (so an upstream without it serves
+    by not thinking), `disabled` asks for none. `display` (how the upstream shows it) goes
+    only to an upstream that speaks Anthropic's wire."""
 
-    type: Literal["enabled", "disabled", "adaptive"]
+    type: Literal["enabled", "disabled", "adaptive", "between_tools"]
     budget_tokens: Annotated[int, Meta(ge=1)] | UnsetType = UNSET
+    display: ShortString | UnsetType | None = UNSET
 
 
 class RoutingRequest(Struct, forbid_unknown_fields=True, omit_defaults=True):
@@ -218,7 +253,7 @@ class ChatRequest(Struct, forbid_unknown_fields=True, omit_defaults=True):
     (e.g. Responses' `input` items onto `messages`, its `max_output_tokens`
     onto `max_completion_tokens`); a provider of another kind maps them onto
     its upstream's request. Fields a caller did not set stay `UNSET` and are
-    never forwarded.
+    never forwarded, nor are the `GATEWAY_FIELDS`.
     """
 
     model: Annotated[str, Meta(min_length=1, max_length=256)]
@@ -238,7 +273,7 @@ class ChatRequest(Struct, forbid_unknown_fields=True, omit_defaults=True):
     logprobs: bool | UnsetType | None = UNSET
     top_logprobs: Annotated[int, Meta(ge=0, le=20)] | UnsetType | None = UNSET
     tools: list[Tool] | UnsetType | None = UNSET
-    tool_choice: Literal["none", "auto", "required"] | ToolChoiceFunction | UnsetType | None = UNSET
+    tool_choice: ToolChoice | UnsetType | None = UNSET
     parallel_tool_calls: bool | UnsetType | None = UNSET
     response_format: ResponseFormat | UnsetType | None = UNSET
     reasoning_effort: ShortString | UnsetType | None = UNSET
@@ -249,7 +284,44 @@ class ChatRequest(Struct, forbid_unknown_fields=True, omit_defaults=True):
     # upstream that supports it (elsewhere a 400 naming it).
     top_k: Annotated[int, Meta(ge=1)] | UnsetType | None = UNSET
     thinking: Thinking | UnsetType | None = UNSET
+    # OpenAI's fields the gateway reads but never forwards (`GATEWAY_FIELDS`): an upstream
+    # that does not know a field may refuse the call, and most of these ask the provider to
+    # keep, bill or run something that the policy, not the caller, decides.
+    functions: list[FunctionDefinition] | UnsetType | None = UNSET
+    function_call: Literal["none", "auto"] | NamedFunction | UnsetType | None = UNSET
+    safety_identifier: ShortString | UnsetType | None = UNSET
+    modalities: list[Literal["text", "audio"]] | UnsetType | None = UNSET
+    audio: dict[str, Any] | UnsetType | None = UNSET
+    prediction: Prediction | UnsetType | None = UNSET
+    prompt_cache_key: str | UnsetType | None = UNSET
+    prompt_cache_options: dict[str, Any] | UnsetType | None = UNSET
+    prompt_cache_retention: ShortString | UnsetType | None = UNSET
+    service_tier: ShortString | UnsetType | None = UNSET
+    store: bool | UnsetType | None = UNSET
+    verbosity: ShortString | UnsetType | None = UNSET
+    web_search_options: dict[str, Any] | UnsetType | None = UNSET
+    moderation: dict[str, Any] | UnsetType | None = UNSET
     llmeu: RoutingRequest | UnsetType | None = UNSET
+
+
+GATEWAY_FIELDS = (
+    "functions", "function_call", "safety_identifier", "modalities", "audio", "prediction",
+    "prompt_cache_key", "prompt_cache_options", "prompt_cache_retention", "service_tier",
+    "store", "verbosity", "web_search_options", "moderation",
+)  # fmt: skip
+"""The `ChatRequest` fields no upstream gets: what the chat surface accepts and acts on
+itself (`functions` as tools, `safety_identifier` as the end user) or accepts without
+effect (`llmeu.protocol.chat_wire.ignored_fields`)."""
+
+
+_gateway_values = attrgetter(*GATEWAY_FIELDS)
+
+
+def upstream_fields(request: ChatRequest) -> ChatRequest:
+    """`request` without its `GATEWAY_FIELDS`, as an OpenAI-compatible upstream gets it."""
+    if _gateway_values(request).count(UNSET) == len(GATEWAY_FIELDS):  # the usual call: cheap
+        return request
+    return replace(request, **dict.fromkeys(GATEWAY_FIELDS, UNSET))
 
 
 EmbeddingInputs = Sequence[str] | Sequence[Sequence[int]]

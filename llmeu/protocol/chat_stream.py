@@ -14,7 +14,7 @@ from msgspec import UNSET
 
 from llmeu.calls.output import Delta, Usage
 from llmeu.errors import ApiError
-from llmeu.protocol.chat_wire import ChatCompletionChunk, ChunkChoice
+from llmeu.protocol.chat_wire import ChatCompletionChunk, ChunkChoice, legacy_delta
 from llmeu.protocol.error_shape import error_body
 from llmeu.protocol.json_codec import encoder
 from llmeu.protocol.routing_block import RoutingBlock
@@ -22,15 +22,28 @@ from llmeu.protocol.sse import DONE_FRAME, encode_frame
 
 
 class ChatFrames:
-    """The stream encoder of the chat surface: role frame, one frame per delta, then the end."""
+    """The stream encoder of the chat surface: role frame, one frame per delta, then the end.
 
-    __slots__ = ("_prefix", "_suffix", "completion_id", "created", "include_usage", "model")
+    With `legacy_functions` (a request with the deprecated `functions`), a tool call streams
+    as `function_call` and finishes as `function_call`, as OpenAI answers such a request."""
 
-    def __init__(self, completion_id: str, created: int, model: str, *, include_usage: bool):
+    __slots__ = ("_prefix", "_suffix", "completion_id", "created", "include_usage", "legacy",
+                 "model")  # fmt: skip
+
+    def __init__(
+        self,
+        completion_id: str,
+        created: int,
+        model: str,
+        *,
+        include_usage: bool,
+        legacy_functions: bool = False,
+    ):
         self.completion_id = completion_id
         self.created = created
         self.model = model
         self.include_usage = include_usage
+        self.legacy = legacy_functions
         self._prefix = (
             b'data: {"id":' + encoder.encode(completion_id)
             + b',"object":"chat.completion.chunk","created":' + str(created).encode()
@@ -46,10 +59,14 @@ class ChatFrames:
             delta = msgspec.structs.replace(delta, reasoning_signature=UNSET)
             if not delta.carries_output():
                 return b""
+        if self.legacy:
+            return self._prefix + encoder.encode(legacy_delta(delta)) + self._suffix
         return self._prefix + encoder.encode(delta) + self._suffix
 
     def finish(self, finish_reason: str, usage: Usage, routing: RoutingBlock) -> bytes:
         """The finish frame with the routing block, the usage frame when asked, `[DONE]`."""
+        if self.legacy and finish_reason == "tool_calls":
+            finish_reason = "function_call"
         tail = self._chunk([ChunkChoice(0, Delta(), finish_reason)], llmeu=routing)
         if self.include_usage:
             tail += self._chunk([], usage=usage)

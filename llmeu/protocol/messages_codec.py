@@ -5,6 +5,8 @@ Shared by the `/v1/messages` surface (which turns a client's decoded request,
 every upstream speaking the wire (`FINISH_REASONS`). A server tool
 (`web_search_…`), a document by URL or a file reference cannot be served
 through a gateway that keeps no files and runs no tools: a 400 naming it.
+Structured output (`output_config.format`) becomes the chat call's
+`response_format`.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from llmeu.calls.request import (
     Message,
     NamedFunction,
     RedactedThinkingBlock,
+    ResponseFormat,
     SystemMessage,
     TextPart,
     ThinkingBlock,
@@ -35,7 +38,7 @@ from llmeu.calls.request import (
     ToolMessage,
     UserMessage,
 )
-from llmeu.errors import InvalidRequest
+from llmeu.errors import InvalidRequest, NotFound
 from llmeu.protocol.json_codec import encoder
 from llmeu.protocol.messages_request import (
     Base64Source,
@@ -51,6 +54,7 @@ from llmeu.protocol.messages_request import (
     TextBlockIn,
     TextSource,
     ThinkingBlockIn,
+    ThreadIn,
     ToolChoiceAny,
     ToolChoiceAuto,
     ToolChoiceNone,
@@ -85,12 +89,6 @@ def to_chat_request(request: MessagesRequest) -> ChatRequest:
     for i, message in enumerate(request.messages):
         messages.extend(_chat_messages(message, f"messages[{i}]"))
     tools, tool_choice, parallel = _chat_tools(request)
-    config = request.output_config
-    if isinstance(config, OutputConfig) and config.format not in (UNSET, None):
-        raise InvalidRequest(
-            "structured output (`output_config.format`) is not supported on this route",
-            param="output_config.format",
-        )
     user = request.metadata.user_id if isinstance(request.metadata, MetadataIn) else UNSET
     return ChatRequest(
         model=request.model,
@@ -106,8 +104,41 @@ def to_chat_request(request: MessagesRequest) -> ChatRequest:
         parallel_tool_calls=parallel,
         user=user if isinstance(user, str) and user else UNSET,
         thinking=request.thinking,
+        response_format=_response_format(request.output_config),
         llmeu=request.llmeu,
     )
+
+
+def check_state(request: MessagesRequest) -> None:
+    """A compaction request, or a thread held by the upstream, asks for what llmeu cannot
+    give: a 400 or 404 naming it, never an answer of another kind. (`count_tokens` counts
+    `messages` as sent, as Anthropic's does, so it does not ask this.)"""
+    if request.compaction not in (UNSET, None):
+        raise InvalidRequest(
+            "compaction requests are not supported: llmeu answers messages, it does not "
+            "summarise conversations into compaction blocks",
+            param="compaction",
+        )
+    thread = request.thread
+    if isinstance(thread, ThreadIn) and thread.type == "continue":
+        raise NotFound(
+            f"no thread with message {thread.previous_message_id or ''!r}: llmeu keeps no "
+            "threads; send the whole conversation in messages",
+            param="thread.previous_message_id",
+        )
+
+
+def _response_format(config: OutputConfig | UnsetType | None) -> Any:
+    """`output_config.format` (Anthropic's structured output) as the chat call's
+    `response_format`: a JSON schema every answer must follow."""
+    if not isinstance(config, OutputConfig) or not isinstance(config.format, dict):
+        return UNSET
+    schema = config.format.get("schema")
+    if config.format.get("type") != "json_schema" or not isinstance(schema, dict):
+        raise InvalidRequest(
+            "output_config.format is {type: json_schema, schema}", param="output_config.format"
+        )
+    return ResponseFormat("json_schema", {"name": "output", "schema": schema, "strict": True})
 
 
 def _chat_messages(message: MessageIn, path: str) -> list[Message]:
@@ -219,7 +250,7 @@ def _chat_tools(request: MessagesRequest) -> tuple[Any, Any, Any]:
     elif isinstance(choice, ToolChoiceNone):
         chat_choice = "none"
     elif isinstance(choice, ToolChoiceTool):
-        chat_choice = ToolChoiceFunction("function", NamedFunction(choice.name))
+        chat_choice = ToolChoiceFunction(NamedFunction(choice.name))
     else:
         chat_choice = UNSET
     if tools is UNSET:
@@ -234,6 +265,8 @@ def _chat_tool(tool: ToolIn, index: int) -> Tool:
             "declare a client tool with an `input_schema` instead",
             param=f"tools[{index}].type",
         )
+    if not isinstance(tool.name, str):
+        raise InvalidRequest("a client tool needs a `name`", param=f"tools[{index}].name")
     if not isinstance(tool.input_schema, dict):
         raise InvalidRequest(
             "a client tool needs an `input_schema`", param=f"tools[{index}].input_schema"

@@ -12,17 +12,21 @@ The family, all pure (in `llmeu.protocol`):
 Decoding validates like Anthropic does: unknown top-level fields, a missing
 `max_tokens`, a value out of range are a 400 naming the path. Inside content
 blocks and tools unknown fields are ignored (SDKs echo response blocks back,
-with `citations`, `cache_control`, ...).
+with `citations`, `cache_control`, ...). Every field of Anthropic's request
+(the `anthropic` SDK's `MessageCreateParams`, beta fields included) is
+accepted: acted on, or without effect and named by `ignored_fields`.
 """
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Annotated, Any, Literal
 
 import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 
 from llmeu.calls.request import RoutingRequest, Thinking
+from llmeu.protocol.chat_wire import set_fields
 from llmeu.protocol.json_codec import encoder
 
 ANTHROPIC_VERSION = "2023-06-01"
@@ -102,7 +106,10 @@ class MessageIn(_In):
 
 
 class ToolIn(_In):
-    name: Annotated[str, Meta(min_length=1, max_length=128)]
+    """A client tool (`input_schema`), or a server tool by its `type` (some, such as a
+    toolset, have no name)."""
+
+    name: Annotated[str, Meta(min_length=1, max_length=128)] | UnsetType = UNSET
     type: str | UnsetType | None = UNSET
     description: str | UnsetType = UNSET
     input_schema: dict[str, Any] | UnsetType = UNSET
@@ -131,11 +138,21 @@ class MetadataIn(_In):
 
 class OutputConfig(_In):
     effort: str | UnsetType | None = UNSET  # accepted; each upstream reasons as it does
-    format: dict[str, Any] | UnsetType | None = UNSET
+    format: dict[str, Any] | UnsetType | None = UNSET  # structured output: a JSON schema
+    task_budget: dict[str, Any] | UnsetType | None = UNSET
+
+
+class ThreadIn(_In):
+    """Server-held conversation state: `create` asks the upstream to keep it, `continue`
+    resumes from `previous_message_id`."""
+
+    type: Literal["create", "continue"]
+    previous_message_id: str | UnsetType = UNSET
 
 
 class MessagesRequest(Struct, forbid_unknown_fields=True, omit_defaults=True):
-    """`POST /v1/messages` (and `count_tokens`, which has no `max_tokens`)."""
+    """`POST /v1/messages` (and `count_tokens`, which has no `max_tokens`): every field of
+    Anthropic's request (README, "Request fields")."""
 
     model: Annotated[str, Meta(min_length=1, max_length=256)]
     messages: Annotated[list[MessageIn], Meta(min_length=1)]
@@ -153,21 +170,55 @@ class MessagesRequest(Struct, forbid_unknown_fields=True, omit_defaults=True):
     thinking: Thinking | UnsetType = UNSET
     stream: bool | UnsetType = UNSET
     output_config: OutputConfig | UnsetType | None = UNSET
-    container: UnsetType | None = UNSET  # a server tools' sandbox: none runs here
-    # Accepted and without effect here: where and how fast a call runs is the route's
-    # (the policy's) to decide, a prompt cache is the upstream's, and llmeu has no workspaces.
+    thread: ThreadIn | UnsetType | None = UNSET
+    compaction: dict[str, Any] | UnsetType | None = UNSET
+    # Accepted without effect (`ignored_fields`): where, how fast and for whom a call runs
+    # is the route's (the policy's) to decide, a prompt cache and context editing are the
+    # upstream's, server tools and MCP servers do not run through llmeu, and llmeu has no
+    # workspaces. (Anthropic's SDKs send `workspace_id` and `user_profile_id` as headers.)
+    container: str | dict[str, Any] | UnsetType | None = UNSET
     service_tier: str | UnsetType | None = UNSET
     inference_geo: str | UnsetType | None = UNSET
     speed: str | UnsetType | None = UNSET
     cache_control: dict[str, Any] | UnsetType | None = UNSET
     diagnostics: dict[str, Any] | UnsetType | None = UNSET
-    context_management: dict[str, Any] | UnsetType | None = UNSET  # the upstream's to manage
+    context_management: dict[str, Any] | UnsetType | None = UNSET
+    mcp_servers: list[dict[str, Any]] | UnsetType | None = UNSET
+    fallbacks: str | list[dict[str, Any]] | UnsetType | None = UNSET
+    fallback_credit_token: str | dict[str, Any] | UnsetType | None = UNSET
+    billing_policy: dict[str, Any] | UnsetType | None = UNSET
     workspace_id: str | UnsetType | None = UNSET
     user_profile_id: str | UnsetType | None = UNSET
     llmeu: RoutingRequest | UnsetType | None = UNSET
 
 
 messages_request_decoder = msgspec.json.Decoder(MessagesRequest)
+
+
+_WITHOUT_EFFECT = (
+    "container", "service_tier", "inference_geo", "speed", "cache_control", "diagnostics",
+    "context_management", "mcp_servers", "fallbacks", "fallback_credit_token", "billing_policy",
+    "workspace_id", "user_profile_id",
+)  # fmt: skip
+
+
+_without_effect = attrgetter(*_WITHOUT_EFFECT)
+
+
+def ignored_fields(request: MessagesRequest) -> list[str]:
+    """The fields `request` sets that llmeu accepts without effect (README, "Request
+    fields"), for the trace's `ignored_features`."""
+    found = set_fields(_WITHOUT_EFFECT, _without_effect(request))
+    config = request.output_config
+    if isinstance(config, OutputConfig):
+        found += [
+            f"output_config.{name}"
+            for name in ("effort", "task_budget")
+            if getattr(config, name) not in (UNSET, None)
+        ]
+    if isinstance(request.thread, ThreadIn) and request.thread.type == "create":
+        found.append("thread")
+    return found
 
 
 def system_text(request: MessagesRequest) -> str:

@@ -27,6 +27,7 @@ from llmeu.calls.request import (
     ImagePart,
     Message,
     RedactedThinkingBlock,
+    ResponseFormat,
     SystemMessage,
     TextPart,
     Thinking,
@@ -85,6 +86,11 @@ def anthropic_request(
         body["metadata"] = {"user_id": chat.user}
     if isinstance(chat.thinking, Thinking):
         body["thinking"] = msgspec.to_builtins(chat.thinking)
+    response_format = chat.response_format
+    if isinstance(response_format, ResponseFormat) and response_format.type == "json_schema":
+        schema = (response_format.json_schema or {}).get("schema")
+        if isinstance(schema, dict):  # Anthropic's structured output
+            body["output_config"] = {"format": {"type": "json_schema", "schema": schema}}
     body.update(_tools(chat))
     return body
 

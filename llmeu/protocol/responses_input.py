@@ -1,11 +1,10 @@
-"""The Responses request's `input` items and tools, checked one by one and made chat messages.
+"""The Responses request's `input` items, checked one by one and made chat messages.
 
-Items and tools arrive as JSON values (`ResponsesRequest.input`, `.tools`)
-and are converted here one at a time, so each error names its item
-(`input[2].call_id`, `tools[0].type`). A `message` item becomes a chat
-message, a `function_call` an assistant tool call, a `function_call_output`
-a tool message, a `reasoning` item the thinking block of the next assistant
-turn. Only function tools exist: llmeu never runs a tool itself.
+Items arrive as JSON values (`ResponsesRequest.input`) and are converted here
+one at a time, so each error names its item (`input[2].call_id`). A `message`
+item becomes a chat message, a `function_call` an assistant tool call, a
+`function_call_output` a tool message, a `reasoning` item the thinking block
+of the next assistant turn. The tools are in `llmeu.protocol.responses_tools`.
 """
 
 from __future__ import annotations
@@ -80,15 +79,7 @@ class _ReasoningItem(Lenient):
     encrypted_content: str | UnsetType | None = UNSET
 
 
-class FunctionToolIn(Lenient):
-    type: Literal["function"]
-    name: Annotated[str, Meta(min_length=1, max_length=64)]
-    description: str | UnsetType | None = UNSET
-    parameters: dict[str, Any] | UnsetType | None = UNSET
-    strict: bool | UnsetType | None = UNSET
-
-
-def _convert(value: object, kind: type[Any], param: str) -> Any:
+def convert(value: object, kind: type[Any], param: str) -> Any:
     """`value` as `kind`, or a 400 whose `param` is the path below `param`."""
     try:
         return msgspec.convert(value, kind)
@@ -214,17 +205,17 @@ def input_messages(items: str | list[Any] | UnsetType) -> list[Message]:
             raise InvalidRequest("an input item is a JSON object", param=param)
         kind = raw.get("type", "message" if "role" in raw else None)
         if kind == "message":
-            conversation.add(_message(_convert(raw, _MessageItem, param), param))
+            conversation.add(_message(convert(raw, _MessageItem, param), param))
         elif kind == "function_call":
-            conversation.function_call(_convert(raw, _FunctionCallItem, param))
+            conversation.function_call(convert(raw, _FunctionCallItem, param))
         elif kind == "function_call_output":
-            output = _convert(raw, _FunctionCallOutputItem, param)
+            output = convert(raw, _FunctionCallOutputItem, param)
             content = output.output
             if isinstance(content, list):
                 content = "".join(p.text for p in content if isinstance(p.text, str))
             conversation.add(ToolMessage(content=content, tool_call_id=output.call_id))
         elif kind == "reasoning":
-            conversation.reasoning(_convert(raw, _ReasoningItem, param))
+            conversation.reasoning(convert(raw, _ReasoningItem, param))
         else:
             raise InvalidRequest(
                 f"input item type {kind!r} is not supported by llmeu (message, function_call, "
@@ -232,21 +223,6 @@ def input_messages(items: str | list[Any] | UnsetType) -> list[Message]:
                 param=f"{param}.type",
             )
     return conversation.done()
-
-
-def function_tools(tools: list[Any] | UnsetType | None) -> list[FunctionToolIn]:
-    """The request's tools; anything but a function tool is a 400 naming `tools[i].type`."""
-    found: list[FunctionToolIn] = []
-    for i, raw in enumerate(tools or ()):
-        kind = raw.get("type") if isinstance(raw, dict) else None
-        if kind != "function":
-            raise InvalidRequest(
-                f"tool type {kind!r} is not supported: llmeu never calls a tool itself, only "
-                "function tools (which your code runs) are",
-                param=f"tools[{i}].type",
-            )
-        found.append(_convert(raw, FunctionToolIn, f"tools[{i}]"))
-    return found
 
 
 _ITEM_PREFIXES = {"message": "msg", "function_call": "fc", "function_call_output": "fco",

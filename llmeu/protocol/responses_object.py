@@ -16,7 +16,7 @@ import msgspec
 from msgspec import UNSET, Struct, UnsetType
 
 from llmeu.calls.request import ToolCall
-from llmeu.protocol.responses_input import function_tools
+from llmeu.protocol.responses_tools import function_tools
 from llmeu.protocol.responses_wire import ReasoningConfig, ResponsesRequest, TextConfig
 from llmeu.protocol.routing_block import RoutingBlock
 
@@ -109,7 +109,9 @@ def response_shell(
         previous_response_id=_or_none(req.previous_response_id),
         reasoning={
             "effort": _or_none(reasoning.effort) if reasoning else None,
-            "summary": _or_none(reasoning.summary) if reasoning else None,
+            "summary": _or_none(reasoning.summary or reasoning.generate_summary)
+            if reasoning
+            else None,
         },
         store=store,
         temperature=_or_none(req.temperature),
@@ -117,7 +119,7 @@ def response_shell(
         tool_choice=_or_none(req.tool_choice) or "auto",
         tools=[
             FunctionToolOut(
-                t.type,
+                "function",
                 t.name,
                 _or_none(t.description),
                 _or_none(t.parameters),

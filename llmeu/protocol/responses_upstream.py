@@ -45,10 +45,9 @@ from llmeu.calls.request import (
 )
 from llmeu.errors import UpstreamError
 from llmeu.protocol.json_codec import encoder
-from llmeu.protocol.responses_input import function_tools
-from llmeu.protocol.responses_wire import ReasoningConfig, ResponsesRequest
+from llmeu.protocol.responses_tools import function_tools
+from llmeu.protocol.responses_wire import ENCRYPTED_REASONING, ReasoningConfig, ResponsesRequest
 
-ENCRYPTED_REASONING = "reasoning.encrypted_content"
 _PASSED = ("tool_choice", "parallel_tool_calls", "text", "reasoning", "max_output_tokens",
            "temperature", "top_p", "metadata", "safety_identifier", "user", "prompt_cache_key",
            "truncation")  # fmt: skip

@@ -23,6 +23,7 @@ from llmeu.calls.request import (
     StreamOptions,
     Thinking,
     ToolMessage,
+    upstream_fields,
 )
 from llmeu.errors import UpstreamError, UpstreamRejected
 from llmeu.protocol.json_codec import encoder
@@ -164,9 +165,10 @@ class OpenAIProvider(Provider):
 
 def _openai_request(request: ChatRequest) -> ChatRequest:
     """The request as an OpenAI-compatible upstream takes it: the canonical fields it has no
-    use for (reasoning blocks to hand back, a tool result's error flag) left out; asking for
-    `thinking` it cannot do is the request's error, not the endpoint's (`adaptive` or
-    `disabled` thinking it serves by not thinking)."""
+    use for (reasoning blocks to hand back, a tool result's error flag, the fields only the
+    gateway reads) left out; asking for `thinking` it cannot do is the request's error, not
+    the endpoint's (`adaptive` or `disabled` thinking it serves by not thinking)."""
+    request = upstream_fields(request)
     if isinstance(request.thinking, Thinking):
         if request.thinking.type == "enabled":
             raise UpstreamRejected(

@@ -149,14 +149,18 @@ def test_function_tool_round_trip(
         ({"tools": [{"type": "function", "name": "f"}, {"type": "file_search",
                                                          "vector_store_ids": ["v"]}]},
          400, "tools[1].type"),
-        ({"include": ["file_search_call.results"]}, 400, "include[0]"),
+        ({"include": ["message.output_text.logprobs"]}, 400, "include[0]"),
         ({"temperature": 5}, 400, "temperature"),
         ({"input": [{"type": "item_reference", "id": "x"}]}, 400, "input[0].type"),
         ({"input": [{"type": "function_call_output", "output": "x"}]}, 400, "input[0].call_id"),
         ({"extra_body": {"frobnicate": True}}, 400, "frobnicate"),
+        ({"background": True}, 400, "background"),
+        ({"conversation": "conv_1"}, 404, "conversation"),
+        ({"prompt": {"id": "pmpt_1"}}, 404, "prompt"),
     ],
     ids=["unknown-model", "hosted-tool", "second-tool-hosted", "include", "temperature",
-         "item-reference", "output-without-call-id", "unknown-field"],
+         "item-reference", "output-without-call-id", "unknown-field", "background",
+         "conversation", "prompt"],
 )  # fmt: skip
 def test_errors_are_openai_shaped(
     client: openai.OpenAI, kwargs: dict[str, Any], status: int, param: str

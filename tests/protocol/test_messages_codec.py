@@ -26,10 +26,10 @@ from llmeu.calls.request import (
     ToolMessage,
     UserMessage,
 )
-from llmeu.errors import InvalidRequest, UpstreamError, UpstreamUnavailable
-from llmeu.protocol.messages_codec import to_chat_request
+from llmeu.errors import InvalidRequest, NotFound, UpstreamError, UpstreamUnavailable
+from llmeu.protocol.messages_codec import check_state, to_chat_request
 from llmeu.protocol.messages_reply import MessageAssembler
-from llmeu.protocol.messages_request import messages_request_decoder
+from llmeu.protocol.messages_request import ignored_fields, messages_request_decoder
 from llmeu.protocol.messages_stream import MessagesEventDecoder, MessagesFrames
 from llmeu.protocol.messages_upstream import anthropic_request, completion_of
 from llmeu.protocol.routing_block import CostEstimate, RoutingBlock
@@ -292,3 +292,47 @@ def test_a_system_turn_mid_conversation_and_adaptive_thinking_are_kept() -> None
                                                          "UserMessage"]  # fmt: skip
     assert chat.messages[1].content == "reminder"
     assert chat.thinking.type == "adaptive"
+
+
+def test_structured_output_is_the_chat_calls_response_format_and_goes_back_to_anthropic() -> None:
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}}
+    chat = parse(base(output_config={"effort": "high", "format": {"type": "json_schema",
+                                                                  "schema": schema}}))  # fmt: skip
+    assert msgspec.to_builtins(chat.response_format) == {
+        "type": "json_schema", "json_schema": {"name": "output", "schema": schema, "strict": True}}  # fmt: skip
+    body = anthropic_request(chat, "claude-x", stream=False, default_max_tokens=None)
+    assert body["output_config"] == {"format": {"type": "json_schema", "schema": schema}}
+
+
+@pytest.mark.parametrize(
+    ("extra", "error", "param"),
+    [
+        ({"compaction": {"type": "summarize"}}, InvalidRequest, "compaction"),
+        ({"thread": {"type": "continue", "previous_message_id": "msg_1"}}, NotFound,
+         "thread.previous_message_id"),
+    ],
+    ids=["compaction", "thread-continue"],
+)  # fmt: skip
+def test_state_llmeu_does_not_keep_is_refused_by_name(
+    extra: dict[str, Any], error: type[Exception], param: str
+) -> None:
+    wire = decode_body(messages_request_decoder.decode, json.dumps(base(**extra)).encode())
+    with pytest.raises(error) as caught:
+        check_state(wire)
+    assert getattr(caught.value, "param", None) == param
+
+
+def test_fields_without_effect_are_named_for_the_trace() -> None:
+    wire = decode_body(messages_request_decoder.decode, json.dumps(base(
+        service_tier="auto", container="cnt_1", mcp_servers=[{"type": "url", "name": "n",
+                                                              "url": "https://mcp.example"}],
+        thread={"type": "create"}, output_config={"effort": "max"}, top_k=3,
+    )).encode())  # fmt: skip
+    check_state(wire)
+    assert ignored_fields(wire) == [
+        "container",
+        "service_tier",
+        "mcp_servers",
+        "output_config.effort",
+        "thread",
+    ]

@@ -8,9 +8,9 @@ import msgspec
 import pytest
 
 from llmeu.calls.request import ChatRequest
-from llmeu.errors import InvalidRequest
+from llmeu.errors import InvalidRequest, NotFound
 from llmeu.protocol.responses_input import input_item_list
-from llmeu.protocol.responses_wire import ResponsesRequest, to_chat
+from llmeu.protocol.responses_wire import ResponsesRequest, check_request, ignored_fields, to_chat
 
 
 def chat_of(**fields: Any) -> dict[str, Any]:
@@ -120,3 +120,68 @@ def test_input_items_get_ids_for_listing() -> None:
          "id": "msg_42i00"},
         {"type": "function_call_output", "call_id": "c", "output": "o", "id": "fco_given"},
     ]  # fmt: skip
+
+
+def request_of(**fields: Any) -> ResponsesRequest:
+    return msgspec.convert({"model": "m", "input": "x", **fields}, ResponsesRequest)
+
+
+@pytest.mark.parametrize(
+    ("fields", "error", "param"),
+    [
+        ({"background": True}, InvalidRequest, "background"),
+        ({"include": ["message.output_text.logprobs"]}, InvalidRequest, "include[0]"),
+        ({"include": ["reasoning.encrypted_content", "everything"]}, InvalidRequest,
+         "include[1]"),
+        ({"stream_options": {"include_obfuscation": False}}, InvalidRequest, "stream_options"),
+        ({"conversation": "conv_1"}, NotFound, "conversation"),
+        ({"conversation": {"id": "conv_1"}}, NotFound, "conversation"),
+        ({"prompt": {"id": "pmpt_1", "version": "2"}}, NotFound, "prompt"),
+    ],
+    ids=["background", "logprobs", "unknown-include", "stream-options-unstreamed",
+         "conversation", "conversation-object", "prompt"],
+)  # fmt: skip
+def test_what_llmeu_cannot_serve_is_refused_by_name(
+    fields: dict[str, Any], error: type[Exception], param: str
+) -> None:
+    with pytest.raises(error) as caught:
+        check_request(request_of(**fields))
+    assert getattr(caught.value, "param", None) == param
+
+
+def test_fields_without_effect_depend_on_the_upstream_that_serves() -> None:
+    req = request_of(
+        client_metadata={"turn_id": "t"}, service_tier="flex", top_logprobs=3,
+        include=["reasoning.encrypted_content", "web_search_call.results"],
+        prompt_cache_key="k", text={"verbosity": "low"}, truncation="auto",
+        reasoning={"effort": "low", "mode": "pro"}, background=False, store=False,
+    )  # fmt: skip
+    check_request(req)
+    always = ["top_logprobs", "service_tier", "client_metadata", "include=web_search_call.results"]
+    assert ignored_fields(req, native=True) == always
+    assert ignored_fields(req, native=False) == [
+        *always,
+        "prompt_cache_key",
+        "text.verbosity",
+        "reasoning.mode",
+        "truncation",
+    ]
+
+
+def test_allowed_tools_leave_the_model_only_the_tools_they_name() -> None:
+    chat = chat_of(
+        input="x",
+        tools=[{"type": "function", "name": n} for n in ("a", "b", "c")],
+        tool_choice={"type": "allowed_tools", "mode": "auto",
+                     "tools": [{"type": "function", "name": "c"}, {"type": "function", "name": "a"}]},
+    )  # fmt: skip
+    assert [t["function"]["name"] for t in chat["tools"]] == ["a", "c"]
+    assert chat["tool_choice"] == "auto"
+
+
+def test_allowed_tools_naming_an_unknown_tool_is_a_400_naming_it() -> None:
+    with pytest.raises(InvalidRequest) as caught:
+        chat_of(input="x", tools=[{"type": "function", "name": "a"}],
+                tool_choice={"type": "allowed_tools", "mode": "auto",
+                             "tools": [{"type": "function", "name": "a"}, {"type": "mcp"}]})  # fmt: skip
+    assert caught.value.param == "tool_choice.tools[1]"

@@ -21,6 +21,8 @@ from llmeu.providers.responses_native import native
 
 NativeBody = Callable[[str, bool], bytes]
 """The body of a native Responses request: (the upstream's model name, streamed) → bytes."""
+Chosen = Callable[[bool], None]
+"""Told, at each attempt, whether it goes to the endpoint's own Responses API (True)."""
 
 
 def chat_stream(chat: ChatRequest) -> Operation[ChatStream]:
@@ -61,11 +63,14 @@ def embeddings(inputs: EmbeddingInputs, dimensions: int | None) -> Operation[Emb
     return ask
 
 
-def responses_stream(chat: ChatRequest, native_body: NativeBody) -> Operation[ChatStream]:
+def responses_stream(
+    chat: ChatRequest, native_body: NativeBody, chosen: Chosen
+) -> Operation[ChatStream]:
     """The endpoint's own Responses API where it declares one, else chat completions."""
 
     async def ask(provider: Provider, hangup: Hangup) -> ChatStream:
         responses = native(provider)
+        chosen(responses is not None)
         if responses is not None:
             return await responses.stream(native_body(responses.model, True), hangup)
         return await provider.stream_chat(chat, hangup)
@@ -74,13 +79,14 @@ def responses_stream(chat: ChatRequest, native_body: NativeBody) -> Operation[Ch
 
 
 def responses_answer(
-    chat: ChatRequest, native_body: NativeBody
+    chat: ChatRequest, native_body: NativeBody, chosen: Chosen
 ) -> Operation[Completion | DeltaAnswer]:
     """A whole answer: the endpoint's own Responses API where it declares one (its answer as
     the deltas a stream of it carries), else a chat completion."""
 
     async def ask(provider: Provider, hangup: Hangup) -> Completion | DeltaAnswer:
         responses = native(provider)
+        chosen(responses is not None)
         if responses is not None:
             return await responses.complete(native_body(responses.model, False), hangup)
         return await provider.complete_chat(chat, hangup)

@@ -210,16 +210,17 @@ class Call:
         """A whole answer's text with the values a masking took out put back."""
         return self._masking.restore(text) if self._masking is not None else text
 
-    def ignored(self, features: str) -> None:
-        """Protocol features the caller asked for that the gateway does not apply."""
-        self.trace.ignored(features)
+    def ignored(self, features: str, *, kind: str = "features") -> None:
+        """What the caller asked for that the gateway does not apply (`kind`: request fields,
+        beta features…; a kind said again replaces what it said)."""
+        self.trace.ignored(features, kind=kind)
 
     def notice(self, text: str) -> None:
         """Something the caller asked for that the call's policy did not let happen: told in
         an `x-llmeu-notice` header of the answer (streamed or whole) and kept on the trace
         with the ignored features."""
         self._notices.append(text)
-        self.trace.ignored(text)
+        self.trace.ignored("; ".join(self._notices), kind="notices")
 
     async def complete(self, operation: Operation[T]) -> tuple[Endpoint, T]:
         """Try the plan's endpoints until one answers; the answer is the surface's to send."""

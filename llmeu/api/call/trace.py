@@ -37,6 +37,7 @@ _DURABLE_WAIT = 10.0
 
 class TraceRecorder:
     __slots__ = (
+        "_ignored",
         "_keep_metadata",
         "_ledger",
         "_observers",
@@ -75,7 +76,8 @@ class TraceRecorder:
         self.policy: Policy | None = None
         self.endpoint: Endpoint | None = None
         self._sensitive: list[str] = []  # prompt and output text, kept out of error messages
-        self._quoting: list[Attempt] = []  # attempts whose error quotes what an upstream sent
+        self._quoting: list[Attempt] = []
+        self._ignored: dict[str, str] = {}  # attempts whose error quotes what an upstream sent
         observers.call_started(self.record, headers)
 
     @property
@@ -185,11 +187,12 @@ class TraceRecorder:
         self.record.cache_read_tokens = read
         self.record.cache_creation_tokens = created
 
-    def ignored(self, features: str) -> None:
-        """Protocol features the caller asked for that the gateway does not apply (each call
-        adds to the list)."""
-        known = self.record.ignored_features
-        self.record.ignored_features = (f"{known}; {features}" if known else features)[:500]
+    def ignored(self, features: str, *, kind: str = "features") -> None:
+        """What the caller asked for that the gateway does not apply, by kind (request
+        fields, beta features, policy notices): a kind said again replaces what it said."""
+        self._ignored[kind] = features
+        said = "; ".join(text for text in self._ignored.values() if text)
+        self.record.ignored_features = said[:500] or None
 
     def finish_reason(self, reason: str | None) -> None:
         self.record.finish_reason = reason

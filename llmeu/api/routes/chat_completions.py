@@ -7,8 +7,6 @@ docs/design.md §2; the lifecycle does the rest.
 
 from __future__ import annotations
 
-from msgspec import UNSET
-
 from llmeu.api.call import asks
 from llmeu.api.call.accounting import completed_counts, estimate_prompt_tokens
 from llmeu.api.call.door import Calls
@@ -21,7 +19,15 @@ from llmeu.calls.request import ChatRequest, ResponseFormat, end_user
 from llmeu.errors import InvalidRequest
 from llmeu.personal.chat_text import restored_tool_calls
 from llmeu.protocol.chat_stream import ChatFrames
-from llmeu.protocol.chat_wire import ChatCompletion, Choice, chat_request_decoder
+from llmeu.protocol.chat_wire import (
+    ChatCompletion,
+    Choice,
+    accepted_chat,
+    chat_request_decoder,
+    ignored_fields,
+    legacy_answer,
+    legacy_functions,
+)
 from llmeu.protocol.json_codec import MAX_NESTING, encoder, nesting_depth
 from llmeu.routing.catalog import Endpoint
 
@@ -29,6 +35,8 @@ from llmeu.routing.catalog import Endpoint
 async def handle_chat(calls: Calls, request: Request) -> None:
     async with calls.open(request, "chat.completions") as call:
         chat = parse_chat(await call.body())
+        if ignored := ignored_fields(chat):
+            call.ignored(", ".join(ignored))
         intent = chat_intent(
             chat, stream=bool(chat.stream), subject=end_user(chat.user, chat.metadata)
         )
@@ -42,15 +50,7 @@ async def handle_chat(calls: Calls, request: Request) -> None:
 def parse_chat(body: bytes) -> ChatRequest:
     chat = decode_body(chat_request_decoder.decode, body)
     _check_nesting(chat)
-    if isinstance(chat.n, int) and chat.n > 1:
-        raise InvalidRequest("n > 1 is not supported: llmeu returns one choice per call", param="n")
-    if chat.logprobs:
-        raise InvalidRequest("logprobs are not supported by llmeu", param="logprobs")
-    if chat.stream_options not in (UNSET, None) and not chat.stream:
-        raise InvalidRequest(
-            "stream_options is only allowed when stream is true", param="stream_options"
-        )
-    return chat
+    return accepted_chat(chat)
 
 
 def _check_nesting(chat: ChatRequest) -> None:
@@ -74,7 +74,11 @@ async def stream_chat(call: Call, chat: ChatRequest) -> None:
     def frames(endpoint: Endpoint) -> ChatFrames:
         created = int(call.trace.record.received_at)
         return ChatFrames(
-            completion_id(call.trace_id), created, endpoint.model, include_usage=include_usage
+            completion_id(call.trace_id),
+            created,
+            endpoint.model,
+            include_usage=include_usage,
+            legacy_functions=legacy_functions(chat),
         )
 
     await call.stream(asks.chat_stream(chat), frames)
@@ -86,22 +90,21 @@ async def complete_chat(call: Call, chat: ChatRequest) -> None:
     call.counted(completed_counts(completion.usage, message, lambda: estimate_prompt_tokens(chat)))
     call.keep_content(message.content or "")
     call.finish_reason(completion.finish_reason)
+    choice = Choice(
+        index=0,
+        message=AssistantOutput(
+            role="assistant",
+            content=_restored(call, message.content),
+            refusal=_restored(call, message.refusal),
+            tool_calls=restored_tool_calls(message.tool_calls, call.restore),
+        ),
+        finish_reason=completion.finish_reason,
+    )
     body = ChatCompletion(
         id=completion_id(call.trace_id),
         created=int(call.trace.record.received_at),
         model=endpoint.model,
-        choices=[
-            Choice(
-                index=0,
-                message=AssistantOutput(
-                    role="assistant",
-                    content=_restored(call, message.content),
-                    refusal=_restored(call, message.refusal),
-                    tool_calls=restored_tool_calls(message.tool_calls, call.restore),
-                ),
-                finish_reason=completion.finish_reason,
-            )
-        ],
+        choices=[legacy_answer(choice) if legacy_functions(chat) else choice],
         usage=call.usage(),
         llmeu=call.routing_block(),
     )

@@ -34,10 +34,11 @@ from llmeu.calls.output import StreamOutput, Usage
 from llmeu.calls.request import ChatRequest, end_user
 from llmeu.errors import ApiError, InvalidRequest, UpstreamError
 from llmeu.protocol.json_codec import MAX_NESTING, encoder, nesting_depth
-from llmeu.protocol.messages_codec import to_chat_request
+from llmeu.protocol.messages_codec import check_state, to_chat_request
 from llmeu.protocol.messages_reply import MessageAssembler, error_body, message_id
 from llmeu.protocol.messages_request import (
     MessagesRequest,
+    ignored_fields,
     messages_request_decoder,
     prompt_texts,
 )
@@ -75,7 +76,7 @@ async def handle_messages(calls: Calls, request: Request) -> None:
     async with calls.open(request, ROUTE, shape=ANTHROPIC_ERRORS, credentials=api_key) as call:
         wire = parse_messages(await call.body(), count_only=False)
         prompt_tokens = estimate_prompt(wire)
-        _note_betas(call, request)
+        _note_ignored(call, request, wire)
         # The policy's personal-data rules, as on chat completions: a masked prompt goes
         # upstream and into the trace; answers get the values back (streams: the lifecycle).
         chat = to_chat_request(wire)
@@ -98,6 +99,8 @@ def parse_messages(body: bytes, *, count_only: bool) -> MessagesRequest:
     wire = decode_body(messages_request_decoder.decode, body)
     if not count_only and wire.max_tokens is UNSET:
         raise InvalidRequest("max_tokens: Field required", param="max_tokens")
+    if not count_only:
+        check_state(wire)
     for i, tool in enumerate(wire.tools or ()):
         if nesting_depth(tool.input_schema) > MAX_NESTING:
             raise InvalidRequest(
@@ -115,11 +118,15 @@ def estimate_prompt(wire: MessagesRequest, *, shift: int = 0) -> int:
     return tokens_for_characters(characters) + 3 * len(wire.messages)
 
 
-def _note_betas(call: Call, request: Request) -> None:
-    """Beta features are Anthropic's own: none is applied here; the trace lists them."""
+def _note_ignored(call: Call, request: Request, wire: MessagesRequest) -> None:
+    """The fields accepted without effect and the beta features (Anthropic's own: none is
+    applied here): the trace lists them."""
+    ignored = ", ".join(ignored_fields(wire))
     betas = request.header(b"anthropic-beta")
     if betas:
-        call.ignored(f"anthropic-beta: {betas}")
+        ignored += f"{'; ' if ignored else ''}anthropic-beta: {betas}"
+    if ignored:
+        call.ignored(ignored)
 
 
 async def _stream(call: Call, chat: ChatRequest, prompt_tokens: int) -> None:

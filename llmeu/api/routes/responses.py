@@ -61,8 +61,13 @@ from llmeu.protocol.responses_object import (
     response_usage,
 )
 from llmeu.protocol.responses_stream import ResponsesEvents
-from llmeu.protocol.responses_upstream import ENCRYPTED_REASONING, native_body
-from llmeu.protocol.responses_wire import ResponsesRequest, to_chat
+from llmeu.protocol.responses_upstream import native_body
+from llmeu.protocol.responses_wire import (
+    ResponsesRequest,
+    check_request,
+    ignored_fields,
+    to_chat,
+)
 from llmeu.routing.catalog import Endpoint
 
 _decoder = msgspec.json.Decoder(ResponsesRequest)
@@ -121,23 +126,18 @@ def parse_responses(body: bytes) -> ResponsesRequest:
             raise InvalidRequest(
                 f"Invalid request: nested more than {MAX_NESTING} levels deep", param=param
             )
-    for i, value in enumerate(req.include or ()):
-        if value != ENCRYPTED_REASONING:  # what llmeu produces, it always includes
-            raise InvalidRequest(
-                f"include value {value!r} is not supported by llmeu", param=f"include[{i}]"
-            )
-    if req.background:
-        raise InvalidRequest(
-            "background responses are not supported: llmeu answers while you wait",
-            param="background",
-        )
-    if req.top_logprobs:
-        raise InvalidRequest("logprobs are not supported by llmeu", param="top_logprobs")
-    if req.stream_options not in (None, UNSET) and not req.stream:
-        raise InvalidRequest(
-            "stream_options is only allowed when stream is true", param="stream_options"
-        )
+    check_request(req)
     return req
+
+
+def _noted(call: Call, req: ResponsesRequest) -> Callable[[bool], None]:
+    """Per attempt, the fields it serves without effect (a native upstream takes more of
+    them): the serving attempt's list is the one the trace keeps."""
+
+    def note(native: bool) -> None:
+        call.ignored(", ".join(ignored_fields(req, native=native)), kind="fields")
+
+    return note
 
 
 async def _history(
@@ -219,7 +219,8 @@ async def _stream(
         if keep.store:
             await keep.keep(events[0].response(finish_reason, usage, call.routing_block()))
 
-    await call.stream(asks.responses_stream(chat, _native(sent, chat)), frames, completing)
+    ask = asks.responses_stream(chat, _native(sent, chat), _noted(call, req))
+    await call.stream(ask, frames, completing)
 
 
 def _native(sent: ResponsesRequest, chat: ChatRequest) -> asks.NativeBody:
@@ -231,7 +232,8 @@ def _native(sent: ResponsesRequest, chat: ChatRequest) -> asks.NativeBody:
 async def _complete(
     call: Call, req: ResponsesRequest, sent: ResponsesRequest, chat: ChatRequest, keep: _Keeper
 ) -> None:
-    endpoint, completion = await call.complete(asks.responses_answer(chat, _native(sent, chat)))
+    ask = asks.responses_answer(chat, _native(sent, chat), _noted(call, req))
+    endpoint, completion = await call.complete(ask)
     if isinstance(completion, DeltaAnswer):
         await _respond_native(call, req, chat, keep, endpoint, completion)
         return
