@@ -26,6 +26,7 @@ on `Policy` and on the request's `RoutingRequest` when a request may narrow it
 from __future__ import annotations
 
 from collections.abc import Iterable
+from operator import attrgetter
 from typing import Any
 
 from llmeu.errors import InvalidRequest
@@ -93,23 +94,23 @@ def _jurisdictions_from_config(node: Node, what: str) -> list[str]:
 
 
 ALLOW_CLASSES = AllowedValues(
-    "allow_classes", "classes", "sovereignty class", lambda s: s.sovereignty_class,
+    "allow_classes", "classes", "sovereignty class", attrgetter("sovereignty_class"),
     lambda n, what: nodes.enum(n, what, SovereigntyClass), _class_from_request,
     empty_is_any=False,
 )  # fmt: skip
 ALLOW_COUNTRIES = AllowedValues(
-    "allow_countries", "countries", "country", lambda s: s.country, nodes.country,
+    "allow_countries", "countries", "country", attrgetter("country"), nodes.country,
     lambda value, _: value.upper(), empty_is_any=True,
 )  # fmt: skip
 ALLOW_PROVIDERS = AllowedValues(
-    "allow_providers", "providers", "provider", lambda s: s.provider, nodes.name,
+    "allow_providers", "providers", "provider", attrgetter("provider"), nodes.name,
     lambda value, _: value, empty_is_any=True,
 )  # fmt: skip
-MAX_RETENTION = AtMost("max_retention", "max provider retention", lambda s: s.retention, True)
+MAX_RETENTION = AtMost("max_retention", "max provider retention", attrgetter("retention"), True)
 STORE_CONTENT = AtMost("store_content", "gateway keeps content", None)
 FALLBACK = NeverEnable("fallback", "fallback")
 REQUIRE_JURISDICTIONS = AllowedValues(
-    "require_jurisdictions", "jurisdictions", "provider jurisdiction", lambda s: s.jurisdiction,
+    "require_jurisdictions", "jurisdictions", "provider jurisdiction", attrgetter("jurisdiction"),
     _jurisdictions_from_config, _jurisdictions_from_request, empty_is_any=True,
 )  # fmt: skip
 REQUIRE_CERTIFICATIONS = IncludesAll("require_certifications", "certifications")

@@ -81,6 +81,7 @@ class CallState:
     request: Request
     shape: ErrorShape
     trace: TraceRecorder
+    trace_id: str
     accounting: Accounting
     hangup: Hangup
     watch: DisconnectWatch
@@ -97,10 +98,6 @@ class CallState:
     encoder: StreamEncoder | None = None
     stream_ended: bool = False
     output: StreamOutput = field(default_factory=StreamOutput)
-
-    @property
-    def trace_id(self) -> str:
-        return self.trace.trace_id
 
     @property
     def stream_open(self) -> bool:

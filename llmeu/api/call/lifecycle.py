@@ -131,7 +131,7 @@ class Call:
         )  # fmt: skip
         hangup = Hangup()
         self._state = CallState(
-            request, self._shape, trace, Accounting(context.limits, key), hangup,
+            request, self._shape, trace, trace.trace_id, Accounting(context.limits, key), hangup,
             DisconnectWatch(request.receive, hangup, request.hangup_hook),
         )  # fmt: skip
         self._settlement = Settlement(context, self._state)
@@ -183,12 +183,9 @@ class Call:
             state.prompt_tokens = lambda: estimate(prompt)
             state.prompt_tokens_known = True
         await self._admit(intent.max_output_tokens)
-        policy = governance.policy(
-            self._key_policy,
-            intent.narrowing,
-            self.request.header(b"x-llmeu-policy"),
-            governance.restriction(self._key_policy, screening),
-        )
+        restrict = governance.restriction(self._key_policy, screening) if screening else None
+        header = self.request.header(b"x-llmeu-policy")
+        policy = governance.policy(self._key_policy, intent.narrowing, header, restrict)
         self._wants_receipt = intent.narrowing is not None and intent.narrowing.receipt is True
         trace.governed_by(policy)
         # The configuration the call started with serves it to the end, reloads or not.
@@ -395,9 +392,10 @@ class Call:
         """`headers` plus the trace id and the gateway's overhead up to this response start."""
         timing = ResponseTiming(time.perf_counter() - self._opened, self._upstream_seconds)
         self.trace.response_started(timing)
-        notices = [(b"x-llmeu-notice", n.encode("ascii", "replace")) for n in self._notices]
-        return [*headers, (b"x-llmeu-trace-id", self.trace_id.encode()), *timing.headers(),
-                *notices]  # fmt: skip
+        said = [*headers, (b"x-llmeu-trace-id", self.trace_id.encode()), *timing.headers()]
+        if self._notices:
+            said += [(b"x-llmeu-notice", n.encode("ascii", "replace")) for n in self._notices]
+        return said
 
     def _usage(self, reported: Usage | None = None) -> Usage:
         """The call's counts; the cache's share of the prompt where the upstream reported it."""
