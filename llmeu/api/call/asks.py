@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from llmeu.api.call.lifecycle import Operation
+from llmeu.api.call.attempts import Operation
 from llmeu.calls.hangup import Hangup
 from llmeu.calls.output import Completion, Delta, DeltaAnswer, Embeddings
 from llmeu.calls.request import ChatRequest, EmbeddingInputs

@@ -36,6 +36,7 @@ from types import TracebackType
 from typing import TypeVar
 
 from llmeu.api.call.accounting import Accounting, CallCeiling, Counts
+from llmeu.api.call.attempts import Attempts, Operation
 from llmeu.api.call.context import CallContext, CallState, Phase, StreamEncoder
 from llmeu.api.call.governance import Governance, Intent
 from llmeu.api.call.settlement import Settlement
@@ -46,10 +47,7 @@ from llmeu.calls.hangup import Hangup
 from llmeu.calls.output import Delta, Usage
 from llmeu.calls.record import CallStatus
 from llmeu.errors import (
-    ClientDisconnected,
     ServiceUnavailable,
-    UnsupportedByEndpoint,
-    UpstreamError,
 )
 from llmeu.observability.timing import ResponseTiming
 from llmeu.personal.masking import Masking
@@ -57,25 +55,36 @@ from llmeu.personal.streams import StreamRestorer
 from llmeu.protocol.routing_block import RoutingBlock
 from llmeu.providers.base import ChatStream, Provider
 from llmeu.routing.catalog import Endpoint
-from llmeu.routing.fallback import run_with_fallback
 from llmeu.routing.policy import LimitsFail
-from llmeu.routing.router import RoutePlan
 
 T = TypeVar("T")
 P = TypeVar("P")
-
-Operation = Callable[[Provider, Hangup], Awaitable[T]]
-"""What one attempt asks of an endpoint's provider (`llmeu.api.call.asks` makes them)."""
 
 
 class Call:
     """One call, from its key to its trace; see the module docstring for the order of steps."""
 
-    __slots__ = ("_context", "_credentials", "_governance", "_key_id", "_key_policy",
-                 "_masking", "_model", "_notices", "_opened", "_plan", "_restorer", "_route",
-                 "_settlement",
-                 "_shape", "_state", "_upstream_seconds", "_upstreams", "_wants_receipt",
-                 "request", "trace", "trace_id")  # fmt: skip
+    __slots__ = (
+        "_attempts",
+        "_context",
+        "_credentials",
+        "_governance",
+        "_key_id",
+        "_key_policy",
+        "_masking",
+        "_model",
+        "_notices",
+        "_opened",
+        "_restorer",
+        "_route",
+        "_settlement",
+        "_shape",
+        "_state",
+        "_wants_receipt",
+        "request",
+        "trace",
+        "trace_id",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -92,11 +101,9 @@ class Call:
         self._route = route
         self._shape = shape
         self._credentials = credentials
-        self._plan: RoutePlan | None = None
-        self._upstreams = context.upstreams
+        self._attempts: Attempts | None = None
         self._model = ""
         self._opened = 0.0
-        self._upstream_seconds = 0.0  # spent inside attempts, for the overhead headers
         self._key_id = ""
         self._key_policy = ""
         self._masking: Masking | None = None
@@ -189,9 +196,10 @@ class Call:
         self._wants_receipt = intent.narrowing is not None and intent.narrowing.receipt is True
         trace.governed_by(policy)
         # The configuration the call started with serves it to the end, reloads or not.
-        self._upstreams = state.upstreams = self._context.upstreams
-        self._plan = self._upstreams.plan(intent.model, intent.needs, policy)
-        trace.routed(self._plan)
+        upstreams = state.upstreams = self._context.upstreams
+        plan = upstreams.plan(intent.model, intent.needs, policy)
+        trace.routed(plan)
+        self._attempts = Attempts(plan, upstreams, trace, self._key_id, state.hangup)
         return prompt
 
     async def _admit(self, max_output_tokens: int | None) -> None:
@@ -222,7 +230,7 @@ class Call:
     async def complete(self, operation: Operation[T]) -> tuple[Endpoint, T]:
         """Try the plan's endpoints until one answers; the answer is the surface's to send."""
         self._upstream_phase(Phase.COMPLETE)  # the final row replaces it; nobody waits for it
-        result = await run_with_fallback(self._planned(), lambda ep: self._attempt(ep, operation))
+        result = await self._planned().first_answer(operation)
         self._state.watch.stop()
         return result
 
@@ -250,9 +258,7 @@ class Call:
             state.upstream = upstream
             return delta
 
-        endpoint, delta = await run_with_fallback(
-            self._planned(), lambda ep: self._attempt(ep, first_delta)
-        )
+        endpoint, delta = await self._planned().first_answer(first_delta)
         upstream = state.upstream
         assert upstream is not None
         encoder = state.encoder = frames(endpoint)
@@ -338,37 +344,9 @@ class Call:
         self._state.watch.start()
         return self.trace.begin(awaited=phase is Phase.STREAM)
 
-    def _planned(self) -> RoutePlan:
-        assert self._plan is not None, "govern() the call first"
-        return self._plan
-
-    async def _attempt(self, endpoint: Endpoint, operation: Operation[T]) -> T:
-        """Run one endpoint; the attempt and the endpoint's health are recorded either way."""
-        hangup = self._state.hangup
-        hangup.check()
-        upstreams = self._upstreams
-        provider = upstreams.provider(endpoint)
-        upstreams.attempt_started(endpoint, self._key_id)
-        attempt = self.trace.attempt_started(endpoint)
-        waiting = time.perf_counter()
-        try:
-            result = await operation(provider, hangup)
-        except UnsupportedByEndpoint as error:
-            self.trace.attempt_refused(attempt, endpoint, error)
-            raise
-        except UpstreamError as error:
-            upstreams.scrub(endpoint, error)
-            self.trace.attempt_failed(attempt, error)
-            upstreams.attempt_failed(endpoint, error, self._key_id)
-            raise
-        except (ClientDisconnected, asyncio.CancelledError):
-            self.trace.attempt_cancelled(attempt)
-            raise
-        finally:
-            self._upstream_seconds += time.perf_counter() - waiting
-        upstreams.attempt_served(endpoint)
-        self.trace.attempt_served(attempt, endpoint)
-        return result
+    def _planned(self) -> Attempts:
+        assert self._attempts is not None, "govern() the call first"
+        return self._attempts
 
     async def _forward(
         self, upstream: ChatStream, delta: Delta, pending: bytes, encoder: StreamEncoder
@@ -390,7 +368,8 @@ class Call:
 
     def _response_headers(self, headers: Headers) -> Headers:
         """`headers` plus the trace id and the gateway's overhead up to this response start."""
-        timing = ResponseTiming(time.perf_counter() - self._opened, self._upstream_seconds)
+        upstream = self._attempts.seconds if self._attempts is not None else 0.0
+        timing = ResponseTiming(time.perf_counter() - self._opened, upstream)
         self.trace.response_started(timing)
         said = [*headers, (b"x-llmeu-trace-id", self.trace_id.encode()), *timing.headers()]
         if self._notices:
