@@ -255,15 +255,15 @@ class Store:
         """Calls left in progress by gateway processes that stopped heartbeating become
         `interrupted` traces; returns how many. Also removes the in-progress rows of calls
         whose final row is there (`llmeu.ledger.trace_writes`)."""
-        dead = (
-            "(instance_id IN (SELECT instance_id FROM instances WHERE heartbeat_at < ?) "
-            "OR instance_id NOT IN (SELECT instance_id FROM instances))"
-        )
+        stopped = "instance_id IN (SELECT instance_id FROM instances WHERE heartbeat_at < ?)"
+        dead = f"({stopped} OR instance_id NOT IN (SELECT instance_id FROM instances))"
         counts = await self.db.transaction(
             [
                 (f"{_INTERRUPT} WHERE {dead}{_KEEP_FINAL}", [(now, live_after)]),
+                (f"{_ADMIT} AND {stopped}{_KEEP_ADMITTED}", [(now, live_after)]),
                 (f"DELETE FROM open_calls WHERE {dead}", [(live_after,)]),
                 (_CLOSE_FINISHED, [()]),
+                (_FORGET_CHAINED, [()]),
                 ("DELETE FROM instances WHERE heartbeat_at < ?", [(live_after,)]),
             ],
             self.writes.chain(now),
@@ -272,9 +272,11 @@ class Store:
 
     async def mark_instance_interrupted(self, instance_id: str, now: float) -> int:
         """The calls a process left in progress when it died (its supervisor saw it die)."""
+        known = "instance_id IN (SELECT instance_id FROM instances WHERE instance_id = ?)"
         counts = await self.db.transaction(
             [
                 (f"{_INTERRUPT} WHERE instance_id = ?{_KEEP_FINAL}", [(now, instance_id)]),
+                (f"{_ADMIT} AND {known}{_KEEP_ADMITTED}", [(now, instance_id)]),
                 ("DELETE FROM open_calls WHERE instance_id = ?", [(instance_id,)]),
                 ("DELETE FROM instances WHERE instance_id = ?", [(instance_id,)]),
             ],
@@ -339,6 +341,21 @@ _INTERRUPT = (
     f"SELECT {', '.join(_INTERRUPTED_VALUES.get(c, c) for c in TRACE_COLUMNS)} FROM open_calls"
 )
 _KEEP_FINAL = " ON CONFLICT (trace_id) DO NOTHING"  # a final row there is the call's own
+# The `interrupted` rows just made from the open calls of a process the ledger knows: the
+# gateway's own, admitted to the chain unmarked (`llmeu.ledger.chaining`). A row anybody
+# else put in `traces` has no open call; an open call of a process never registered, no
+# known process.
+_ADMIT = (
+    "INSERT INTO chain_admitted (trace_id, instance_id, admitted_at) "
+    "SELECT trace_id, instance_id, ? FROM open_calls WHERE EXISTS (SELECT 1 FROM traces t "
+    "WHERE t.trace_id = open_calls.trace_id AND t.instance_id = open_calls.instance_id "
+    "AND t.status = 'interrupted' AND t.chain_seq IS NULL)"
+)
+_KEEP_ADMITTED = " ON CONFLICT (trace_id) DO NOTHING"
+_FORGET_CHAINED = (
+    "DELETE FROM chain_admitted WHERE EXISTS (SELECT 1 FROM traces t "
+    "WHERE t.trace_id = chain_admitted.trace_id AND t.chain_seq IS NOT NULL)"
+)
 _CLOSE_FINISHED = (
     "DELETE FROM open_calls "
     "WHERE EXISTS (SELECT 1 FROM traces WHERE traces.trace_id = open_calls.trace_id)"

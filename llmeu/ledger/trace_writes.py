@@ -29,7 +29,13 @@ import msgspec
 
 from llmeu.calls.record import TraceRecord
 from llmeu.errors import DatabaseUnavailable
-from llmeu.ledger.chaining import ChainMoved, ChainTail, chain_final_rows, link_ahead
+from llmeu.ledger.chaining import (
+    LINK_COLUMNS,
+    ChainMoved,
+    ChainTail,
+    chain_final_rows,
+    link_ahead,
+)
 from llmeu.ledger.database import Database, Followup, Row, Statement, WriteConflict
 
 TRACE_COLUMNS = (
@@ -46,7 +52,7 @@ _INSERT_TRACE = (
     f"INSERT INTO traces ({', '.join(TRACE_COLUMNS)}) "
     f"VALUES ({', '.join('?' for _ in TRACE_COLUMNS)})"
 )
-_CHAINED_COLUMNS = (*TRACE_COLUMNS, "chain_seq", "chain_link")
+_CHAINED_COLUMNS = (*TRACE_COLUMNS, *LINK_COLUMNS)
 _INSERT_CHAINED = (
     f"INSERT INTO traces ({', '.join(_CHAINED_COLUMNS)}) "
     f"VALUES ({', '.join('?' for _ in _CHAINED_COLUMNS)})"
@@ -211,16 +217,15 @@ class TraceWrites:
         ahead = link_ahead(list(written.values()), self.chain_tail)
         if ahead is not None:
             chained = [
-                (*row, seq, link)
-                for row, (seq, link) in zip(firsts.values(), ahead.links, strict=True)
+                (*row, *place) for row, place in zip(firsts.values(), ahead.links, strict=True)
             ]
             try:
                 d = self.db.dialect
                 if d.cte_writes and not statements:
                     # The rows, the removal of their in-progress rows and the check: one
                     # statement, alone in its transaction.
-                    marks = ", ".join("?" * len(closed))
-                    close = (f"DELETE FROM open_calls WHERE trace_id IN ({marks})", closed)
+                    places = ", ".join("?" * len(closed))
+                    close = (f"DELETE FROM open_calls WHERE trace_id IN ({places})", closed)
                     await self.db.statement(
                         *ahead.statement(
                             settled_before, self.finish_chained_values(chained), before=close
