@@ -126,7 +126,8 @@ def metadata_sha256(row: Mapping[str, Any]) -> str:
 def chain_body(row: Mapping[str, Any], digest: str | None = None) -> bytes:
     """`canonical_json(chain_metadata(row))`: the bytes a row's link hashes (current
     version); `digest`: its metadata's, when known (a purged row's, as stored)."""
-    members = {name: row.get(name) for name in KEPT_COLUMNS}
+    members = dict(row)  # a copy in C: cheaper than picking the kept columns out
+    members.setdefault("chain_suspect", None)  # a row being written carries no mark
     members["chain_version"] = CHAIN_VERSION
     members["metadata_sha256"] = metadata_sha256(row) if digest is None else digest
     return _BODY_OBJECT.encode(members)

@@ -32,15 +32,10 @@ take places meanwhile. The lock is in memory: no row is written for it. SQLite's
 write transaction is exclusive already. (The one-row `chain_head` table of
 migration 3 is no longer read or written.)
 
-No row enters the chain unmarked that the gateway did not write. A final row
-without a place is one of a transaction's own rows (`written`), or a row the
-gateway admitted when it made it (`chain_admitted`: a call it found
-`interrupted`, made from the open-call record of a known process; the rows a
-ledger held unchained when migration 12 came). Any other — a row inserted
-into the database directly — is chained all the same, so that it can never
-leave the chain unnoticed, but with `chain_suspect` set (inside its link), a
-warning in the log, and a `suspect` line from `llmeu audit verify`: refusing
-it would leave it waiting, and every write after it would go the locked way.
+No row enters the chain unmarked that the gateway did not write: a final row
+without a place that the linking transaction did not write, and that the
+gateway did not admit when it made it, is chained with `chain_suspect` set
+(`llmeu.ledger.admission`).
 
 Content (prompt, completion) is not chained, so purging or erasing it never
 breaks the chain; a metadata purge (`llmeu.ledger.retention`) keeps the row,
@@ -49,7 +44,6 @@ its place, its link and its metadata's digest (`metadata_sha256`).
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -67,9 +61,8 @@ from llmeu.evidence.chain import (
     sign_checkpoint,
 )
 from llmeu.evidence.signing_keys import SigningKey
+from llmeu.ledger.admission import ADMITTED, mark_suspects
 from llmeu.ledger.database import Database, Dialect, Followup, Params, Row, Statement
-
-log = logging.getLogger("llmeu.ledger")
 
 _SWEEP_LIMIT = 5000  # rows chained per transaction; the rest go with the next one
 AHEAD_LIMIT = 64  # rows linked ahead in one transaction; a larger batch goes the locked way
@@ -99,12 +92,7 @@ _FINAL_UNCHAINED = (
 )
 _UNCHAINED_WHERE = f"{_FINAL_UNCHAINED}ORDER BY received_at, trace_id LIMIT {_SWEEP_LIMIT}"
 _UNCHAINED_IDS = f"SELECT trace_id {_UNCHAINED_WHERE}"
-# With each row, whether the gateway admitted it to the chain when it made it.
-_UNCHAINED = (
-    f"SELECT {_CHAINED_SELECT}, (SELECT COUNT(*) FROM chain_admitted a "
-    "WHERE a.trace_id = traces.trace_id AND a.instance_id = traces.instance_id) AS admitted "
-    f"{_UNCHAINED_WHERE}"
-)
+_UNCHAINED = f"SELECT {_CHAINED_SELECT}, {ADMITTED} {_UNCHAINED_WHERE}"
 _AFTER_AND_WAITING = (
     "(SELECT COUNT(*) FROM traces WHERE chain_seq = ? AND chain_link = ?) AS after, "
     f"(SELECT COUNT(*) FROM (SELECT 1 {_FINAL_UNCHAINED}LIMIT 1) AS waiting) AS waiting"
@@ -250,22 +238,11 @@ def chain_final_rows(
         head = _head(heads)
         if all(row["trace_id"] in known for row in ids):
             return _link_rows(head, [known[row["trace_id"]] for row in ids], tail)
-        return Followup(full_read, lambda rows: _link_rows(head, _marked(rows[0], known), tail))
+        return Followup(
+            full_read, lambda rows: _link_rows(head, mark_suspects(rows[0], known), tail)
+        )
 
     return Followup(reads=reads, build=link)
-
-
-def _marked(rows: list[Row], known: Mapping[str, Row]) -> list[Row]:
-    """The rows to chain, those nobody admitted marked `chain_suspect`."""
-    for row in rows:
-        if not row.pop("admitted") and row["trace_id"] not in known:
-            row["chain_suspect"] = 1
-            log.warning(
-                "ledger: trace %s is final but has no place in the chain, and no gateway "
-                "process recorded the call: chained as suspect (llmeu audit verify names it)",
-                row["trace_id"],
-            )
-    return rows
 
 
 Place = tuple[int, str, int, str, int | None, str]

@@ -10,6 +10,7 @@ from typing import Any
 
 from llmeu.calls.record import TraceRecord
 from llmeu.errors import DatabaseError, DatabaseUnavailable
+from llmeu.ledger.admission import ADMIT, FORGET_CHAINED, KEEP_ADMITTED
 from llmeu.ledger.api_keys import ApiKey
 from llmeu.ledger.database import Database, Row, Statement
 from llmeu.ledger.migrations import CREATE_MIGRATIONS_TABLE, MIGRATIONS, Step
@@ -260,10 +261,10 @@ class Store:
         counts = await self.db.transaction(
             [
                 (f"{_INTERRUPT} WHERE {dead}{_KEEP_FINAL}", [(now, live_after)]),
-                (f"{_ADMIT} AND {stopped}{_KEEP_ADMITTED}", [(now, live_after)]),
+                (f"{ADMIT} AND {stopped}{KEEP_ADMITTED}", [(now, live_after)]),
                 (f"DELETE FROM open_calls WHERE {dead}", [(live_after,)]),
                 (_CLOSE_FINISHED, [()]),
-                (_FORGET_CHAINED, [()]),
+                (FORGET_CHAINED, [()]),
                 ("DELETE FROM instances WHERE heartbeat_at < ?", [(live_after,)]),
             ],
             self.writes.chain(now),
@@ -276,7 +277,7 @@ class Store:
         counts = await self.db.transaction(
             [
                 (f"{_INTERRUPT} WHERE instance_id = ?{_KEEP_FINAL}", [(now, instance_id)]),
-                (f"{_ADMIT} AND {known}{_KEEP_ADMITTED}", [(now, instance_id)]),
+                (f"{ADMIT} AND {known}{KEEP_ADMITTED}", [(now, instance_id)]),
                 ("DELETE FROM open_calls WHERE instance_id = ?", [(instance_id,)]),
                 ("DELETE FROM instances WHERE instance_id = ?", [(instance_id,)]),
             ],
@@ -341,21 +342,6 @@ _INTERRUPT = (
     f"SELECT {', '.join(_INTERRUPTED_VALUES.get(c, c) for c in TRACE_COLUMNS)} FROM open_calls"
 )
 _KEEP_FINAL = " ON CONFLICT (trace_id) DO NOTHING"  # a final row there is the call's own
-# The `interrupted` rows just made from the open calls of a process the ledger knows: the
-# gateway's own, admitted to the chain unmarked (`llmeu.ledger.chaining`). A row anybody
-# else put in `traces` has no open call; an open call of a process never registered, no
-# known process.
-_ADMIT = (
-    "INSERT INTO chain_admitted (trace_id, instance_id, admitted_at) "
-    "SELECT trace_id, instance_id, ? FROM open_calls WHERE EXISTS (SELECT 1 FROM traces t "
-    "WHERE t.trace_id = open_calls.trace_id AND t.instance_id = open_calls.instance_id "
-    "AND t.status = 'interrupted' AND t.chain_seq IS NULL)"
-)
-_KEEP_ADMITTED = " ON CONFLICT (trace_id) DO NOTHING"
-_FORGET_CHAINED = (
-    "DELETE FROM chain_admitted WHERE EXISTS (SELECT 1 FROM traces t "
-    "WHERE t.trace_id = chain_admitted.trace_id AND t.chain_seq IS NOT NULL)"
-)
 _CLOSE_FINISHED = (
     "DELETE FROM open_calls "
     "WHERE EXISTS (SELECT 1 FROM traces WHERE traces.trace_id = open_calls.trace_id)"

@@ -147,6 +147,8 @@ async def test_a_forged_row_without_a_place_is_chained_as_suspect_and_named(
     await write(store, trace())
     rows = await chained_rows(store.db)
     assert [r["trace_id"] for r in rows][3] == "trc_forged" and rows[3]["chain_suspect"] == 1
+    view = await store.get_trace("trc_forged")
+    assert view is not None and view["evidence"]["chain_suspect"] is True
     status, output = audit_verify(database_url, tmp_path)
     assert status == 1, output
     assert [line for line in output.splitlines() if not line.startswith("suspect:")] == []
