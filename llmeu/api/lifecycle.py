@@ -277,6 +277,7 @@ class Call(Settlement):
         pending = encoder.start()
         if delta is not None:
             self.trace.first_token()
+        self._calls.ledger.progress(self.trace.record, self._output)  # for a crash mid-stream
         while delta is not None:
             delta = await self._forward(upstream, delta, pending, encoder)
             pending = b""

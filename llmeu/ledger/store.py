@@ -130,11 +130,14 @@ class Store:
         return {r["version"] for r in await self.db.fetch("SELECT version FROM schema_migrations")}
 
     async def write_traces(
-        self, begins: Sequence[tuple[Any, ...]], finishes: Sequence[tuple[Any, ...]]
+        self,
+        begins: Sequence[tuple[Any, ...]],
+        finishes: Sequence[tuple[Any, ...]],
+        marks: Sequence[tuple[Any, ...]] = (),
     ) -> None:
-        """In-progress rows (of `open_row`), then final rows (of `trace_row`), in one
-        transaction: `TraceWrites.write`."""
-        await self.writes.write(begins, finishes)
+        """In-progress rows (of `open_row`), progress marks (of `progress_row`), then final
+        rows (of `trace_row`), in one transaction: `TraceWrites.write`."""
+        await self.writes.write(begins, finishes, marks)
 
     async def get_trace(self, trace_id: str, *, key_id: str | None = None) -> dict[str, Any] | None:
         """The trace as stored, final, or else the call's in-progress row."""
