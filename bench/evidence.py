@@ -4,9 +4,10 @@
 
 Prints the median over rounds of the mean CPU time per call, in microseconds, for:
 building and signing one receipt (payload + JCS + Ed25519 through PyJWT), the
-Ed25519 signature alone, one chain link (metadata + JCS + SHA-256), and, off
-the request path, verifying one receipt and one chain row. The inputs are a
-realistic completed call with two attempts and one excluded endpoint.
+Ed25519 signature alone, one chain link (two JCS forms and two SHA-256: the digest
+of the metadata a purge empties, then the body), and, off the request path,
+verifying one receipt and one chain row. The inputs are a realistic completed
+call with two attempts and one excluded endpoint.
 
 Then the ledger as the gateway writes it (SQLite, one file in a temporary
 directory): the CPU per final trace of `Store.write_traces` — which links the
@@ -48,7 +49,7 @@ from llmeu.evidence import (
     verify_chain,
     verify_receipt,
 )
-from llmeu.evidence.chain import chain_metadata
+from llmeu.evidence.chain import CHAIN_VERSION, chain_metadata, link_row
 from llmeu.ledger.database import Database
 from llmeu.ledger.postgres import PostgresDatabase
 from llmeu.ledger.sqlite import SqliteDatabase
@@ -116,13 +117,15 @@ def main() -> None:
     view, row = trace_view(), ledger_row()
     digests = {"policy_sha256": "a" * 64, "request_sha256": "b" * 64, "content_sha256": "c" * 64}
     receipt = build_receipt(view, key, **digests)
-    chained = [dict(row, chain_seq=1, chain_link=GENESIS.next(row).link)]
+    head, digest = link_row(GENESIS, row)
+    chained = [dict(row, chain_seq=1, chain_link=head.link, chain_version=CHAIN_VERSION,
+                    metadata_sha256=digest)]  # fmt: skip
     metadata = canonical_json(chain_metadata(row))
 
     cases: list[tuple[str, Callable[[], object]]] = [
         ("receipt: build + JCS + sign (on demand)", lambda: build_receipt(view, key, **digests)),
         ("  of which the Ed25519 signature", lambda: key.private_key.sign(metadata)),
-        ("chain link: metadata + JCS + SHA-256 (every final trace)", lambda: GENESIS.next(row)),
+        ("chain link: 2 x (JCS + SHA-256) (every final trace)", lambda: link_row(GENESIS, row)),
         ("  of which SHA-256 of the body", lambda: sha256_hex(metadata)),
         ("verify one receipt (off the request path)", lambda: verify_receipt(receipt, jwks)),
         ("verify one chain row (off the request path)", lambda: verify_chain(chained)),

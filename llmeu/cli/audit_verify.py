@@ -8,11 +8,19 @@ the ledger, and those exported to `--checkpoints`, a directory of `*.jws`
 files or one file with a token a line), then prints
 `OK: N traces, chain intact up to <trace_id> (checkpoint <time>)` and exits 0,
 or one line per broken place — `edited`, `deleted`, `inserted`, `reordered`,
-`truncated after checkpoint`, `invalid checkpoint` — with the trace ids
-around it, and exits 1. The checkpoints are checked against `--jwks`, else
-against the gateway's own keys (the same settings as `llmeu serve`). Only
-checkpoints kept outside the database can show that the tail was cut: keep
-the exported ones where whoever can write the database cannot.
+`truncated after checkpoint`, `invalid checkpoint`, `suspect` — with the
+trace ids around it, and exits 1. A last line says which keys the checkpoints
+were checked against.
+
+The keys: `--jwks`, a JWKS file or the gateway's
+`https://…/.well-known/llmeu/jwks.json`. Without it, a ledger found through
+the local settings (`--data-dir`, or neither option) is checked against the
+gateway's own keys from the same settings as `llmeu serve`; a ledger named by
+`--database-url` may be another machine's, whose keys this machine does not
+have, so nothing is read from this machine's data directory: the command asks
+for `--jwks` (exit 2) when there are checkpoints to check. Only checkpoints
+kept outside the database can show that the tail was cut: keep the exported
+ones where whoever can write the database cannot.
 
 Exit status: 0 intact; 1 damage found, or no ledger; 2 for bad arguments.
 """
@@ -23,6 +31,7 @@ import argparse
 import asyncio
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -54,30 +63,53 @@ def register_action(actions: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     settings = Settings.from_env(data_dir=args.data_dir, database_url=args.database_url)
     try:
-        jwks = _jwks(args.jwks, settings)
+        keys = _keys(args.jwks, settings, named_database=args.database_url is not None)
         exported = read_checkpoint_files(args.checkpoints) if args.checkpoints else []
     except (ConfigError, OSError, ValueError, httpx.HTTPError) as error:
         print(f"llmeu audit verify: {error}", file=sys.stderr)
         return 2
     try:
-        rows, stored = asyncio.run(_read(settings))
+        rows, stored, where = asyncio.run(_read(settings))
     except (DatabaseError, LookupError) as error:
         print(f"llmeu audit verify: {error}", file=sys.stderr)
         return 1
     tokens = list(dict.fromkeys([*stored, *exported]))
-    report: ChainReport = verify_chain(rows, tokens, jwks)
+    if tokens and keys is None:
+        print(
+            f"llmeu audit verify: {len(tokens)} checkpoint(s) of the ledger at {where} to check: "
+            "name the keys that signed them with --jwks (the gateway's "
+            "https://…/.well-known/llmeu/jwks.json, or a JWKS file); with --database-url no "
+            "key is taken from this machine",
+            file=sys.stderr,
+        )
+        return 2
+    jwks, source = keys or ({"keys": []}, "")
+    report: ChainReport = verify_chain(rows, tokens, jwks, now=time.time())
     for line in report.lines():
         print(line)
+    if tokens:
+        print(f"checkpoints checked against {source}")
     return 0 if report.ok else 1
 
 
-def _jwks(source: str | None, settings: Settings) -> dict[str, Any]:
-    if source is None:
-        if configured_pem_source(settings) is None and not any(
-            settings.signing_key_dir.glob("*.key")
-        ):
-            return {"keys": []}  # no keys here: never generate one just to verify
-        return load_signing_keys(settings).jwks()
+def _keys(
+    source: str | None, settings: Settings, *, named_database: bool
+) -> tuple[dict[str, Any], str] | None:
+    """The JWKS to check checkpoints against, and where it came from; None when the
+    command must ask for it."""
+    if source is not None:
+        return _read_jwks(source), f"the keys of --jwks {source}"
+    if named_database:
+        return None
+    pem = configured_pem_source(settings)
+    if pem is None and not any(settings.signing_key_dir.glob("*.key")):
+        # no keys here: never generate one just to verify
+        return {"keys": []}, f"no keys (none in {settings.signing_key_dir})"
+    where = pem or str(settings.signing_key_dir)
+    return load_signing_keys(settings).jwks(), f"this gateway's own keys ({where})"
+
+
+def _read_jwks(source: str) -> dict[str, Any]:
     if source.startswith(("http://", "https://")):
         response = httpx.get(source, timeout=_JWKS_TIMEOUT_SECONDS)
         response.raise_for_status()
@@ -89,7 +121,8 @@ def _jwks(source: str | None, settings: Settings) -> dict[str, Any]:
     return document
 
 
-async def _read(settings: Settings) -> tuple[list[Row], list[str]]:
+async def _read(settings: Settings) -> tuple[list[Row], list[str], str]:
+    """The rows in chain order, the stored checkpoints, and where the ledger is."""
     database = open_database(settings.effective_database_url)
     try:
         await database.open(create=False)
@@ -100,6 +133,6 @@ async def _read(settings: Settings) -> tuple[list[Row], list[str]]:
             raise LookupError(f"no ledger in {database.describe()}")
         rows = await chained_rows(database)
         checkpoints = await database.fetch("SELECT token FROM chain_checkpoints ORDER BY chain_seq")
-        return rows, [r["token"] for r in checkpoints]
+        return rows, [r["token"] for r in checkpoints], database.describe()
     finally:
         await database.close()

@@ -4,19 +4,23 @@
     llmeu receipt verify receipt.jws --jwks jwks.json --request body.json --content answer.txt
 
 RECEIPT is a file holding the receipt, `-` for standard input, or the
-receipt itself. `--jwks` is a JWKS file or an http(s) URL. With `--request`
-or `--content`, the file's SHA-256 must equal the digest the receipt carries
-(the request body exactly as sent; the text produced, UTF-8).
+receipt itself (a compact JWS: three dot-separated parts). A file of that
+name is read first; otherwise an argument of the JWS's shape is taken as the
+receipt, and anything else is neither. `--jwks` is a JWKS file or an http(s)
+URL. With `--request` or `--content`, the file's SHA-256 must equal the
+digest the receipt carries (the request body exactly as sent; the text
+produced, UTF-8).
 
-Prints one line — `valid: …` or `invalid: <why>` — and exits 0 for a valid
-receipt, 1 otherwise; `--json` prints the line and the signed payload.
+Prints one line — `valid: …` or `invalid: <why>` — ending with where the
+receipt was read (`(receipt from file …)`, `(receipt given inline)`, `(receipt
+from standard input)`), and exits 0 for a valid receipt, 1 otherwise;
+`--json` prints the line, the source and the signed payload.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -26,7 +30,7 @@ import httpx
 from llmeu.evidence.receipts import ReceiptCheck, verify_receipt
 
 _JWKS_TIMEOUT_SECONDS = 10.0
-_COMPACT_JWS = re.compile(r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+")
+_INLINE = "receipt given inline"
 
 
 def register(subparsers: Any) -> None:
@@ -42,8 +46,9 @@ def register(subparsers: Any) -> None:
 
 
 def run_verify(args: argparse.Namespace) -> int:
+    source = ""  # where the receipt was read, once it was
     try:
-        receipt = _read_receipt(args.receipt)
+        receipt, source = _read_receipt(args.receipt)
         jwks = _read_jwks(args.jwks)
         request = args.request.read_bytes() if args.request else None
         content = args.content.read_bytes() if args.content else None
@@ -51,24 +56,40 @@ def run_verify(args: argparse.Namespace) -> int:
         check = ReceiptCheck(False, f"invalid: {error}")
     else:
         check = verify_receipt(receipt, jwks, request_body=request, content=content)
+    if source == _INLINE and not check.valid:  # perhaps a file name mistyped
+        source += ", there being no file of that name"
+    line = f"{check.line} ({source})" if source else check.line
     if args.json:
-        print(json.dumps({"valid": check.valid, "line": check.line, "payload": check.payload}))
+        print(json.dumps({"valid": check.valid, "line": line, "source": source,
+                          "payload": check.payload}))  # fmt: skip
     else:
-        print(check.line)
+        print(line)
     return 0 if check.valid else 1
 
 
-def _read_receipt(argument: str) -> str:
+def _read_receipt(argument: str) -> tuple[str, str]:
+    """The receipt and where it was read: stdin, a file, or the argument itself."""
     if argument == "-":
-        return sys.stdin.read().strip()
-    if _COMPACT_JWS.fullmatch(argument) and not _is_file(argument):
-        return argument
-    return Path(argument).read_text(encoding="ascii").strip()
+        return sys.stdin.read().strip(), "receipt from standard input"
+    path = Path(argument)
+    if _is_file(path):
+        try:
+            return path.read_bytes().decode("ascii").strip(), f"receipt from file {argument}"
+        except UnicodeDecodeError:
+            raise ValueError(f"the file {argument} does not hold a receipt (not ASCII)") from None
+    inline = argument.strip()
+    if inline.count(".") == 2 and not any(c in inline for c in "/\\"):
+        return inline, _INLINE
+    shown = argument if len(argument) <= 60 else f"{argument[:57]}..."
+    raise ValueError(
+        f"RECEIPT {shown!r} is neither a file nor a receipt given inline (a compact JWS: "
+        "three dot-separated base64url parts)"
+    )
 
 
-def _is_file(argument: str) -> bool:
+def _is_file(path: Path) -> bool:
     try:
-        return Path(argument).is_file()
+        return path.is_file()
     except OSError:  # e.g. a receipt longer than a file name may be
         return False
 

@@ -1,11 +1,13 @@
 """Walk a hash chain and its checkpoints; name every broken place.
 
 Input: the final trace rows in `chain_seq` order (each with `chain_seq`,
-`chain_link`, `trace_id` and the chained columns) and the checkpoint tokens.
-A row whose metadata was purged by retention (`metadata_purged_at` set) keeps
-its place and its link but not what the link was computed from: its link is
-taken as given where it sits right after its predecessor's `chain_seq`, and
-the row after it must follow it as usual.
+`chain_link`, `chain_version`, `metadata_sha256`, `metadata_purged_at`,
+`trace_id` and the chained columns) and the checkpoint tokens. Each row is
+read by its chain version (`llmeu.evidence.chained_rows`): a purged row must
+really be empty and, from version 2, its kept columns must still hash to its
+link; a purged version-1 row's link is taken as given where it sits right
+after its predecessor's `chain_seq`. A row chained as suspect is named
+(`suspect`), and so is a row whose columns say what no link shows (`edited`).
 Pure: no database, no files; the caller reads them, and may stream the rows:
 only their sequence numbers, ids and links are kept.
 
@@ -59,14 +61,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from llmeu.evidence.chain import (
-    GENESIS_LINK,
-    ChainLink,
-    Checkpoint,
-    chain_body,
-    link_after,
-    read_checkpoint,
-)
+from llmeu.evidence.chain import GENESIS_LINK, ChainLink, Checkpoint, link_after, read_checkpoint
+from llmeu.evidence.chained_rows import read_row
 from llmeu.evidence.diagnosis import ChainWalk, Damage, Finding, diagnose
 from llmeu.evidence.signing_keys import public_keys_from_jwks
 
@@ -101,11 +97,13 @@ def verify_chain(
     *,
     window: int = 32,
     search_budget: int = 1_000_000,
+    now: float | None = None,
 ) -> ChainReport:
-    """Verify rows (in `chain_seq` order) and checkpoint tokens (checked against `jwks`)."""
+    """Verify rows (in `chain_seq` order) and checkpoint tokens (checked against `jwks`);
+    `now`: the verifier's time (a purge cannot have happened after it)."""
     findings: list[Finding] = []
     valid = _read_checkpoints(checkpoints, jwks, findings)
-    walk = _first_pass(rows, valid, findings)
+    walk = _first_pass(rows, valid, findings, now)
     findings.extend(diagnose(walk, window=window, budget=search_budget))
     newest = _checkpoint_findings(walk, valid, findings)
     head = ChainLink(walk.seqs[-1], walk.links[-1], walk.ids[-1]) if walk.ids else None
@@ -132,11 +130,15 @@ def _read_checkpoints(
 
 
 def _first_pass(
-    rows: Iterable[Mapping[str, Any]], checkpoints: list[Checkpoint], findings: list[Finding]
+    rows: Iterable[Mapping[str, Any]],
+    checkpoints: list[Checkpoint],
+    findings: list[Finding],
+    now: float | None,
 ) -> ChainWalk:
     walk = ChainWalk()
     previous: str | None = None
     outside: list[tuple[int, str]] = []
+    marked: list[tuple[int, Damage, str]] = []  # what a row's columns say, by position
     for row in rows:
         seq, link, trace_id = row.get("chain_seq"), row.get("chain_link"), row.get("trace_id")
         if not isinstance(seq, int) or not _is_link(link):
@@ -147,18 +149,33 @@ def _first_pass(
             walk.start = previous = _start_link(
                 seq, str(trace_id), checkpoints, findings, walk.missing
             )
-        body = chain_body(row)
-        follows = previous is None or link_after(previous, body) == link
-        if not follows and row.get("metadata_purged_at") is not None:
-            # A purged row's metadata is gone, so its link cannot be recomputed: it is taken
-            # as given in its place, and the next row must still follow it.
+        reading = read_row(row, now)
+        follows = previous is None or link_after(previous, reading.body) == link
+        if not follows and reading.given:
+            # A purged version-1 row's link cannot be recomputed: it is taken as given in
+            # its place, and the next row must still follow it.
             follows = seq == (walk.seqs[-1] if walk.seqs else 0) + 1
-        walk.add(seq, str(trace_id), link, body, follows)
+        named = f"{trace_id} (seq {seq})"
+        problem = reading.problem or (reading.if_linked if follows else None)
+        if problem is not None:
+            marked.append((len(walk.ids), Damage.EDITED, f"{named}: {problem}"))
+        if reading.suspect:
+            marked.append((len(walk.ids), Damage.SUSPECT, f"{named}: {_SUSPECT}"))
+        walk.add(seq, str(trace_id), link, reading.body, follows)
         previous = link
+    for position, kind, detail in marked:
+        row_id = (walk.ids[position],)
+        findings.append(Finding(kind, detail, row_id, *walk.around(position, position)))
     for position, trace_id in outside:
         detail = f"{trace_id} has no valid chain_seq/chain_link: it is not part of the chain"
         findings.append(Finding(Damage.INSERTED, detail, (trace_id,), *walk.between(position)))
     return walk
+
+
+_SUSPECT = (
+    "chained as suspect: the gateway found it in the ledger without a place in the chain, "
+    "and no gateway process had recorded the call (written into the database directly?)"
+)
 
 
 def _is_link(value: object) -> bool:

@@ -1,22 +1,40 @@
 """The ledger's hash chain: one link per final trace, and signed checkpoints of its head.
 
-    link(n) = SHA-256( link(n-1) as 32 bytes || JCS(metadata of row n) )
+    link(n) = SHA-256( link(n-1) as 32 bytes || JCS(body of row n) )
     link(0) = 32 zero bytes (GENESIS)
 
-The metadata is the row's columns as the database stores them, minus the
-content (prompt, completion and their expiry): erasing or purging content
-never breaks the chain, while any change to what the call was — its status,
-route, timings, tokens, cost, attempts — does. Columns are named
-(`CHAINED_COLUMNS`) rather than "all but content" so that a migration adding
-a column never changes the links of old rows; null values are left out, so a
-column added later can join the list without breaking them either. JSON
-columns (attempts, excluded) are hashed as the text stored, and JCS writes
-`1` and `1.0` alike, so SQLite and PostgreSQL rows hash the same.
+Version 2 (`CHAIN_VERSION`), the body of a row is
+
+    {the columns a metadata purge keeps (KEPT_COLUMNS), "chain_version": 2,
+     "metadata_sha256": hex SHA-256 of JCS(the columns it empties, METADATA_COLUMNS)}
+
+Every column of a trace row is in one of the two sets, except the content
+(prompt, completion and their expiry) and the chain's own bookkeeping: erasing
+or purging content never breaks the chain, while any change to what the call
+was — its status, route, timings, tokens, cost, attempts, the personal data
+found, its data subject, its retention — does. The ledger stores the digest
+with the link (`metadata_sha256`): a metadata purge empties the
+`METADATA_COLUMNS` (to `PURGED_VALUES`) and keeps that digest, so the kept
+columns of a purged row still hash, with it, to the row's link, and its emptied
+columns can be checked empty (`llmeu.evidence.audit`).
+
+Version 1 (rows chained before version 2; the ledger's `chain_version` is
+NULL): the body is JCS of the `VERSION_1_COLUMNS`. Such a row stays verifiable
+under its version; what version 1 left out (the personal data found, the data
+subject, the cache tokens, the ignored features, the metadata's expiry) is not
+covered for it, and a purged version-1 row's link can only be taken as given.
+The version is inside what version 2 hashes, so a row cannot be moved to an
+earlier version unnoticed.
+
+Columns are named rather than "all but content" so that a migration adding a
+column never changes the links of old rows; null values are left out. JSON
+columns (attempts, excluded, personal_data) are hashed as the text stored,
+and JCS writes `1` and `1.0` alike, so SQLite and PostgreSQL rows hash the same.
 
 How the ledger is meant to store it (integration):
 
-- each final trace row gets `chain_seq` (1, 2, 3 … with no gaps) and
-  `chain_link` (64 hex digits);
+- each final trace row gets `chain_seq` (1, 2, 3 … with no gaps), `chain_link`
+  (64 hex digits), `chain_version` and `metadata_sha256` (`link_row`);
 - the head is the row with the highest `chain_seq`; a writer links its
   rows after the head it wrote last and checks before commit that they
   landed right after a committed row, or reads the head and links them then;
@@ -26,12 +44,15 @@ How the ledger is meant to store it (integration):
   one chain, in commit order, across processes. A PostgreSQL SEQUENCE would
   not do: it leaves gaps on rollback, and a gap means "deleted" to the
   verifier;
+- a final row the gateway finds without a place that no gateway process
+  recorded (`chain_suspect`, a kept column) is chained with that mark, which
+  the verifier names;
 - every N traces or M minutes a checkpoint of the head is signed
   (`sign_checkpoint`) and stored, and may be copied to an append-only place:
   it is what makes truncating the tail, or rewriting the whole chain with
   recomputed links, detectable (see `llmeu.evidence.audit`).
 
-The link costs one JCS serialisation and one SHA-256 per final trace, inside
+The link costs two JCS serialisations and two SHA-256 per final trace, inside
 the write transaction; signing happens only for checkpoints.
 """
 
@@ -51,29 +72,70 @@ from llmeu.evidence.signing_keys import SigningKey
 
 GENESIS_LINK = "0" * 64
 CHECKPOINT_VERSION = 1
-CHAINED_COLUMNS = (
+CHAIN_VERSION = 2
+KEPT_COLUMNS = (
+    "trace_id", "key_id", "route", "stream", "status", "instance_id", "received_at",
+    "tokens_estimated", "metadata_expires_at", "policy_sha256", "request_sha256",
+    "content_sha256", "chain_suspect",
+)  # fmt: skip
+"""What a metadata purge keeps of a row: its identity, place and status, who called, the
+digests a receipt carries, when its metadata expires; and the suspect mark."""
+PURGED_VALUES: dict[str, Any] = {
+    "request_model": "", "policy_id": None, "endpoint_id": None, "provider": None,
+    "model_used": None, "model_version": None, "inference_region": None,
+    "sovereignty_class": None, "retention": None, "input_tokens": None, "output_tokens": None,
+    "cost_eur": None, "finish_reason": None, "http_status": None, "error_type": None,
+    "error_code": None, "error_message": None, "attempts": "[]", "excluded": "[]",
+    "first_token_at": None, "finished_at": None, "ttft_ms": None, "tpot_ms": None,
+    "subject_sha256": None, "personal_data": None, "cache_read_tokens": None,
+    "cache_creation_tokens": None, "ignored_features": None,
+}  # fmt: skip
+"""The metadata a purge empties, and the value it leaves (`llmeu.ledger.retention`)."""
+METADATA_COLUMNS = tuple(PURGED_VALUES)
+CHAINED_COLUMNS = (*KEPT_COLUMNS, *METADATA_COLUMNS)
+"""Every column of a trace row the current version covers."""
+VERSION_1_COLUMNS = (
     "trace_id", "key_id", "route", "request_model", "stream", "status", "instance_id",
     "received_at", "first_token_at", "finished_at", "ttft_ms", "tpot_ms", "policy_id",
     "endpoint_id", "provider", "model_used", "model_version", "inference_region",
     "sovereignty_class", "retention", "input_tokens", "output_tokens", "tokens_estimated",
     "cost_eur", "finish_reason", "http_status", "error_type", "error_code", "error_message",
-    "attempts", "excluded",
-    # Digests that receipts carry, once the ledger stores them.
-    "policy_sha256", "request_sha256", "content_sha256",
+    "attempts", "excluded", "policy_sha256", "request_sha256", "content_sha256",
 )  # fmt: skip
+"""What version 1 covers: rows chained before version 2 are verified against these."""
 
-
-_CHAINED_OBJECT = FlatObject(CHAINED_COLUMNS)
+_METADATA_OBJECT = FlatObject(METADATA_COLUMNS)
+_BODY_OBJECT = FlatObject((*KEPT_COLUMNS, "chain_version", "metadata_sha256"))
+_VERSION_1_OBJECT = FlatObject(VERSION_1_COLUMNS)
 
 
 def chain_metadata(row: Mapping[str, Any]) -> dict[str, Any]:
-    """The part of a trace row the chain covers: named columns, nulls left out."""
-    return {name: row[name] for name in CHAINED_COLUMNS if row.get(name) is not None}
+    """The object a row's link hashes under the current version, written plainly: the
+    reference that `chain_body` (the fast path) is held to."""
+    metadata = {name: row[name] for name in METADATA_COLUMNS if row.get(name) is not None}
+    kept = {name: row[name] for name in KEPT_COLUMNS if row.get(name) is not None}
+    digest = hashlib.sha256(canonical_json(metadata)).hexdigest()
+    return {**kept, "chain_version": CHAIN_VERSION, "metadata_sha256": digest}
 
 
-def chain_body(row: Mapping[str, Any]) -> bytes:
-    """`canonical_json(chain_metadata(row))`: the bytes a row's link hashes."""
-    return _CHAINED_OBJECT.encode(row)
+def metadata_sha256(row: Mapping[str, Any]) -> str:
+    """The digest of what a metadata purge empties: kept in the ledger beside the link."""
+    return hashlib.sha256(_METADATA_OBJECT.encode(row)).hexdigest()
+
+
+def chain_body(row: Mapping[str, Any], digest: str | None = None) -> bytes:
+    """`canonical_json(chain_metadata(row))`: the bytes a row's link hashes (current
+    version); `digest`: its metadata's, when known (a purged row's, as stored)."""
+    members = dict(row)  # a copy in C: cheaper than picking the kept columns out
+    members.setdefault("chain_suspect", None)  # a row being written carries no mark
+    members["chain_version"] = CHAIN_VERSION
+    members["metadata_sha256"] = metadata_sha256(row) if digest is None else digest
+    return _BODY_OBJECT.encode(members)
+
+
+def version_1_body(row: Mapping[str, Any]) -> bytes:
+    """The bytes a row chained under version 1 hashes: JCS of its `VERSION_1_COLUMNS`."""
+    return _VERSION_1_OBJECT.encode(row)
 
 
 def link_after(previous_link: str, body: bytes) -> str:
@@ -91,7 +153,15 @@ class ChainLink:
 
     def next(self, row: Mapping[str, Any]) -> ChainLink:
         """The link of `row`, written right after this one: its `chain_seq` and `chain_link`."""
-        return ChainLink(self.seq + 1, link_after(self.link, chain_body(row)), row.get("trace_id"))
+        return link_row(self, row)[0]
+
+
+def link_row(head: ChainLink, row: Mapping[str, Any]) -> tuple[ChainLink, str]:
+    """`row`'s place right after `head` under the current version, and its metadata's
+    digest: with `CHAIN_VERSION`, what the ledger stores beside the row."""
+    digest = metadata_sha256(row)
+    link = link_after(head.link, chain_body(row, digest))
+    return ChainLink(head.seq + 1, link, row.get("trace_id")), digest
 
 
 GENESIS = ChainLink(0, GENESIS_LINK)

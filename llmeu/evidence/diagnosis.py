@@ -42,6 +42,7 @@ class Damage(StrEnum):
     REORDERED = "reordered"
     TRUNCATED = "truncated after checkpoint"
     INVALID_CHECKPOINT = "invalid checkpoint"
+    SUSPECT = "suspect"
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,12 +32,14 @@ take places meanwhile. The lock is in memory: no row is written for it. SQLite's
 write transaction is exclusive already. (The one-row `chain_head` table of
 migration 3 is no longer read or written.)
 
-Picking up every unchained final row also chains final rows written before the
-chain existed (migration 3) the first time anything is written after it.
+No row enters the chain unmarked that the gateway did not write: a final row
+without a place that the linking transaction did not write, and that the
+gateway did not admit when it made it, is chained with `chain_suspect` set
+(`llmeu.ledger.admission`).
 
 Content (prompt, completion) is not chained, so purging or erasing it never
 breaks the chain; a metadata purge (`llmeu.ledger.retention`) keeps the row,
-its place and its link, and the verifier takes a purged row's link as given.
+its place, its link and its metadata's digest (`metadata_sha256`).
 """
 
 from __future__ import annotations
@@ -49,21 +51,39 @@ from pathlib import Path
 from typing import Any
 
 from llmeu.errors import DatabaseError
-from llmeu.evidence.chain import CHAINED_COLUMNS, GENESIS, ChainLink, sign_checkpoint
+from llmeu.evidence.chain import (
+    CHAIN_VERSION,
+    CHAINED_COLUMNS,
+    GENESIS,
+    VERSION_1_COLUMNS,
+    ChainLink,
+    link_row,
+    sign_checkpoint,
+)
 from llmeu.evidence.signing_keys import SigningKey
+from llmeu.ledger.admission import ADMITTED, mark_suspects
 from llmeu.ledger.database import Database, Dialect, Followup, Params, Row, Statement
 
 _SWEEP_LIMIT = 5000  # rows chained per transaction; the rest go with the next one
 AHEAD_LIMIT = 64  # rows linked ahead in one transaction; a larger batch goes the locked way
 _CHAINED_SELECT = ", ".join(CHAINED_COLUMNS)
-_SET_LINK = "UPDATE traces SET chain_seq = ?, chain_link = ? WHERE trace_id = ?"
+LINK_COLUMNS = ("chain_seq", "chain_link", "chain_version", "metadata_sha256")
+"""What a final row stores of its place in the chain, besides its columns."""
+_SET_LINK = (
+    "UPDATE traces SET chain_seq = ?, chain_link = ?, chain_version = ?, metadata_sha256 = ?, "
+    "chain_suspect = ? WHERE trace_id = ?"
+)
 _HEAD = (
     "SELECT chain_seq AS seq, chain_link AS link, trace_id FROM traces "
     "WHERE chain_seq IS NOT NULL ORDER BY chain_seq DESC LIMIT 1"
 )
-# Columns a verifier reads: the chained ones, the row's place, and whether its metadata
-# was purged (then its link is taken as given).
-VERIFY_COLUMNS = (*CHAINED_COLUMNS, "chain_seq", "chain_link", "metadata_purged_at")
+# Columns a verifier reads: the chained ones of either version, the row's place, and
+# whether its metadata was purged (`llmeu.evidence.chained_rows`).
+VERIFY_COLUMNS = (
+    *dict.fromkeys((*CHAINED_COLUMNS, *VERSION_1_COLUMNS)),
+    *LINK_COLUMNS,
+    "metadata_purged_at",
+)
 
 _FINAL_UNCHAINED = (
     "FROM traces WHERE chain_seq IS NULL "
@@ -72,7 +92,7 @@ _FINAL_UNCHAINED = (
 )
 _UNCHAINED_WHERE = f"{_FINAL_UNCHAINED}ORDER BY received_at, trace_id LIMIT {_SWEEP_LIMIT}"
 _UNCHAINED_IDS = f"SELECT trace_id {_UNCHAINED_WHERE}"
-_UNCHAINED = f"SELECT {_CHAINED_SELECT} {_UNCHAINED_WHERE}"
+_UNCHAINED = f"SELECT {_CHAINED_SELECT}, {ADMITTED} {_UNCHAINED_WHERE}"
 _AFTER_AND_WAITING = (
     "(SELECT COUNT(*) FROM traces WHERE chain_seq = ? AND chain_link = ?) AS after, "
     f"(SELECT COUNT(*) FROM (SELECT 1 {_FINAL_UNCHAINED}LIMIT 1) AS waiting) AS waiting"
@@ -106,13 +126,13 @@ class ChainTail:
 
 @dataclass(frozen=True, slots=True)
 class Ahead:
-    """Final rows linked ahead from a remembered head: `links[i]` is (chain_seq, chain_link)
-    of the i-th row; `check` ends the transaction that writes them, or `statement` writes
-    and checks them at once."""
+    """Final rows linked ahead from a remembered head: `links[i]` is what the i-th row stores
+    of its place (`LINK_COLUMNS`); `check` ends the transaction that writes them, or
+    `statement` writes and checks them at once."""
 
     before: ChainLink
     head: ChainLink
-    links: list[tuple[int, str]]
+    links: list[tuple[int, str, int, str]]
     trace_ids: list[str]
     tail: ChainTail
 
@@ -125,7 +145,7 @@ class Ahead:
         read = (
             _AHEAD_PLACED.format(marks=marks) + _AFTER_AND_WAITING,
             (
-                before.seq, self.head.seq, *self.trace_ids, *(link for _, link in self.links),
+                before.seq, self.head.seq, *self.trace_ids, *(place[1] for place in self.links),
                 before.seq, before.link, settled_before,
             ),
         )  # fmt: skip
@@ -181,9 +201,7 @@ def link_ahead(rows: Sequence[Mapping[str, Any]], tail: ChainTail) -> Ahead | No
     if before is None or not rows or len(rows) > AHEAD_LIMIT:
         return None
     links, head = _links(before, rows)
-    return Ahead(
-        before, head, [(seq, link) for seq, link, _ in links], [t for _, _, t in links], tail
-    )
+    return Ahead(before, head, [place[:4] for place in links], [place[5] for place in links], tail)
 
 
 def chain_final_rows(
@@ -200,7 +218,8 @@ def chain_final_rows(
     the usual case — their links are computed from them, sparing a read of every
     column. A row written again once final (a retried batch) is chained already, so
     never among those ids. Any other unchained row (a call found `interrupted`, a row
-    written before the chain existed) sends the whole batch through a full read.
+    written before the chain existed) sends the whole batch through a full read, and
+    is marked `chain_suspect` unless the gateway admitted it (`chain_admitted`).
 
     An `interrupted` row joins the chain once it was marked before `settled_before`:
     until then the call's own process, judged stopped while only slow, may still
@@ -219,18 +238,24 @@ def chain_final_rows(
         head = _head(heads)
         if all(row["trace_id"] in known for row in ids):
             return _link_rows(head, [known[row["trace_id"]] for row in ids], tail)
-        return Followup(full_read, lambda rows: _link_rows(head, rows[0], tail))
+        return Followup(
+            full_read, lambda rows: _link_rows(head, mark_suspects(rows[0], known), tail)
+        )
 
     return Followup(reads=reads, build=link)
 
 
-def _links(
-    head: ChainLink, rows: Sequence[Mapping[str, Any]]
-) -> tuple[list[tuple[int, str, Any]], ChainLink]:
-    links = []
+Place = tuple[int, str, int, str, int | None, str]
+"""What `_SET_LINK` writes of a row: chain_seq, chain_link, chain_version, metadata_sha256,
+chain_suspect, and the row's trace id."""
+
+
+def _links(head: ChainLink, rows: Sequence[Mapping[str, Any]]) -> tuple[list[Place], ChainLink]:
+    links: list[Place] = []
     for row in rows:
-        head = head.next(row)
-        links.append((head.seq, head.link, row["trace_id"]))
+        head, digest = link_row(head, row)
+        suspect = row.get("chain_suspect")
+        links.append((head.seq, head.link, CHAIN_VERSION, digest, suspect, row["trace_id"]))
     return links, head
 
 
@@ -257,8 +282,8 @@ async def chain_head(db: Database) -> ChainLink:
 
 
 async def chain_pending(db: Database, settled_before: float) -> int:
-    """Chain the final rows nobody chained yet: written before the chain existed, or
-    `interrupted` rows that settled since the last write."""
+    """Chain the final rows nobody chained yet: `interrupted` rows that settled since the
+    last write, rows written before the chain existed, and rows nobody admitted (suspect)."""
     counts = await db.transaction([], chain_final_rows(db.dialect, settled_before))
     return counts[0] if counts else 0
 

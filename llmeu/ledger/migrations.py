@@ -298,6 +298,33 @@ MIGRATIONS: tuple[tuple[int, str, tuple[Step, ...]], ...] = (
             "DELETE FROM traces WHERE status = 'in_progress'",
         ),
     ),
+    (
+        12,
+        "chain version 2: every metadata column, purged rows checkable, suspect rows",
+        (
+            # What a row stores of its place besides chain_seq and chain_link
+            # (llmeu.evidence.chain): the version that chained it (NULL: version 1), the
+            # digest of the metadata a purge empties, and the mark of a row chained
+            # though no gateway process recorded it.
+            "ALTER TABLE traces ADD COLUMN chain_version INTEGER",
+            "ALTER TABLE traces ADD COLUMN metadata_sha256 TEXT",
+            "ALTER TABLE traces ADD COLUMN chain_suspect INTEGER",
+            # Final rows the gateway made without a place in the chain, admitted to it
+            # unmarked: a call found `interrupted`, from an open call of a known process
+            # (llmeu.ledger.chaining). The unchained final rows of a ledger upgraded now
+            # predate the check and are admitted with it.
+            """
+            CREATE TABLE chain_admitted (
+                trace_id TEXT PRIMARY KEY,
+                instance_id TEXT NOT NULL,
+                admitted_at DOUBLE PRECISION NOT NULL
+            )
+            """,
+            "INSERT INTO chain_admitted (trace_id, instance_id, admitted_at) "
+            "SELECT trace_id, instance_id, received_at FROM traces "
+            "WHERE chain_seq IS NULL AND status <> 'in_progress'",
+        ),
+    ),
 )
 
 CREATE_MIGRATIONS_TABLE = """

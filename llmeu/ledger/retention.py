@@ -34,20 +34,17 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
+from llmeu.evidence.chain import PURGED_VALUES
 from llmeu.ledger.database import Database, Row
 
-# Columns a metadata purge keeps: the row's identity and place, nothing about the call.
-_PURGED = (
-    "request_model = '', policy_id = NULL, endpoint_id = NULL, provider = NULL, "
-    "model_used = NULL, model_version = NULL, inference_region = NULL, "
-    "sovereignty_class = NULL, retention = NULL, input_tokens = NULL, output_tokens = NULL, "
-    "cost_eur = NULL, finish_reason = NULL, http_status = NULL, error_type = NULL, "
-    "error_code = NULL, error_message = NULL, attempts = '[]', excluded = '[]', "
-    "prompt = NULL, completion = NULL, content_expires_at = NULL, subject_sha256 = NULL, "
-    "first_token_at = NULL, finished_at = NULL, ttft_ms = NULL, tpot_ms = NULL, "
-    "cache_read_tokens = NULL, cache_creation_tokens = NULL, ignored_features = NULL, "
-    "personal_data = NULL"
-)
+# A metadata purge empties what the chain's digest of the metadata covers (the verifier
+# checks that it did) and the content; it keeps the row's identity, place and status.
+_PURGED = ", ".join(
+    f"{column} = {'NULL' if value is None else repr(value)}"
+    for column, value in {
+        **PURGED_VALUES, "prompt": None, "completion": None, "content_expires_at": None,
+    }.items()
+)  # fmt: skip
 _NOT_HELD = (
     "NOT EXISTS (SELECT 1 FROM legal_holds h WHERE h.released_at IS NULL "
     "AND (h.key_id IS NULL OR h.key_id = traces.key_id))"

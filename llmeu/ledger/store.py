@@ -10,6 +10,7 @@ from typing import Any
 
 from llmeu.calls.record import TraceRecord
 from llmeu.errors import DatabaseError, DatabaseUnavailable
+from llmeu.ledger.admission import ADMIT, FORGET_CHAINED, KEEP_ADMITTED
 from llmeu.ledger.api_keys import ApiKey
 from llmeu.ledger.database import Database, Row, Statement
 from llmeu.ledger.migrations import CREATE_MIGRATIONS_TABLE, MIGRATIONS, Step
@@ -129,11 +130,14 @@ class Store:
         return {r["version"] for r in await self.db.fetch("SELECT version FROM schema_migrations")}
 
     async def write_traces(
-        self, begins: Sequence[tuple[Any, ...]], finishes: Sequence[tuple[Any, ...]]
+        self,
+        begins: Sequence[tuple[Any, ...]],
+        finishes: Sequence[tuple[Any, ...]],
+        marks: Sequence[tuple[Any, ...]] = (),
     ) -> None:
-        """In-progress rows (of `open_row`), then final rows (of `trace_row`), in one
-        transaction: `TraceWrites.write`."""
-        await self.writes.write(begins, finishes)
+        """In-progress rows (of `open_row`), progress marks (of `progress_row`), then final
+        rows (of `trace_row`), in one transaction: `TraceWrites.write`."""
+        await self.writes.write(begins, finishes, marks)
 
     async def get_trace(self, trace_id: str, *, key_id: str | None = None) -> dict[str, Any] | None:
         """The trace as stored, final, or else the call's in-progress row."""
@@ -255,15 +259,15 @@ class Store:
         """Calls left in progress by gateway processes that stopped heartbeating become
         `interrupted` traces; returns how many. Also removes the in-progress rows of calls
         whose final row is there (`llmeu.ledger.trace_writes`)."""
-        dead = (
-            "(instance_id IN (SELECT instance_id FROM instances WHERE heartbeat_at < ?) "
-            "OR instance_id NOT IN (SELECT instance_id FROM instances))"
-        )
+        stopped = "instance_id IN (SELECT instance_id FROM instances WHERE heartbeat_at < ?)"
+        dead = f"({stopped} OR instance_id NOT IN (SELECT instance_id FROM instances))"
         counts = await self.db.transaction(
             [
                 (f"{_INTERRUPT} WHERE {dead}{_KEEP_FINAL}", [(now, live_after)]),
+                (f"{ADMIT} AND {stopped}{KEEP_ADMITTED}", [(now, live_after)]),
                 (f"DELETE FROM open_calls WHERE {dead}", [(live_after,)]),
                 (_CLOSE_FINISHED, [()]),
+                (FORGET_CHAINED, [()]),
                 ("DELETE FROM instances WHERE heartbeat_at < ?", [(live_after,)]),
             ],
             self.writes.chain(now),
@@ -272,9 +276,11 @@ class Store:
 
     async def mark_instance_interrupted(self, instance_id: str, now: float) -> int:
         """The calls a process left in progress when it died (its supervisor saw it die)."""
+        known = "instance_id IN (SELECT instance_id FROM instances WHERE instance_id = ?)"
         counts = await self.db.transaction(
             [
                 (f"{_INTERRUPT} WHERE instance_id = ?{_KEEP_FINAL}", [(now, instance_id)]),
+                (f"{ADMIT} AND {known}{KEEP_ADMITTED}", [(now, instance_id)]),
                 ("DELETE FROM open_calls WHERE instance_id = ?", [(instance_id,)]),
                 ("DELETE FROM instances WHERE instance_id = ?", [(instance_id,)]),
             ],

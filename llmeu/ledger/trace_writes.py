@@ -29,7 +29,13 @@ import msgspec
 
 from llmeu.calls.record import TraceRecord
 from llmeu.errors import DatabaseUnavailable
-from llmeu.ledger.chaining import ChainMoved, ChainTail, chain_final_rows, link_ahead
+from llmeu.ledger.chaining import (
+    LINK_COLUMNS,
+    ChainMoved,
+    ChainTail,
+    chain_final_rows,
+    link_ahead,
+)
 from llmeu.ledger.database import Database, Followup, Row, Statement, WriteConflict
 
 TRACE_COLUMNS = (
@@ -46,7 +52,7 @@ _INSERT_TRACE = (
     f"INSERT INTO traces ({', '.join(TRACE_COLUMNS)}) "
     f"VALUES ({', '.join('?' for _ in TRACE_COLUMNS)})"
 )
-_CHAINED_COLUMNS = (*TRACE_COLUMNS, "chain_seq", "chain_link")
+_CHAINED_COLUMNS = (*TRACE_COLUMNS, *LINK_COLUMNS)
 _INSERT_CHAINED = (
     f"INSERT INTO traces ({', '.join(_CHAINED_COLUMNS)}) "
     f"VALUES ({', '.join('?' for _ in _CHAINED_COLUMNS)})"
@@ -66,6 +72,17 @@ _BEGIN_OPEN = (
     "WHERE NOT EXISTS (SELECT 1 FROM traces WHERE trace_id = ?)"
 )
 _CLOSE_OPEN = "DELETE FROM open_calls WHERE trace_id = ?"
+PROGRESS_COLUMNS = (
+    "first_token_at", "ttft_ms", "endpoint_id", "provider", "model_used", "model_version",
+    "inference_region", "sovereignty_class", "retention", "output_tokens", "attempts",
+)  # fmt: skip
+"""What a progress mark writes of a stream still open (`progress_row`): where it runs and
+what it delivered so far, for the `interrupted` trace a crash leaves (`Store.mark_interrupted`
+copies the open row)."""
+_MARK_PROGRESS = (
+    f"UPDATE open_calls SET {', '.join(f'{c} = ?' for c in PROGRESS_COLUMNS)}, "
+    "tokens_estimated = 1 WHERE trace_id = ?"
+)
 _LOCKED_ATTEMPTS = 5  # a locked write refused by a writer that took no lock (an older version)
 
 
@@ -99,6 +116,19 @@ def open_row(record: TraceRecord) -> tuple[Any, ...]:
         None if record.personal_data is None else json_text(record.personal_data),
         record.policy_sha256, record.request_sha256, record.subject_sha256,
         record.ignored_features,
+    ))  # fmt: skip
+
+
+def progress_row(record: TraceRecord, output_tokens: int) -> tuple[Any, ...]:
+    """The progress mark of a stream: `PROGRESS_COLUMNS`, then the trace id. Attempts go
+    without their error texts: an upstream's error may quote the prompt, and only a
+    call's end decides whether the trace may keep it."""
+    attempts = [dict(a.as_dict(), error=None) for a in record.attempts]
+    return _storable((
+        record.first_token_at, record.ttft_ms, record.endpoint_id, record.provider,
+        record.model_used, record.model_version, record.inference_region,
+        record.sovereignty_class, record.retention, output_tokens, json_text(attempts),
+        record.trace_id,
     ))  # fmt: skip
 
 
@@ -179,24 +209,30 @@ class TraceWrites:
         return chain_final_rows(self.db.dialect, settled_before, written, self.chain_tail)
 
     async def write(
-        self, begins: Sequence[tuple[Any, ...]], finishes: Sequence[tuple[Any, ...]]
+        self,
+        begins: Sequence[tuple[Any, ...]],
+        finishes: Sequence[tuple[Any, ...]],
+        marks: Sequence[tuple[Any, ...]] = (),
     ) -> None:
-        """One transaction: in-progress rows first (rows of `open_row`), then finished traces
-        (rows of `trace_row`).
+        """One transaction: in-progress rows first (rows of `open_row`), then the progress
+        marks of open streams (rows of `progress_row`), then finished traces (rows of
+        `trace_row`).
 
-        Where the database has a relaxed commit (PostgreSQL), a batch of
-        in-progress rows only does not wait for the WAL flush: such a row exists
-        to be found as `interrupted` after a gateway crash, and a committed row
+        Where the database has a relaxed commit (PostgreSQL), a batch without a
+        finished trace does not wait for the WAL flush: an in-progress row and a
+        mark exist to be found after a gateway crash, and a committed row
         survives the gateway's crash either way; only a crash of the database
         server itself within a fraction of a second could lose it. A batch with a
         finished trace always commits synchronously.
         """
         statements: list[Statement] = []
         relaxed = self.db.dialect.relaxed_commit
-        if begins and not finishes and relaxed is not None:
+        if (begins or marks) and not finishes and relaxed is not None:
             statements.append((relaxed, [()]))
         if begins:
             statements.append((self.begin_trace, [(*row, row[0]) for row in begins]))
+        if marks:
+            statements.append((_MARK_PROGRESS, marks))
         if not finishes:
             if statements:
                 await self.db.transaction(statements)
@@ -211,16 +247,15 @@ class TraceWrites:
         ahead = link_ahead(list(written.values()), self.chain_tail)
         if ahead is not None:
             chained = [
-                (*row, seq, link)
-                for row, (seq, link) in zip(firsts.values(), ahead.links, strict=True)
+                (*row, *place) for row, place in zip(firsts.values(), ahead.links, strict=True)
             ]
             try:
                 d = self.db.dialect
                 if d.cte_writes and not statements:
                     # The rows, the removal of their in-progress rows and the check: one
                     # statement, alone in its transaction.
-                    marks = ", ".join("?" * len(closed))
-                    close = (f"DELETE FROM open_calls WHERE trace_id IN ({marks})", closed)
+                    places = ", ".join("?" * len(closed))
+                    close = (f"DELETE FROM open_calls WHERE trace_id IN ({places})", closed)
                     await self.db.statement(
                         *ahead.statement(
                             settled_before, self.finish_chained_values(chained), before=close

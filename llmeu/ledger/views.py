@@ -101,6 +101,8 @@ def trace_view(row: Row, *, summary: bool = False) -> dict[str, Any]:
             "content_sha256": row.get("content_sha256"),
             "chain_seq": row.get("chain_seq"),
             "chain_link": row.get("chain_link"),
+            # Found without a place, not written by the gateway (llmeu.ledger.chaining).
+            "chain_suspect": bool(row.get("chain_suspect")),
         }
     return view
 

@@ -20,6 +20,18 @@ queued while its in-progress row is still on the way (the upstream answered
 at once), does not wait for that row's round trip. Either may land first: an
 in-progress row is not stored once its final row is there, and the final row's
 transaction removes the in-progress one (`llmeu.ledger.trace_writes`).
+
+A stream also leaves **progress marks** (`progress`): once a second, each
+stream open for more than a second that delivered something since its last
+mark gets one queued — replacing its mark still in the queue, so a stream
+has at most one waiting — which writes where it runs and the tokens it
+delivered (estimated) into its in-progress row. A process killed mid-stream
+thus leaves an `interrupted` trace that says what the client received, up to
+a second before the kill. A stream pays one dictionary entry for this (3,700
+instructions, callgrind: 0.1 % of a 64-chunk stream), a non-streamed call
+nothing; only streams that outlive a second write marks, at most one a second
+each (~22,000 instructions to make one), in the batches of the writer like
+any row.
 """
 
 from __future__ import annotations
@@ -30,16 +42,18 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from llmeu.calls.output import StreamOutput
 from llmeu.calls.record import TraceRecord
 from llmeu.errors import DatabaseUnavailable
 from llmeu.ledger.store import Store
-from llmeu.ledger.trace_writes import open_row, trace_row
+from llmeu.ledger.trace_writes import open_row, progress_row, trace_row
 
 log = logging.getLogger("llmeu.ledger")
 
 _MAX_BATCH = 2000
 _GATHER_TURNS = 4
 _FIRST_BACKOFF = 0.05
+PROGRESS_SECONDS = 1.0
 
 
 class _Pending:
@@ -49,6 +63,19 @@ class _Pending:
         self.kind = kind
         self.row = row
         self.future = future
+
+
+class _Stream:
+    """A stream whose progress is marked: `seen` once a tick found it (its first mark comes
+    at the next), `marked` the delta count of its last mark."""
+
+    __slots__ = ("marked", "output", "record", "seen")
+
+    def __init__(self, record: TraceRecord, output: StreamOutput):
+        self.record = record
+        self.output = output
+        self.seen = False
+        self.marked = 0
 
 
 class Ledger:
@@ -74,6 +101,9 @@ class Ledger:
         self.last_batch_seconds = 0.0
         self.on_finals: Callable[[int], None] | None = None
         """Told how many final traces each committed batch wrote (and chained)."""
+        self._streams: dict[str, _Stream] = {}  # open streams whose progress is marked
+        self._marks: dict[str, _Pending] = {}  # their marks in the queue, by trace id
+        self._ticker: asyncio.Task[None] | None = None
 
     @property
     def depth(self) -> int:
@@ -88,6 +118,7 @@ class Ledger:
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="llmeu-ledger-writer")
+        self._ticker = asyncio.create_task(self._tick(), name="llmeu-ledger-progress")
 
     def begin(self, record: TraceRecord, *, awaited: bool = False) -> asyncio.Future[None]:
         """Queue the in-progress row of a call (found as `interrupted` after a crash);
@@ -99,13 +130,43 @@ class Ledger:
 
     def finish(self, record: TraceRecord) -> asyncio.Future[None]:
         """Queue the final trace of a call; the future resolves when it is durable."""
+        self._streams.pop(record.trace_id, None)
         return self._put("finish", trace_row(record))
+
+    def progress(self, record: TraceRecord, output: StreamOutput) -> None:
+        """Mark, about once a second until the call's final trace, what the stream of this
+        in-progress call delivered (`output`): found after a crash, it is what its
+        `interrupted` trace records."""
+        self._streams[record.trace_id] = _Stream(record, output)
 
     def _put(self, kind: str, row: tuple[Any, ...]) -> asyncio.Future[None]:
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._queue.append(_Pending(kind, row, future))
+        pending = _Pending(kind, row, future)
+        self._queue.append(pending)
         self._wakeup.set()
+        if kind == "progress":
+            self._marks[row[-1]] = pending
         return future
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(PROGRESS_SECONDS)
+            self.mark_progress()
+
+    def mark_progress(self) -> None:
+        """Queue a mark for each stream that delivered since its last, once a tick saw it."""
+        for trace_id, stream in self._streams.items():
+            deltas = stream.output.deltas
+            if not stream.seen or deltas == stream.marked:
+                stream.seen = True
+                continue
+            stream.marked = deltas
+            row = progress_row(stream.record, stream.output.estimated_tokens())
+            queued = self._marks.get(trace_id)
+            if queued is not None:
+                queued.row = row  # still in the queue: one mark a stream waits at most
+            else:
+                self._put("progress", row)
 
     async def durable(self, future: asyncio.Future[None], timeout: float) -> bool:
         """Wait until a queued record is durable; True if it is. Returns False at once when
@@ -140,7 +201,7 @@ class Ledger:
         flushed = await self.flush(timeout)  # batches on their way, beside the loop or on it
         if not flushed:
             log.error("ledger: %d records could not be written before shutdown", self.depth)
-        for task in (self._task, self._begins):
+        for task in (self._ticker, self._task, self._begins):
             if task is not None:
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
@@ -186,6 +247,11 @@ class Ledger:
         """`batch` is out of the queue and on its way to the database (`_write` ends that)."""
         self._taken += len(batch)
         self._writing.append(batch)
+        if not self._marks:
+            return
+        for pending in batch:  # on their way: a newer mark of the stream queues anew
+            if pending.kind == "progress" and self._marks.get(pending.row[-1]) is pending:
+                del self._marks[pending.row[-1]]
 
     async def _write(self, batch: list[_Pending]) -> None:
         loop = asyncio.get_running_loop()
@@ -193,9 +259,10 @@ class Ledger:
         # A call that ended before its in-progress row was written needs only its final row.
         finished = {row[0] for row in finishes}
         begins = [p.row for p in batch if p.kind == "begin" and p.row[0] not in finished]
+        marks = [p.row for p in batch if p.kind == "progress" and p.row[-1] not in finished]
         started = loop.time()
         try:
-            await self.store.write_traces(begins, finishes)
+            await self.store.write_traces(begins, finishes, marks)
         except (DatabaseUnavailable, OSError) as error:
             await self._keep(batch, error)
             return
@@ -210,7 +277,7 @@ class Ledger:
         self._taken -= len(batch)
         self._available()
         self.batches += 1
-        self.rows_written += len(begins) + len(finishes)
+        self.rows_written += len(begins) + len(finishes) + len(marks)
         self.last_batch_seconds = loop.time() - started
         if finishes and self.on_finals is not None:
             self.on_finals(len(finishes))
@@ -221,6 +288,9 @@ class Ledger:
         """The database is unavailable: put the rows back in front and wait before retrying."""
         self._taken -= len(rows)
         self._queue.extendleft(reversed(rows))
+        for pending in rows:  # back in the queue: the one a newer mark replaces, if none is
+            if pending.kind == "progress":
+                self._marks.setdefault(pending.row[-1], pending)
         self._wakeup.set()  # kept beside the main loop: the loop must see them again
         if self.healthy:
             log.error("ledger: database unavailable, %d records buffered: %s",
@@ -247,6 +317,8 @@ class Ledger:
             try:
                 if pending.kind == "begin":
                     await self.store.write_traces(rows, [])
+                elif pending.kind == "progress":
+                    await self.store.write_traces([], [], rows)
                 else:
                     await self.store.write_traces([], rows)
             except (DatabaseUnavailable, OSError) as error:

@@ -4,6 +4,8 @@ finds each ledger intact."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import signal
 import subprocess
@@ -17,6 +19,8 @@ import httpx
 import pytest
 
 from llmeu.evidence.signing_keys import KeyRing, SigningKey
+from llmeu.ledger.opening import open_database
+from llmeu.ledger.trace_writes import TRACE_COLUMNS
 from tests.support.databases import postgres_database_sync
 from tests.support.processes import REPO, FakeUpstream, Gateway, config_yaml, fake_endpoint
 from tests.support.waiting import wait_for
@@ -110,3 +114,58 @@ def test_two_processes_writing_at_once_make_one_chain(
     assert status == 0, output
     assert output.startswith("OK: 90 traces, chain intact up to trc_"), output
     assert "no checkpoint" not in output, output
+
+
+async def _forge(database_url: str, copied_from: str) -> None:
+    """A final row written straight into the database: a copy of a genuine one, moved."""
+    database = open_database(database_url)
+    await database.open(create=False)
+    columns = [c for c in TRACE_COLUMNS if c != "trace_id"]
+    try:
+        await database.execute(
+            f"INSERT INTO traces (trace_id, {', '.join(columns)}) "
+            f"SELECT 'trc_forged', {', '.join(columns)} FROM traces WHERE trace_id = ?",
+            (copied_from,),
+        )
+        await database.execute(
+            "UPDATE traces SET endpoint_id = 'us-east-1', sovereignty_class = 'global' "
+            "WHERE trace_id = 'trc_forged'"
+        )
+    finally:
+        await database.close()
+
+
+@pytest.mark.parametrize("ledger", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_a_row_forged_into_the_database_is_chained_as_suspect_and_named(
+    gateway_factory: Callable[..., Gateway], fake_upstream: FakeUpstream, tmp_path: Path,
+    ledger: str,
+) -> None:  # fmt: skip
+    """The row has no place in the chain when the gateway starts again: it is chained (so
+    that it can never leave the chain unnoticed), marked suspect, and `audit verify` names
+    it — rather than vouched for as the gateway's own."""
+    config = config_yaml(fake_endpoint("fakeprov-fr-a", fake_upstream))
+    key = SigningKey.generate()
+    env = {"LLMEU_SIGNING_KEY": key.private_pem().decode()}
+    jwks = tmp_path / "jwks.json"
+    jwks.write_text(json.dumps(KeyRing(key).jwks()))
+    data = tmp_path / "data"
+    with contextlib.ExitStack() as stack:
+        url = (
+            f"sqlite:///{data / 'llmeu.db'}"
+            if ledger == "sqlite"
+            else stack.enter_context(postgres_database_sync())
+        )
+        args = ["--database-url", url, "--checkpoint-every", "2"]
+        gateway = gateway_factory(config=config, data_dir=data, args=args, env=env)
+        genuine = calls(gateway, 3)
+        gateway.stop()
+        asyncio.run(_forge(url, genuine[1]))
+        restarted = gateway_factory(config=config, data_dir=data, args=args, env=env)
+        genuine += calls(restarted, 1)
+        restarted.stop()
+        assert "trc_forged is final but has no place in the chain" in restarted.output()
+        status, output = audit_verify("--database-url", url, "--jwks", str(jwks))
+    assert status == 1, output
+    findings = [line for line in output.splitlines() if not line.startswith("checkpoints ")]
+    assert len(findings) == 1 and findings[0].startswith("suspect: trc_forged (seq 4): "), output
+    assert f"between {genuine[2]} and {genuine[3]}" in findings[0], output

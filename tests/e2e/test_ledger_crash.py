@@ -125,3 +125,46 @@ def test_sigkill_under_load_loses_no_answered_call(
     assert totals["requests"] == totals["completed"] + totals["interrupted"]
     assert totals["requests"] <= len(outcomes) + HELD
     print(json.dumps({"answered": len(answered), "cut": len(cut), "totals": totals}))
+
+
+def test_a_stream_cut_by_kill_9_records_the_tokens_it_delivered(
+    gateway_factory: Callable[..., Gateway], fake_upstream: FakeUpstream
+) -> None:
+    """The stream's progress mark (about once a second) is what its `interrupted` trace
+    records: the tokens the client received, estimated, and the endpoint that served."""
+    config = config_yaml(fake_endpoint("fakeprov-fr-a", fake_upstream))
+    gateway = gateway_factory(config=config)
+    headers = {"authorization": f"Bearer {gateway.admin_key}"}
+    held: dict[str, Any] = {"frames": 0}
+
+    def hold() -> None:
+        body = {"model": "fake-model", "stream": True,
+                "messages": [{"role": "user", "content": "held [[chunks=1000;delay=100]]"}]}  # fmt: skip
+        try:
+            with httpx.stream("POST", f"{gateway.url}/v1/chat/completions", json=body,
+                              headers=headers, timeout=30) as response:  # fmt: skip
+                held["trace_id"] = response.headers["x-llmeu-trace-id"]
+                for line in response.iter_lines():
+                    held["frames"] += line.startswith("data: {")
+        except httpx.HTTPError:
+            pass
+
+    def marked() -> int | None:
+        view = httpx.get(f"{gateway.url}/v1/platform/traces/{held['trace_id']}", headers=headers)
+        return view.json()["usage"]["output_tokens"]  # type: ignore[no-any-return]
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    wait_for(lambda: held["frames"] >= 3, what="deltas sent")
+    wait_for(lambda: marked() is not None, what="a progress mark of the open stream")
+    delivered = marked()
+    gateway.stop(signal.SIGKILL)
+    holder.join()
+
+    restarted = gateway_factory(config=config, data_dir=gateway.data_dir)
+    trace = httpx.get(f"{restarted.url}/v1/platform/traces/{held['trace_id']}", headers=headers)
+    record = trace.json()
+    assert record["status"] == "interrupted"
+    assert record["usage"]["output_tokens"] is not None and record["usage"]["estimated"] is True
+    assert delivered is not None and record["usage"]["output_tokens"] >= delivered
+    assert record["routing"]["endpoint_id"] == "fakeprov-fr-a"

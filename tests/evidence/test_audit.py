@@ -16,6 +16,7 @@ from llmeu.evidence import (
     sign_checkpoint,
     verify_chain,
 )
+from llmeu.evidence.chain import CHAIN_VERSION, link_row
 from tests.evidence.factories import ledger_row
 
 Row = dict[str, Any]
@@ -27,8 +28,9 @@ CHECKPOINT_AT = 1_762_000_000.0
 def chained(rows: list[Row], head: ChainLink = GENESIS) -> ChainLink:
     """Link rows in place, as the ledger's write transaction does; returns the new head."""
     for row in rows:
-        head = head.next(row)
-        row["chain_seq"], row["chain_link"] = head.seq, head.link
+        head, digest = link_row(head, row)
+        row.update(chain_seq=head.seq, chain_link=head.link, chain_version=CHAIN_VERSION,
+                   metadata_sha256=digest)  # fmt: skip
     return head
 
 

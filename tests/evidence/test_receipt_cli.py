@@ -63,7 +63,9 @@ def test_a_valid_receipt_with_its_files(
     )  # fmt: skip
     assert status == 0
     assert out.startswith("valid: receipt of trace trc_0192f3a4b5c6d7e8f9a0b1c2d3e4 (completed)")
-    assert out.rstrip().endswith("request and content digests match")
+    assert out.rstrip().endswith(
+        f"request and content digests match (receipt from file {files['receipt']})"
+    )
     assert out.count("\n") == 1
 
 
@@ -83,13 +85,61 @@ def test_another_content_is_invalid(
     assert out.startswith("invalid: content digest differs")
 
 
-def test_the_receipt_inline_or_on_stdin(
+def test_the_receipt_inline_or_on_stdin_says_where_it_was_read(
     files: dict[str, Path], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     receipt = files["receipt"].read_text().strip()
-    assert run(capsys, receipt, "--jwks", str(files["jwks"]))[0] == 0
+    status, out = run(capsys, receipt, "--jwks", str(files["jwks"]))
+    assert status == 0 and out.rstrip().endswith(" (receipt given inline)"), out
     monkeypatch.setattr("sys.stdin", io.StringIO(receipt + "\n"))
-    assert run(capsys, "-", "--jwks", str(files["jwks"]))[0] == 0
+    status, out = run(capsys, "-", "--jwks", str(files["jwks"]))
+    assert status == 0 and out.rstrip().endswith(" (receipt from standard input)"), out
+    status, out = run(capsys, str(files["receipt"]), "--jwks", str(files["jwks"]))
+    assert status == 0 and out.rstrip().endswith(f" (receipt from file {files['receipt']})")
+
+
+def tampered(receipt: str, kind: str) -> str:
+    header, payload, signature = receipt.split(".")
+    flipped = "B" if payload[5] == "A" else "A"
+    return {
+        "payload-changed": f"{header}.{payload[:5]}{flipped}{payload[6:]}.{signature}",
+        "base64-not-url": f"{header}.{payload}.{signature[:-1]}+",
+        "a-fourth-part": f"{header}.{payload}.{signature}.extra",
+        "whitespace-around": f"  {receipt}\n",
+    }[kind]
+
+
+@pytest.mark.parametrize(
+    "kind", ["payload-changed", "base64-not-url", "a-fourth-part", "whitespace-around"]
+)
+def test_a_receipt_given_inline_is_checked_as_one_never_taken_for_a_file_name(
+    files: dict[str, Path], capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
+    receipt = tampered(files["receipt"].read_text().strip(), kind)
+    status, out = run(capsys, receipt, "--jwks", str(files["jwks"]))
+    assert "File name too long" not in out and out.count("\n") == 1, out
+    if kind == "whitespace-around":
+        assert status == 0 and out.rstrip().endswith("(receipt given inline)"), out
+    elif kind == "a-fourth-part":
+        assert status == 1 and "is neither a file nor a receipt given inline" in out, out
+    else:
+        assert status == 1 and out.startswith("invalid: "), out
+        assert out.rstrip().endswith("(receipt given inline, there being no file of that name)")
+
+
+@pytest.mark.parametrize(
+    "argument", ["missing-receipt.jws", "x" * 5000, "/no/such/dir/receipt.jws", "a.b.c/d.e"]
+)
+def test_neither_a_file_nor_a_receipt_says_both_were_tried(
+    files: dict[str, Path], capsys: pytest.CaptureFixture[str], argument: str
+) -> None:
+    status, out = run(capsys, argument, "--jwks", str(files["jwks"]))
+    assert status == 1 and out.count("\n") == 1, out
+    assert (
+        out.startswith("invalid: RECEIPT ")
+        and "is neither a file nor a receipt given inline" in out
+    )
+    assert "File name too long" not in out and len(out) < 300, out
 
 
 def test_json_output_carries_the_payload(
@@ -109,7 +159,11 @@ def test_unreadable_inputs_are_one_invalid_line(
     assert out.startswith("invalid: ") and out.count("\n") == 1
     (tmp_path / "bad.json").write_text("<html>")
     status, out = run(capsys, str(files["receipt"]), "--jwks", str(tmp_path / "bad.json"))
-    assert (status, out.strip()) == (1, f"invalid: the JWKS at {tmp_path / 'bad.json'} is not JSON")
+    assert (status, out.strip()) == (
+        1,
+        f"invalid: the JWKS at {tmp_path / 'bad.json'} is not JSON "
+        f"(receipt from file {files['receipt']})",
+    )
 
 
 @pytest.fixture

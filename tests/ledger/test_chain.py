@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from llmeu.calls.record import CallStatus
-from llmeu.evidence.chain import CHAINED_COLUMNS, GENESIS, ChainLink
+from llmeu.evidence.chain import CHAIN_VERSION, CHAINED_COLUMNS, GENESIS, ChainLink, link_row
 from llmeu.evidence.signing_keys import KeyRing, SigningKey
 from llmeu.ledger.chaining import (
     CheckpointPolicy,
@@ -115,6 +115,7 @@ async def test_interrupted_calls_join_the_chain_once_no_process_can_finish_them(
     store: Store,
 ) -> None:
     slow = trace(CallStatus.IN_PROGRESS, instance_id="gw_slow")
+    await store.heartbeat("gw_slow", 0.0)  # processes the ledger knows
     await store.write_traces([open_row(slow)], [])
     await store.mark_interrupted(live_after=1e12, now=1e9)
     assert await chain_ids(store.db) == []  # settling: its process may still finish it
@@ -123,6 +124,7 @@ async def test_interrupted_calls_join_the_chain_once_no_process_can_finish_them(
     assert await chain_ids(store.db) == [(1, slow.trace_id)]
 
     stuck = trace(CallStatus.IN_PROGRESS, instance_id="gw_dead")
+    await store.heartbeat("gw_dead", 0.0)
     await store.write_traces([open_row(stuck)], [])
     await store.mark_interrupted(live_after=1e12, now=1e9)
     assert await chain_pending(store.db, settled_before=1e9) == 1
@@ -130,20 +132,7 @@ async def test_interrupted_calls_join_the_chain_once_no_process_can_finish_them(
     stuck.status = CallStatus.COMPLETED
     await write(store, stuck)  # too late: the chain vouches for it as interrupted
     assert (await store.get_trace(stuck.trace_id))["status"] == "interrupted"  # type: ignore[index]
-
-
-async def test_final_rows_from_before_the_chain_are_chained_by_the_next_write(
-    store: Store,
-) -> None:
-    old = [trace(), trace()]
-    await write(store, *old)
-    await store.db.transaction([
-        ("UPDATE traces SET chain_seq = NULL, chain_link = NULL", [()]),
-        ("UPDATE chain_head SET seq = 0, link = ?, trace_id = NULL", [(GENESIS.link,)]),
-    ])  # fmt: skip
-    new = trace()
-    await write(store, new)
-    assert [i for _, i in await chain_ids(store.db)] == [*(r.trace_id for r in old), new.trace_id]
+    assert not any(row["chain_suspect"] for row in await chained_rows(store.db))
 
 
 async def test_checkpoints_every_n_traces_are_signed_stored_and_exported(
@@ -195,8 +184,14 @@ async def _insert(db: Database, ids: list[str], _: Path) -> None:
     ])  # fmt: skip
     rows = {row["trace_id"]: row for row in await chained_rows(db)}
     genuine = rows[ids[2]]
-    link = ChainLink(genuine["chain_seq"], genuine["chain_link"]).next(rows["trc_forged"])
-    await db.execute("UPDATE traces SET chain_link = ? WHERE trace_id = 'trc_forged'", (link.link,))
+    link, digest = link_row(
+        ChainLink(genuine["chain_seq"], genuine["chain_link"]), rows["trc_forged"]
+    )
+    await db.execute(
+        "UPDATE traces SET chain_link = ?, chain_version = ?, metadata_sha256 = ? "
+        "WHERE trace_id = 'trc_forged'",
+        (link.link, CHAIN_VERSION, digest),
+    )
 
 
 async def _swap(db: Database, ids: list[str], _: Path) -> None:

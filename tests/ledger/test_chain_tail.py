@@ -10,7 +10,7 @@ from collections.abc import Awaitable
 import pytest
 
 from llmeu.calls.record import CallStatus
-from llmeu.evidence.chain import GENESIS, ChainLink
+from llmeu.evidence.chain import CHAIN_VERSION, GENESIS, ChainLink, metadata_sha256
 from llmeu.ledger.chaining import (
     AHEAD_LIMIT,
     ChainMoved,
@@ -32,6 +32,7 @@ async def assert_one_chain(db: Database, ids: list[str]) -> None:
     head = GENESIS
     rows = await chained_rows(db)
     assert [r["trace_id"] for r in rows] == ids
+    assert not any(r["chain_suspect"] for r in rows)  # each written by a store
     for row in rows:
         head = head.next(row)
         assert (row["chain_seq"], row["chain_link"]) == (head.seq, head.link)
@@ -43,7 +44,8 @@ def test_a_remembered_head_links_ahead_and_checks_before_commit() -> None:
     assert link_ahead([row], tail) is None  # nothing remembered yet: the locked way
     tail.head = ChainLink(3, "ab" * 32, "trc_z")
     ahead = link_ahead([row], tail)
-    assert ahead is not None and ahead.links == [(4, tail.head.next(row).link)]
+    place = (4, tail.head.next(row).link, CHAIN_VERSION, metadata_sha256(row))
+    assert ahead is not None and ahead.links == [place]
     assert link_ahead([row] * (AHEAD_LIMIT + 1), tail) is None  # a large batch: locked
     # Landed after the remembered head, nothing else waiting: the head moves on.
     assert ahead.check(0.0).build([[{"placed": 1, "after": 1, "waiting": 0}]]) == []
@@ -95,9 +97,10 @@ async def test_a_head_that_was_never_committed_is_not_trusted(store: Store) -> N
 async def test_rows_of_others_go_the_locked_way_with_a_remembered_head(store: Store) -> None:
     mine = trace()
     await write(store, mine)
-    interrupted = trace(CallStatus.INTERRUPTED)
-    interrupted.finished_at = 1.0  # settled long ago: any write chains it
-    await store.db.transaction([(store.writes.finish_trace, [trace_row(interrupted)])])
+    interrupted = trace(CallStatus.IN_PROGRESS, instance_id="gw_dead")
+    await store.heartbeat("gw_dead", 0.0)
+    await store.write_traces([open_row(interrupted)], [])
+    await store.mark_interrupted(live_after=1.0, now=1.0)  # settled long ago: any write chains it
     after = trace()
     await write(store, after)
     chained = [r["trace_id"] for r in await chained_rows(store.db)]

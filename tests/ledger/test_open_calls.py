@@ -141,7 +141,7 @@ async def test_migration_11_moves_rows_in_progress_out_of_traces(database_url: s
                 f"VALUES ({', '.join('?' * len(row))})",
                 row,
             )
-        assert await Store(db).migrate() == [11]
+        assert (await Store(db).migrate())[:1] == [11]
         assert await tables(db, running.trace_id) == {"open_calls": "in_progress"}
         assert await tables(db, done.trace_id) == {"traces": "completed"}
     finally:

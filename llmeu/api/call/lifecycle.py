@@ -270,6 +270,7 @@ class Call:
         pending = encoder.start()
         if delta is not None:
             self.trace.first_token()
+            self.trace.delivering(state.output)  # marked as it goes, for a crash mid-stream
         while delta is not None:
             delta = await self._forward(upstream, delta, pending, encoder)
             pending = b""

@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from llmeu.api.call.redaction import redact_all
+from llmeu.calls.output import StreamOutput
 from llmeu.calls.record import Attempt, CallStatus, TraceRecord, new_trace_id
 from llmeu.errors import ApiError, NoCompliantRoute, UpstreamError
 from llmeu.evidence.receipts import policy_sha256
@@ -171,6 +172,12 @@ class TraceRecorder:
     def first_token(self) -> None:
         self.record.first_token_at = time.time()
         self._observers.first_token(self.record)
+
+    def delivering(self, output: StreamOutput) -> None:
+        """The stream's output as it is delivered: about once a second its progress is marked
+        on the in-progress row, so that a process that dies mid-stream leaves an
+        `interrupted` trace with the tokens it delivered (`Ledger.progress`)."""
+        self._ledger.progress(self.record, output)
 
     def usage(
         self, input_tokens: int | None, output_tokens: int | None, *, estimated: bool
