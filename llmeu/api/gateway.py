@@ -14,7 +14,7 @@ import logging
 import secrets
 import socket
 import time
-from collections.abc import Coroutine, Mapping
+from collections.abc import Coroutine
 from typing import Any
 
 from llmeu.api.call.context import CallContext
@@ -28,7 +28,12 @@ from llmeu.api.services.policies import PolicyBook
 from llmeu.api.services.receipt_issuer import Receipts
 from llmeu.api.services.response_store import ResponseStore
 from llmeu.api.services.signing import load_signing_keys
-from llmeu.api.services.upstreams import Upstreams
+from llmeu.api.services.upstreams import (
+    ProviderBuilder,
+    Upstreams,
+    retire_providers,
+    start_providers,
+)
 from llmeu.api.welcome import AdminKey, Welcome, announce, chat_model, reachable_root
 from llmeu.config import Settings
 from llmeu.errors import ConfigError, DatabaseError
@@ -51,11 +56,8 @@ from llmeu.limits.redis_notices import RedisNotices
 from llmeu.limits.shared_breaker import SharedCircuitBreaker
 from llmeu.observability.hooks import Observers
 from llmeu.observability.telemetry import Telemetry
-from llmeu.providers.base import Provider
-from llmeu.providers.table import ProviderContext, build_provider, missing_credentials
 from llmeu.providers.transport import HttpClient
 from llmeu.routing.breaker import CircuitBreaker
-from llmeu.routing.catalog import Endpoint, EndpointKind
 from llmeu.routing.config_file import GatewayConfig
 from llmeu.routing.durations import Duration
 from llmeu.routing.load import load_config
@@ -117,7 +119,10 @@ class Gateway:
         self.limits: Limiter = build_limiter(
             settings.redis_url, redis_timeout=settings.redis_timeout_seconds
         )
-        self.upstreams = Upstreams(config.catalog, *self._providers(), breaker=self.breaker)
+        self.providers = ProviderBuilder(settings, self.http)
+        self.upstreams = Upstreams(
+            config.catalog, *self.providers.build(config.catalog), breaker=self.breaker
+        )
         self.telemetry = Telemetry.build(
             settings,
             config.catalog,
@@ -169,25 +174,6 @@ class Gateway:
         config = load_gateway_config(settings)
         return cls(settings, config, store, instance_id, load_signing_keys(settings))
 
-    def _providers(
-        self, reuse: Mapping[Endpoint, Provider] | None = None
-    ) -> tuple[dict[str, Provider], dict[str, str]]:
-        """A provider for every endpoint that can be called; `reuse` keeps those of an
-        earlier configuration whose endpoint is unchanged (a loaded local model stays)."""
-        settings = self.settings
-        unavailable = missing_credentials(self.config.catalog, settings.environ)
-        context = ProviderContext(self.http, settings.environ, settings.local_threads)
-        providers: dict[str, Provider] = {}
-        for endpoint in self.config.catalog.endpoints:
-            if endpoint.endpoint_id in unavailable:
-                continue
-            if endpoint.kind is EndpointKind.LOCAL and not settings.load_local_models:
-                unavailable[endpoint.endpoint_id] = "local models are disabled (--no-local)"
-                continue
-            kept = (reuse or {}).get(endpoint)
-            providers[endpoint.endpoint_id] = kept or build_provider(endpoint, context)
-        return providers, unavailable
-
     async def start(self) -> None:
         await self.store.db.open()
         await self.store.migrate()
@@ -219,7 +205,7 @@ class Gateway:
         await self.limits.start(self.store.spend_by_key)
         if isinstance(self.breaker, SharedCircuitBreaker):
             self.breaker.start([e.endpoint_id for e in self.config.catalog.endpoints])
-        await self._start_providers(self.upstreams)
+        await start_providers(self.upstreams)
         self._tasks.append(asyncio.create_task(self._maintenance(), name="llmeu-maintenance"))
         self._tasks.append(asyncio.create_task(self._checkpointing(), name="llmeu-checkpoints"))
         self._loop = asyncio.get_running_loop()
@@ -250,19 +236,6 @@ class Gateway:
             return self._redis_notices
         return None
 
-    async def _start_providers(
-        self, upstreams: Upstreams, started: frozenset[str] = frozenset()
-    ) -> None:
-        for endpoint_id, provider in list(upstreams.providers.items()):
-            if endpoint_id in started:
-                continue
-            try:
-                await provider.start()
-            except ConfigError as error:
-                log.error("endpoint %s is unavailable: %s", endpoint_id, error)
-                upstreams.unavailable[endpoint_id] = str(error)
-                del upstreams.providers[endpoint_id]
-
     async def _apply_change(self, change: Change) -> None:
         """Another gateway process revoked a key, replaced a policy or reloaded its
         configuration file."""
@@ -286,18 +259,19 @@ class Gateway:
                 previous.catalog.get(eid): provider for eid, provider in previous.providers.items()
             }
             self.config = config
-            providers, unavailable = self._providers(
-                {e: p for e, p in reuse.items() if e is not None}
+            providers, unavailable = self.providers.build(
+                config.catalog, {e: p for e, p in reuse.items() if e is not None}
             )
             upstreams = Upstreams(config.catalog, providers, unavailable, self.breaker)
             kept = frozenset(eid for eid, p in providers.items() if p in reuse.values())
-            await self._start_providers(upstreams, kept)
+            await start_providers(upstreams, kept)
             self.policies.configure(config.policies, config.default_policy)
             self.upstreams = self.calls.context.upstreams = self.platform.upstreams = upstreams
             gone = [p for p in previous.providers.values() if p not in providers.values()]
             if gone:
                 in_flight = set(self.calls.context.inflight.values())
-                self._spawn(self._retire(gone, in_flight))
+                grace = self.settings.shutdown_grace_seconds
+                self._spawn(retire_providers(gone, in_flight, grace))
             log.warning("configuration reloaded: %d endpoints, %d policies",
                         len(config.catalog.endpoints), len(self.policies.policies))  # fmt: skip
         if tell_others:
@@ -322,12 +296,6 @@ class Gateway:
         task = asyncio.create_task(work)
         self._tasks.append(task)
         task.add_done_callback(self._tasks.remove)
-
-    async def _retire(self, providers: list[Provider], in_flight: set[asyncio.Task[Any]]) -> None:
-        if in_flight:
-            await asyncio.wait(in_flight, timeout=self.settings.shutdown_grace_seconds)
-        for provider in providers:
-            await provider.aclose()
 
     async def broadcast(self, kind: str, ident: str) -> Propagation | None:
         """Make a change this process applied hold in every other process (shared ledger)."""

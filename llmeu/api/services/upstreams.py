@@ -1,24 +1,33 @@
 """The endpoints a call can reach: the catalog, their providers, and their health.
 
-Built once by the gateway. Routing itself is pure (`llmeu.routing.router`);
+Built by the gateway at start and at each reload (`ProviderBuilder`: a provider
+per endpoint that can be called; `start_providers`, `retire_providers`). Routing itself is pure (`llmeu.routing.router`);
 this adds what it needs from the running gateway — which endpoints cannot be
 called and why, and each endpoint's circuit-breaker state right now.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from llmeu.calls.hangup import Hangup
 from llmeu.calls.request import ChatRequest
+from llmeu.config import Settings
 from llmeu.credentials import redact_credentials
-from llmeu.errors import ApiError, UpstreamError
+from llmeu.errors import ApiError, ConfigError, UpstreamError
 from llmeu.providers.base import Provider
+from llmeu.providers.table import ProviderContext, build_provider, missing_credentials
+from llmeu.providers.transport import HttpClient
 from llmeu.routing.breaker import CircuitBreaker, failure_kind
-from llmeu.routing.catalog import Capability, Catalog, Endpoint
+from llmeu.routing.catalog import Capability, Catalog, Endpoint, EndpointKind
 from llmeu.routing.policy import Policy
 from llmeu.routing.router import RoutePlan, plan_route
+
+log = logging.getLogger("llmeu")
 
 
 class Upstreams:
@@ -76,3 +85,55 @@ class Upstreams:
         """The endpoint's circuit; with `keys`, the ids of the keys whose calls opened it
         (tenant data: the admin's view only)."""
         return self.breaker.describe(endpoint.endpoint_id, time.monotonic(), keys=keys)
+
+
+class ProviderBuilder:
+    """A provider for every endpoint of a catalog that can be called now: its credentials are
+    set (else it is unavailable, with the reason), local models are not switched off."""
+
+    __slots__ = ("_context", "_load_local")
+
+    def __init__(self, settings: Settings, http: HttpClient):
+        self._context = ProviderContext(http, settings.environ, settings.local_threads)
+        self._load_local = settings.load_local_models
+
+    def build(
+        self, catalog: Catalog, reuse: Mapping[Endpoint, Provider] | None = None
+    ) -> tuple[dict[str, Provider], dict[str, str]]:
+        """The providers and the unavailable endpoints with why; `reuse` keeps the providers
+        of an earlier configuration whose endpoint is unchanged (a loaded model stays)."""
+        unavailable = missing_credentials(catalog, self._context.environ)
+        providers: dict[str, Provider] = {}
+        for endpoint in catalog.endpoints:
+            if endpoint.endpoint_id in unavailable:
+                continue
+            if endpoint.kind is EndpointKind.LOCAL and not self._load_local:
+                unavailable[endpoint.endpoint_id] = "local models are disabled (--no-local)"
+                continue
+            kept = (reuse or {}).get(endpoint)
+            providers[endpoint.endpoint_id] = kept or build_provider(endpoint, self._context)
+        return providers, unavailable
+
+
+async def start_providers(upstreams: Upstreams, started: frozenset[str] = frozenset()) -> None:
+    """Start the providers not yet started; one that cannot start makes its endpoint
+    unavailable, with the reason, and the others serve."""
+    for endpoint_id, provider in list(upstreams.providers.items()):
+        if endpoint_id in started:
+            continue
+        try:
+            await provider.start()
+        except ConfigError as error:
+            log.error("endpoint %s is unavailable: %s", endpoint_id, error)
+            upstreams.unavailable[endpoint_id] = str(error)
+            del upstreams.providers[endpoint_id]
+
+
+async def retire_providers(
+    providers: list[Provider], in_flight: set[asyncio.Task[Any]], grace: float
+) -> None:
+    """Close the providers of endpoints a reload removed, once the calls in flight ended."""
+    if in_flight:
+        await asyncio.wait(in_flight, timeout=grace)
+    for provider in providers:
+        await provider.aclose()
