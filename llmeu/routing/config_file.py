@@ -27,6 +27,7 @@ from llmeu.personal.rules import (
 )
 from llmeu.routing import endpoint_kinds
 from llmeu.routing import yaml_nodes as nodes
+from llmeu.routing.cache_rules import parse_cache
 from llmeu.routing.catalog import (
     Catalog,
     Certification,
@@ -169,7 +170,7 @@ def _timeouts(node: Node | None) -> Timeouts:
     return Timeouts(**values)
 
 
-_OWN_POLICY_FIELDS = ("policy_id", "limits_fail", "keep_metadata", "personal_data")
+_OWN_POLICY_FIELDS = ("policy_id", "limits_fail", "keep_metadata", "personal_data", "cache")
 _POLICY_FIELDS = {*_OWN_POLICY_FIELDS, *(rule.name for rule in RULES)}
 _POLICY_REQUIRED = ("policy_id", *(rule.name for rule in RULES if rule.required))
 
@@ -189,6 +190,7 @@ def _policy(node: Node) -> Policy:
         ),
         keep_metadata=_optional_duration(fields.get("keep_metadata"), "keep_metadata"),
         personal_data=_personal_data(fields.get("personal_data")),
+        cache=parse_cache(fields.get("cache"), ruled["store_content"]),
         **ruled,
     )
 
