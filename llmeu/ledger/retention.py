@@ -46,7 +46,7 @@ _PURGED = (
     "prompt = NULL, completion = NULL, content_expires_at = NULL, subject_sha256 = NULL, "
     "first_token_at = NULL, finished_at = NULL, ttft_ms = NULL, tpot_ms = NULL, "
     "cache_read_tokens = NULL, cache_creation_tokens = NULL, ignored_features = NULL, "
-    "personal_data = NULL"
+    "personal_data = NULL, cache_hit = NULL, cache_source = NULL, saved_eur = NULL"
 )
 _NOT_HELD = (
     "NOT EXISTS (SELECT 1 FROM legal_holds h WHERE h.released_at IS NULL "

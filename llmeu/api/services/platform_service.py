@@ -33,7 +33,8 @@ __all__ = ["TRACE_FILTERS", "USAGE_GROUPS", "Broadcast", "KeySpec", "Platform"]
 MAX_PAGE = 500
 STATUSES = frozenset(s.value for s in CallStatus)
 _TOTALS = ("requests", "completed", "cancelled", "failed", "rejected", "interrupted",
-           "input_tokens", "output_tokens", "estimated_requests", "cost_eur")  # fmt: skip
+           "input_tokens", "output_tokens", "estimated_requests", "cost_eur", "cached",
+           "saved_eur")  # fmt: skip
 
 Broadcast = Callable[[str, str], Awaitable[Propagation | None]]
 """Makes a change this process applied hold in every other gateway process."""
@@ -200,6 +201,7 @@ class Platform:
         )
         totals = {name: sum(r[name] for r in rows) for name in _TOTALS}
         totals["cost_eur"] = round(totals["cost_eur"], 10)
+        totals["saved_eur"] = round(totals["saved_eur"], 10)
         return {"object": "usage", "group_by": group_by, "from": since, "to": until,
                 "data": rows, "totals": totals}  # fmt: skip
 
