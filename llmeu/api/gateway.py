@@ -20,6 +20,7 @@ from typing import Any
 from llmeu.api.call.context import CallContext
 from llmeu.api.call.door import Calls
 from llmeu.api.health import Health
+from llmeu.api.services.answer_cache import CHANGE, CacheService, policies_changed
 from llmeu.api.services.auth import KeyRing
 from llmeu.api.services.compliance_service import Compliance
 from llmeu.api.services.evidence_service import Evidence
@@ -35,13 +36,7 @@ from llmeu.errors import ConfigError, DatabaseError
 from llmeu.evidence.signing_keys import KeyRing as SigningKeys
 from llmeu.evidence.signing_keys import SigningKey
 from llmeu.ledger.chaining import CheckpointPolicy, Checkpoints, chain_pending
-from llmeu.ledger.notify import (
-    Change,
-    ChangeFeed,
-    DatabaseNotices,
-    NoticeChannel,
-    Propagation,
-)
+from llmeu.ledger.notify import Change, ChangeFeed, DatabaseNotices, NoticeChannel, Propagation
 from llmeu.ledger.opening import open_database
 from llmeu.ledger.retention import Retention
 from llmeu.ledger.store import Store
@@ -118,12 +113,14 @@ class Gateway:
             settings.redis_url, redis_timeout=settings.redis_timeout_seconds
         )
         self.upstreams = Upstreams(config.catalog, *self._providers(), breaker=self.breaker)
+        self.answers = CacheService.build(settings, lambda: self.upstreams, self.broadcast)
         self.telemetry = Telemetry.build(
             settings,
             config.catalog,
             ledger=self.ledger,
             breaker=self.breaker,
             limiter=self.limits.state,
+            cache=self.answers.cache,
         )
         self.observers = Observers(self.telemetry.observers)
         self.receipts = Receipts(signing or SigningKeys(SigningKey.generate()))
@@ -142,12 +139,13 @@ class Gateway:
                 ledger=self.ledger, limits=self.limits, observers=self.observers,
                 receipts=self.receipts, instance_id=self.instance_id,
                 max_body_bytes=settings.max_body_bytes,
-                keep_metadata=Duration.parse(settings.keep_metadata),
+                keep_metadata=Duration.parse(settings.keep_metadata), cache=self.answers.cache,
             )
         )  # fmt: skip
         self.platform = Platform(
-            self.keys, self.policies, store, self.upstreams, self.broadcast, self.reload
-        )
+            self.keys, self.policies, store, self.upstreams, self.broadcast, self.reload,
+            self.answers,
+        )  # fmt: skip
         self.evidence = Evidence(self.platform, self.receipts)
         self.compliance = Compliance(self.platform)
         self.responses = ResponseStore(store.db)
@@ -220,6 +218,7 @@ class Gateway:
         if isinstance(self.breaker, SharedCircuitBreaker):
             self.breaker.start([e.endpoint_id for e in self.config.catalog.endpoints])
         await self._start_providers(self.upstreams)
+        self.answers.announce(self.policies.policies.values())
         self._tasks.append(asyncio.create_task(self._maintenance(), name="llmeu-maintenance"))
         self._tasks.append(asyncio.create_task(self._checkpointing(), name="llmeu-checkpoints"))
         self._loop = asyncio.get_running_loop()
@@ -269,9 +268,13 @@ class Gateway:
         if change.kind == "key":
             await self.keys.reload(change.ident)
         elif change.kind == "policy":
+            before = dict(self.policies.policies)
             await self.policies.load()
+            await self.answers.policies_changed(policies_changed(before, self.policies.policies))
         elif change.kind == "config":
             await self.reload(tell_others=False)
+        elif change.kind == CHANGE:
+            await self.answers.apply(change.ident)
 
     async def reload(self, *, tell_others: bool = True) -> None:
         """Read the configuration file again. Calls in flight finish on the catalog and
@@ -292,7 +295,9 @@ class Gateway:
             upstreams = Upstreams(config.catalog, providers, unavailable, self.breaker)
             kept = frozenset(eid for eid, p in providers.items() if p in reuse.values())
             await self._start_providers(upstreams, kept)
+            before = dict(self.policies.policies)
             self.policies.configure(config.policies, config.default_policy)
+            await self.answers.policies_changed(policies_changed(before, self.policies.policies))
             self.upstreams = self.calls.context.upstreams = self.platform.upstreams = upstreams
             gone = [p for p in previous.providers.values() if p not in providers.values()]
             if gone:
@@ -352,6 +357,7 @@ class Gateway:
                     purged = await self.store.purge_content(now)
                     if purged:
                         log.info("purged stored content of %d traces", purged)
+                    await self.answers.purge()
                     emptied = await Retention(self.store.db).purge_metadata(now)
                     if emptied:
                         log.info("purged the metadata of %d traces past keep_metadata", emptied)
@@ -397,6 +403,7 @@ class Gateway:
         with contextlib.suppress(DatabaseError):  # others then stop waiting for this process
             await self.store.unregister_instance(self.instance_id)
         await self.limits.aclose()
+        await self.answers.aclose()
         if isinstance(self.breaker, SharedCircuitBreaker):
             await self.breaker.aclose()
         await asyncio.to_thread(self.telemetry.shutdown)

@@ -206,6 +206,9 @@ class RoutingRequest(Struct, forbid_unknown_fields=True, omit_defaults=True):
     receipt: bool | UnsetType = UNSET
     """Ask for the call's signed receipt: `x-llmeu-receipt` on a whole answer, `receipt`
     in the routing block of a stream's final frame. Narrows nothing."""
+    cache: bool | UnsetType = UNSET
+    """`false`: the call is neither answered from the answer cache nor kept in it, whatever
+    its policy's `cache:` section allows. Narrows nothing."""
 
 
 class ChatRequest(Struct, forbid_unknown_fields=True, omit_defaults=True):

@@ -89,9 +89,12 @@ class Accounting:
         )
 
     def settle(self, record: TraceRecord) -> None:
-        """Replace the reservation with what the call used; add its cost to the spend."""
+        """Replace the reservation with what the call used; add its cost to the spend. A call
+        answered from the answer cache used no upstream tokens (and costs nothing)."""
         if self._admission is not None:
             used = (record.input_tokens or 0) + (record.output_tokens or 0)
+            if record.cache_hit is not None:
+                used = 0
             self._limits.settle(self._admission, used, record.cost_eur)
             self._admission = None
 

@@ -6,6 +6,7 @@ else happens here, once:
     async with calls.open(request, "chat.completions") as call:   # the key, the trace
         chat = parse_chat(await call.body())
         chat = await call.govern(chat_intent(chat, stream=..., subject=...))
+        await call.consult_cache(lambda: chat_cacheable(chat))      # the answer cache, if any
         if chat.stream:
             await call.stream(asks.chat_stream(chat), frames)       # fallback, frames, trace
         else:
@@ -16,10 +17,13 @@ else happens here, once:
 (`calls` is the gateway's `llmeu.api.call.door.Calls`.) `govern` is the one
 governance step (`llmeu.api.call.governance`): record, screen for personal
 data, mask, admit against the key's limits, route inside the effective
-policy. Endpoints are then tried in the plan's order, only inside the policy,
-falling back only before the first byte reaches the client; every attempt is
-recorded; the client's connection is watched while an upstream works, and a
-hang-up aborts the upstream at once. Leaving the block settles the call
+policy. `consult_cache` is the cache step (`llmeu.api.call.caching`): under a
+policy with a `cache:` section, a hit answers without an upstream and a miss
+keeps what the completed call produced. Endpoints are then tried in the plan's
+order, only inside the policy, falling back only before the first byte reaches
+the client; every attempt is recorded (`llmeu.api.call.attempts`); the
+client's connection is watched while an upstream works, and a hang-up aborts
+the upstream at once. Leaving the block settles the call
 whatever happened, with exactly one trace (`llmeu.api.call.settlement`).
 
 A masked prompt's values come back in the answer: a stream's deltas here (a
@@ -36,45 +40,41 @@ from types import TracebackType
 from typing import TypeVar
 
 from llmeu.api.call.accounting import Accounting, CallCeiling, Counts
+from llmeu.api.call.asks import Ask, Operation
+from llmeu.api.call.attempts import Attempts
+from llmeu.api.call.caching import CacheStep, directives
 from llmeu.api.call.context import CallContext, CallState, Phase, StreamEncoder
 from llmeu.api.call.governance import Governance, Intent
 from llmeu.api.call.settlement import Settlement
 from llmeu.api.call.trace import TraceRecorder
 from llmeu.api.http.asgi import JSON_HEADERS, SSE_HEADERS, DisconnectWatch, Headers, Request
 from llmeu.api.http.error_responses import ErrorShape
+from llmeu.cache.lookups import Cacheable
 from llmeu.calls.hangup import Hangup
 from llmeu.calls.output import Delta, Usage
 from llmeu.calls.record import CallStatus
-from llmeu.errors import (
-    ClientDisconnected,
-    ServiceUnavailable,
-    UnsupportedByEndpoint,
-    UpstreamError,
-)
+from llmeu.calls.request import RoutingRequest
+from llmeu.errors import ServiceUnavailable
 from llmeu.observability.timing import ResponseTiming
 from llmeu.personal.masking import Masking
 from llmeu.personal.streams import StreamRestorer
 from llmeu.protocol.routing_block import RoutingBlock
 from llmeu.providers.base import ChatStream, Provider
 from llmeu.routing.catalog import Endpoint
-from llmeu.routing.fallback import run_with_fallback
 from llmeu.routing.policy import LimitsFail
 from llmeu.routing.router import RoutePlan
 
 T = TypeVar("T")
 P = TypeVar("P")
 
-Operation = Callable[[Provider, Hangup], Awaitable[T]]
-"""What one attempt asks of an endpoint's provider (`llmeu.api.call.asks` makes them)."""
-
 
 class Call:
     """One call, from its key to its trace; see the module docstring for the order of steps."""
 
-    __slots__ = ("_context", "_credentials", "_governance", "_key_id", "_key_policy",
-                 "_masking", "_model", "_opened", "_plan", "_restorer", "_route", "_settlement",
-                 "_shape", "_state", "_upstream_seconds", "_upstreams", "_wants_receipt",
-                 "request", "trace", "trace_id")  # fmt: skip
+    __slots__ = ("_attempts", "_cache", "_context", "_credentials", "_governance", "_key_id",
+                 "_key_policy", "_masking", "_model", "_narrowing", "_opened", "_plan",
+                 "_restorer", "_route", "_settlement", "_shape", "_state", "_upstreams",
+                 "_wants_receipt", "request", "trace", "trace_id")  # fmt: skip
 
     def __init__(
         self,
@@ -95,16 +95,18 @@ class Call:
         self._upstreams = context.upstreams
         self._model = ""
         self._opened = 0.0
-        self._upstream_seconds = 0.0  # spent inside attempts, for the overhead headers
         self._key_id = ""
         self._key_policy = ""
         self._masking: Masking | None = None
         self._restorer: StreamRestorer | None = None
         self._wants_receipt = False
+        self._narrowing: RoutingRequest | None = None
+        self._cache = CacheStep()
         self.trace_id = ""
         self.trace: TraceRecorder
         self._state: CallState
         self._settlement: Settlement
+        self._attempts: Attempts
 
     async def __aenter__(self) -> Call:
         context = self._context
@@ -133,6 +135,7 @@ class Call:
             DisconnectWatch(request.receive, hangup, request.hangup_hook),
         )  # fmt: skip
         self._settlement = Settlement(context, self._state)
+        self._attempts = Attempts(trace, hangup, key.key_id)
         self.trace_id = trace.trace_id
         task = asyncio.current_task()
         if task is not None:
@@ -187,6 +190,7 @@ class Call:
             self.request.header(b"x-llmeu-policy"),
             governance.restriction(self._key_policy, screening),
         )
+        self._narrowing = intent.narrowing
         self._wants_receipt = intent.narrowing is not None and intent.narrowing.receipt is True
         trace.governed_by(policy)
         # The configuration the call started with serves it to the end, reloads or not.
@@ -204,6 +208,14 @@ class Call:
         ceiling = CallCeiling.of(serving, max_output_tokens)
         await self._state.accounting.admit(self._state.prompt_tokens, ceiling, limits_fail)
 
+    async def consult_cache(self, request: Callable[[], Cacheable]) -> None:
+        """The cache step (`llmeu.api.call.caching`), taken after `govern`: nothing unless the
+        effective policy has a `cache:` section (`request` is not even read)."""
+        self._cache = await CacheStep.consult(
+            self._context.cache, self.trace, self._planned(), self._upstreams.catalog,
+            request, directives(self.request.header(b"cache-control"), self._narrowing),
+        )  # fmt: skip
+
     def restore(self, text: str) -> str:
         """A whole answer's text with the values a masking took out put back."""
         return self._masking.restore(text) if self._masking is not None else text
@@ -212,12 +224,17 @@ class Call:
         """Protocol features the caller asked for that the gateway does not apply."""
         self.trace.ignored(features)
 
-    async def complete(self, operation: Operation[T]) -> tuple[Endpoint, T]:
-        """Try the plan's endpoints until one answers; the answer is the surface's to send."""
+    async def complete(self, ask: Ask[T]) -> tuple[Endpoint, T]:
+        """Try the plan's endpoints until one answers (or take the cache's answer); the
+        answer is the surface's to send."""
+        hit = self._cache_hit()
+        if hit is not None:
+            return hit, ask.replayed(self._cache.answer())
         self._upstream_phase(Phase.COMPLETE)  # the final row replaces it; nobody waits for it
-        result = await run_with_fallback(self._planned(), lambda ep: self._attempt(ep, operation))
+        endpoint, result = await self._attempts.run(self._planned(), self._upstreams, ask.run)
         self._state.watch.stop()
-        return result
+        self._cache.produced(lambda: ask.kept(result))
+        return endpoint, result
 
     async def stream(
         self,
@@ -231,10 +248,11 @@ class Call:
         what it keeps is there before the client sees the end, and its failure fails the
         call."""
         state = self._state
-        began = self._upstream_phase(Phase.STREAM)
+        cached = self._cache_hit()
+        began = None if cached is not None else self._upstream_phase(Phase.STREAM)
 
         async def first_delta(provider: Provider, hangup: Hangup) -> Delta | None:
-            upstream = await open_stream(provider, hangup)
+            upstream = self._cache.recording(await open_stream(provider, hangup))
             try:
                 delta = await upstream.next_delta()
             except BaseException:
@@ -243,15 +261,19 @@ class Call:
             state.upstream = upstream
             return delta
 
-        endpoint, delta = await run_with_fallback(
-            self._planned(), lambda ep: self._attempt(ep, first_delta)
-        )
+        if cached is None:
+            plan, upstreams = self._planned(), self._upstreams
+            endpoint, delta = await self._attempts.run(plan, upstreams, first_delta)
+        else:
+            endpoint, state.upstream = cached, self._cache.replayed()
+            delta = await state.upstream.next_delta()
         upstream = state.upstream
         assert upstream is not None
         encoder = state.encoder = frames(endpoint)
         if self._masking is not None:
             self._restorer = StreamRestorer(self._masking)
-        await self.trace.durable(began)
+        if began is not None:
+            await self.trace.durable(began)
         state.hangup.check()
         await self.request.start(200, self._response_headers(SSE_HEADERS))
         pending = encoder.start()
@@ -275,6 +297,7 @@ class Call:
         end = encoder.finish(reason, usage, self._final_routing())
         state.stream_ended = True
         await self.request.write(end, more=False)
+        await self._cache.keep(self.trace.record)
 
     @property
     def key_id(self) -> str:
@@ -314,6 +337,7 @@ class Call:
             receipt = self._context.receipts.of_record(self.trace.record)
             headers.append((b"x-llmeu-receipt", receipt.encode()))
         await self.request.respond(200, body, headers)
+        await self._cache.keep(self.trace.record)
 
     def _final_routing(self) -> RoutingBlock:
         routing = self.trace.routing_block()
@@ -326,37 +350,18 @@ class Call:
         self._state.watch.start()
         return self.trace.begin(awaited=phase is Phase.STREAM)
 
+    def _cache_hit(self) -> Endpoint | None:
+        """The endpoint that produced the cached answer this call is served, if any: the call
+        is then recorded as a hit, with no attempt."""
+        endpoint = self._cache.serve(self.trace)
+        if endpoint is not None:
+            self._state.phase = Phase.COMPLETE
+            self.trace.begin()
+        return endpoint
+
     def _planned(self) -> RoutePlan:
         assert self._plan is not None, "govern() the call first"
         return self._plan
-
-    async def _attempt(self, endpoint: Endpoint, operation: Operation[T]) -> T:
-        """Run one endpoint; the attempt and the endpoint's health are recorded either way."""
-        hangup = self._state.hangup
-        hangup.check()
-        upstreams = self._upstreams
-        provider = upstreams.provider(endpoint)
-        upstreams.attempt_started(endpoint, self._key_id)
-        attempt = self.trace.attempt_started(endpoint)
-        waiting = time.perf_counter()
-        try:
-            result = await operation(provider, hangup)
-        except UnsupportedByEndpoint as error:
-            self.trace.attempt_refused(attempt, endpoint, error)
-            raise
-        except UpstreamError as error:
-            upstreams.scrub(endpoint, error)
-            self.trace.attempt_failed(attempt, error)
-            upstreams.attempt_failed(endpoint, error, self._key_id)
-            raise
-        except (ClientDisconnected, asyncio.CancelledError):
-            self.trace.attempt_cancelled(attempt)
-            raise
-        finally:
-            self._upstream_seconds += time.perf_counter() - waiting
-        upstreams.attempt_served(endpoint)
-        self.trace.attempt_served(attempt, endpoint)
-        return result
 
     async def _forward(
         self, upstream: ChatStream, delta: Delta, pending: bytes, encoder: StreamEncoder
@@ -378,7 +383,7 @@ class Call:
 
     def _response_headers(self, headers: Headers) -> Headers:
         """`headers` plus the trace id and the gateway's overhead up to this response start."""
-        timing = ResponseTiming(time.perf_counter() - self._opened, self._upstream_seconds)
+        timing = ResponseTiming(time.perf_counter() - self._opened, self._attempts.seconds)
         self.trace.response_started(timing)
         return [*headers, (b"x-llmeu-trace-id", self.trace_id.encode()), *timing.headers()]
 

@@ -36,6 +36,7 @@ from llmeu.api.call.lifecycle import Call
 from llmeu.api.http.asgi import Request
 from llmeu.api.http.bodies import decode_body
 from llmeu.api.services.response_store import ResponseStore
+from llmeu.cache.lookups import chat_cacheable
 from llmeu.calls.output import (
     AssistantOutput,
     Delta,
@@ -73,6 +74,9 @@ async def handle_responses(calls: Calls, stored: ResponseStore, request: Request
         # The policy's personal-data rules see the whole conversation the upstream gets,
         # stored turns included; a masked prompt is what the trace keeps.
         chat = await call.govern(chat_intent(chat, stream=bool(req.stream), subject=req.end_user))
+        # What a native upstream reads besides the chat it maps onto changes its answer too.
+        extras = (req.reasoning, req.text, req.truncation, req.include)
+        await call.consult_cache(lambda: chat_cacheable(chat, extras))
         keep = _Keeper(stored, call, req, history)
         if isinstance(req.previous_response_id, str) and not keep.seconds:
             raise InvalidRequest(

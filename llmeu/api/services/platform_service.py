@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from llmeu.api.services.answer_cache import CacheService
 from llmeu.api.services.auth import KeyRing
 from llmeu.api.services.policies import PolicyBook
 from llmeu.api.services.upstreams import Upstreams
@@ -63,6 +64,7 @@ class Platform:
     upstreams: Upstreams
     broadcast: Broadcast
     reload_configuration: Callable[[], Awaitable[None]]
+    answers: CacheService
 
     async def authenticate(self, authorization: str | None, client: str | None) -> ApiKey:
         return await self.keys.authenticate(authorization, client)
@@ -117,6 +119,7 @@ class Platform:
         except ConfigError as error:
             raise InvalidRequest(f"invalid policy: {error}", param=error.field) from None
         await self.policies.put(policy, time.time())
+        await self.answers.policies_changed([policy.policy_id])
         await self.broadcast("policy", policy_id)
         return policy_document(policy)
 
