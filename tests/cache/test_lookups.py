@@ -27,7 +27,9 @@ def chat(**changes: Any) -> ChatRequest:
     return msgspec.json.decode(json.dumps(body), type=ChatRequest)
 
 
-def lookup(request: ChatRequest, partition: Partition | None = None, routed: bytes = b"ep") -> Lookup:
+def lookup(
+    request: ChatRequest, partition: Partition | None = None, routed: bytes = b"ep"
+) -> Lookup:
     partition = partition or Partition.of("cached", "digest", KEY_SCOPE, "k1")
     return Lookup(partition, "chat.completions", routed, chat_cacheable(request))
 

@@ -78,7 +78,9 @@ async def test_a_tag_removes_exactly_its_entries(store: Store) -> None:
 async def test_the_nearest_prompt_of_the_scope_above_the_threshold(store: Store) -> None:
     east, north_east = normalized([1.0, 0.0]), normalized([1.0, 0.2])
     await store.put("east", entry("east"), HOUR, [], Placed("s", east))
-    await store.put("north", entry("north"), HOUR, [subject_tag("x")], Placed("s", normalized([0.0, 1.0])))
+    await store.put(
+        "north", entry("north"), HOUR, [subject_tag("x")], Placed("s", normalized([0.0, 1.0]))
+    )
     assert await store.nearest("s", north_east, 0.95) == entry("east")
     assert await store.nearest("s", north_east, 0.999) is None  # a near miss is no hit
     assert await store.nearest("other scope", east, 0.5) is None
@@ -100,7 +102,9 @@ async def test_redis_holds_nothing_readable() -> None:
         if kind == b"string":
             values += await store.redis.get(name)
         elif kind == b"hash":
-            values += b"".join(v for pair in (await store.redis.hgetall(name)).items() for v in pair)
+            values += b"".join(
+                v for pair in (await store.redis.hgetall(name)).items() for v in pair
+            )
         elif kind == b"set":
             values += b"".join(await store.redis.smembers(name))
     readable = b"".join(names) + values

@@ -3,111 +3,22 @@
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
-from llmeu.api.app import App, create_app
-from llmeu.config import Settings
-from tests.support.processes import ADMIN_KEY, FakeUpstream, config_yaml, fake_endpoint
-
-POLICIES = """
-  - policy_id: cached
-    allow_classes: [on_premise, eu_sovereign]
-    max_retention: P0D
-    store_content: P1D
-    cache: {ttl: PT1H}
-  - policy_id: shared
-    allow_classes: [on_premise, eu_sovereign]
-    max_retention: P0D
-    store_content: P1D
-    cache: {ttl: PT1H, scope: policy}
-  - policy_id: uncached
-    allow_classes: [on_premise, eu_sovereign]
-    max_retention: P0D
-    store_content: P1D
-  - policy_id: masked
-    allow_classes: [on_premise, eu_sovereign]
-    max_retention: P0D
-    store_content: P1D
-    personal_data: {detectors: {email: mask}}
-    cache: {ttl: PT1H}
-  - policy_id: brief
-    allow_classes: [on_premise, eu_sovereign]
-    max_retention: P0D
-    store_content: P1D
-    cache: {ttl: PT1S}
-"""
-CHAT = "/v1/chat/completions"
-
-Client = httpx.AsyncClient
-Tenant = Callable[[str], Awaitable[tuple[Client, str]]]
-
-
-@pytest.fixture
-async def app(tmp_path: Path, fake_upstream: FakeUpstream) -> AsyncIterator[App]:
-    config = tmp_path / "config.yaml"
-    config.write_text(config_yaml(fake_endpoint("fakeprov-fr-a", fake_upstream),
-                                  policies=POLICIES, default_policy="cached"))  # fmt: skip
-    settings = Settings(data_dir=tmp_path, config_file=config, admin_key=ADMIN_KEY,
-                        load_local_models=False)  # fmt: skip
-    application = create_app(settings)
-    await application.gateway.start()
-    yield application
-    await application.gateway.stop()
-
-
-def _client(app: App, token: str) -> Client:
-    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://gateway",
-                             headers={"authorization": f"Bearer {token}"})  # fmt: skip
-
-
-@pytest.fixture
-async def admin(app: App) -> AsyncIterator[Client]:
-    async with _client(app, ADMIN_KEY) as client:
-        yield client
-
-
-@pytest.fixture
-async def tenant(app: App, admin: Client) -> AsyncIterator[Tenant]:
-    clients: list[Client] = []
-
-    async def create(policy_id: str) -> tuple[Client, str]:
-        made = await admin.post("/v1/platform/keys", json={"name": policy_id, "policy_id": policy_id})
-        assert made.status_code == 201, made.text
-        clients.append(_client(app, made.json()["key"]))
-        return clients[-1], made.json()["id"]
-
-    yield create
-    for client in clients:
-        await client.aclose()
-
-
-def _body(text: str, **extra: Any) -> dict[str, Any]:
-    return {"model": "fake-model", "messages": [{"role": "user", "content": text}], **extra}
-
-
-async def _chat(client: Client, text: str, **extra: Any) -> httpx.Response:
-    response = await client.post(CHAT, json=_body(text, **extra))
-    assert response.status_code == 200, response.text
-    return response
-
-
-def _upstream_calls(upstream: FakeUpstream) -> int:
-    return len([r for r in upstream.stats() if r["path"].endswith("/chat/completions")])
+from llmeu.api.app import App
+from tests.cache.conftest import CHAT, Client, Tenant, body, chat, upstream_calls
+from tests.support.processes import FakeUpstream
 
 
 async def test_a_repeated_call_is_answered_from_the_cache(
     app: App, tenant: Tenant, fake_upstream: FakeUpstream
 ) -> None:
     client, _ = await tenant("cached")
-    first = await _chat(client, "hello there")
-    second = await _chat(client, "hello there")
-    assert _upstream_calls(fake_upstream) == 1
+    first = await chat(client, "hello there")
+    second = await chat(client, "hello there")
+    assert upstream_calls(fake_upstream) == 1
     one, two = first.json(), second.json()
     assert two["choices"] == one["choices"]
     assert two["usage"] == one["usage"]
@@ -119,9 +30,9 @@ async def test_a_repeated_call_is_answered_from_the_cache(
     }  # fmt: skip
     assert routing["trace_id"] == second.headers["x-llmeu-trace-id"] != one["llmeu"]["trace_id"]
     assert routing["cost_estimate"]["amount"] == 0.0
-    assert {k: v for k, v in routing.items() if k not in ("trace_id", "cache", "cost_estimate")} == {
-        k: v for k, v in one["llmeu"].items() if k not in ("trace_id", "cost_estimate")
-    }
+    assert {
+        k: v for k, v in routing.items() if k not in ("trace_id", "cache", "cost_estimate")
+    } == {k: v for k, v in one["llmeu"].items() if k not in ("trace_id", "cost_estimate")}
     trace = (await client.get(f"/v1/platform/traces/{routing['trace_id']}")).json()
     assert trace["status"] == "completed" and trace["cached"] is True
     assert trace["cache"]["source_trace_id"] == one["llmeu"]["trace_id"]
@@ -133,20 +44,20 @@ async def test_a_repeated_call_is_answered_from_the_cache(
 
 
 @pytest.mark.parametrize(
-    ("policy_id", "upstream_calls"),
+    ("policy_id", "calls"),
     [("cached", 2), ("shared", 1), ("uncached", 2), ("eu-strict", 2)],
     ids=["scope-key", "scope-policy", "no-cache-section", "p0d-default"],
 )
 async def test_whose_calls_share_answers(
-    tenant: Tenant, fake_upstream: FakeUpstream, policy_id: str, upstream_calls: int
+    tenant: Tenant, fake_upstream: FakeUpstream, policy_id: str, calls: int
 ) -> None:
     """Two keys, one prompt: answers are the key's own under `scope: key`, the policy's under
     `scope: policy`, and nobody's without a `cache:` section or under a P0D policy."""
     (first, _), (second, _) = await tenant(policy_id), await tenant(policy_id)
-    one = await _chat(first, "the same prompt")
-    two = await _chat(second, "the same prompt")
-    assert _upstream_calls(fake_upstream) == upstream_calls
-    assert ("cache" in two.json()["llmeu"]) is (upstream_calls == 1)
+    one = await chat(first, "the same prompt")
+    two = await chat(second, "the same prompt")
+    assert upstream_calls(fake_upstream) == calls
+    assert ("cache" in two.json()["llmeu"]) is (calls == 1)
     assert "cache" not in one.json()["llmeu"]
 
 
@@ -155,10 +66,10 @@ async def test_a_p0d_policy_never_caches(
 ) -> None:
     client, _ = await tenant("eu-strict")
     for _ in range(3):
-        await _chat(client, "again and again", stream=True)
-        await _chat(client, "again and again")
-    assert _upstream_calls(fake_upstream) == 6
-    stats = (await app.gateway.answers.stats())
+        await chat(client, "again and again", stream=True)
+        await chat(client, "again and again")
+    assert upstream_calls(fake_upstream) == 6
+    stats = await app.gateway.answers.stats()
     assert (stats["entries"], stats["misses"], sum(stats["hits"].values())) == (0, 0, 0)
 
 
@@ -166,16 +77,16 @@ async def test_a_changed_policy_reads_nothing_its_earlier_version_kept(
     admin: Client, tenant: Tenant, fake_upstream: FakeUpstream
 ) -> None:
     client, _ = await tenant("cached")
-    await _chat(client, "before the change")
+    await chat(client, "before the change")
     put = await admin.put("/v1/platform/policies/cached", json={
         "allow_classes": ["on_premise", "eu_sovereign"], "max_retention": "P0D",
         "store_content": "P1D", "cache": {"ttl": "PT2H"},
     })  # fmt: skip
     assert put.status_code == 200, put.text
-    after = await _chat(client, "before the change")
+    after = await chat(client, "before the change")
     assert "cache" not in after.json()["llmeu"]
-    assert _upstream_calls(fake_upstream) == 2
-    again = await _chat(client, "before the change")
+    assert upstream_calls(fake_upstream) == 2
+    again = await chat(client, "before the change")
     assert again.json()["llmeu"]["cache"]["source_trace_id"] == after.json()["llmeu"]["trace_id"]
 
 
@@ -183,14 +94,14 @@ async def test_an_erasure_removes_its_subjects_answers(
     admin: Client, tenant: Tenant, fake_upstream: FakeUpstream
 ) -> None:
     client, _ = await tenant("cached")
-    await _chat(client, "alice asks", user="alice")
-    await _chat(client, "bob asks", user="bob")
+    await chat(client, "alice asks", user="alice")
+    await chat(client, "bob asks", user="bob")
     erased = await admin.delete("/v1/platform/subjects/alice")
     assert erased.status_code == 200, erased.text
     assert erased.json()["cache_entries_erased"] == 1
-    assert "cache" not in (await _chat(client, "alice asks", user="alice")).json()["llmeu"]
-    assert "cache" in (await _chat(client, "bob asks", user="bob")).json()["llmeu"]
-    assert _upstream_calls(fake_upstream) == 3
+    assert "cache" not in (await chat(client, "alice asks", user="alice")).json()["llmeu"]
+    assert "cache" in (await chat(client, "bob asks", user="bob")).json()["llmeu"]
+    assert upstream_calls(fake_upstream) == 3
 
 
 @pytest.mark.parametrize(
@@ -211,16 +122,16 @@ async def test_a_request_opts_out(
     client, _ = await tenant("cached")
 
     async def asking(text: str) -> bool:
-        answer = await client.post(CHAT, json={**_body(text), **ask.get("json", {})},
+        answer = await client.post(CHAT, json={**body(text), **ask.get("json", {})},
                                    headers=ask.get("headers", {}))  # fmt: skip
         assert answer.status_code == 200, answer.text
         return "cache" in answer.json()["llmeu"]
 
-    await _chat(client, "kept before")
+    await chat(client, "kept before")
     assert await asking("kept before") is reads
     assert await asking("asked first") is False
-    assert ("cache" in (await _chat(client, "asked first")).json()["llmeu"]) is keeps
-    assert _upstream_calls(fake_upstream) == 2 + (not reads) + (not keeps)
+    assert ("cache" in (await chat(client, "asked first")).json()["llmeu"]) is keeps
+    assert upstream_calls(fake_upstream) == 2 + (not reads) + (not keeps)
 
 
 async def test_masked_values_come_back_as_each_call_sent_them(
@@ -229,9 +140,9 @@ async def test_masked_values_come_back_as_each_call_sent_them(
     """The cache keeps what the upstream saw and produced: placeholders. A hit's answer gets
     the values of its own call back, never those of the call that produced it."""
     client, _ = await tenant("masked")
-    first = await _chat(client, "mail ann@example.org [[reply=echo]]")
-    second = await _chat(client, "mail bob@example.net [[reply=echo]]")
-    assert _upstream_calls(fake_upstream) == 1
+    first = await chat(client, "mail ann@example.org [[reply=echo]]")
+    second = await chat(client, "mail bob@example.net [[reply=echo]]")
+    assert upstream_calls(fake_upstream) == 1
     assert "ann@example.org" in first.json()["choices"][0]["message"]["content"]
     answer = second.json()["choices"][0]["message"]["content"]
     assert "bob@example.net" in answer and "ann@example.org" not in answer
@@ -244,17 +155,17 @@ async def test_a_legal_hold_does_not_extend_an_entry(
     client, key_id = await tenant("brief")
     held = await admin.post("/v1/platform/holds", json={"key_id": key_id, "reason": "audit"})
     assert held.status_code == 201, held.text
-    await _chat(client, "short lived")
-    assert "cache" in (await _chat(client, "short lived")).json()["llmeu"]
+    await chat(client, "short lived")
+    assert "cache" in (await chat(client, "short lived")).json()["llmeu"]
     await asyncio.sleep(1.2)  # past the policy's one-second ttl
-    assert "cache" not in (await _chat(client, "short lived")).json()["llmeu"]
-    assert _upstream_calls(fake_upstream) == 2
+    assert "cache" not in (await chat(client, "short lived")).json()["llmeu"]
+    assert upstream_calls(fake_upstream) == 2
 
 
 async def test_cache_stats_clear_and_metrics(app: App, admin: Client, tenant: Tenant) -> None:
     client, _ = await tenant("cached")
-    await _chat(client, "counted")
-    await _chat(client, "counted")
+    await chat(client, "counted")
+    await chat(client, "counted")
     stats = (await admin.get("/v1/platform/cache")).json()
     assert stats["backend"] == "memory" and stats["shared"] is False
     assert (stats["entries"], stats["hits"]["exact"], stats["misses"]) == (1, 1, 1)
@@ -265,4 +176,4 @@ async def test_cache_stats_clear_and_metrics(app: App, admin: Client, tenant: Te
     assert (await client.get("/v1/platform/cache")).status_code == 403  # the admin's only
     cleared = await admin.delete("/v1/platform/cache")
     assert cleared.json()["entries"] == 1
-    assert "cache" not in (await _chat(client, "counted")).json()["llmeu"]
+    assert "cache" not in (await chat(client, "counted")).json()["llmeu"]
