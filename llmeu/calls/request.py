@@ -28,8 +28,18 @@ class _In(Struct, omit_defaults=True):
     """Base of nested request objects: unknown fields ignored."""
 
 
+class CacheControl(_In):
+    """A prompt-cache breakpoint (Anthropic's `cache_control`): the upstream may cache the
+    prompt up to and including what carries it. Passed to the upstreams that cache prompts
+    this way (`anthropic`, `vertex_anthropic`, Bedrock's `cachePoint`), left out for others."""
+
+    type: Literal["ephemeral"]
+    ttl: ShortString | UnsetType = UNSET
+
+
 class TextPart(_In, tag_field="type", tag="text"):
     text: str
+    cache_control: CacheControl | UnsetType = UNSET
 
 
 class ImageURL(_In):
@@ -164,6 +174,7 @@ class FunctionDefinition(_In):
 class Tool(_In):
     type: Literal["function"]
     function: FunctionDefinition
+    cache_control: CacheControl | UnsetType = UNSET
 
 
 class NamedFunction(_In):
@@ -252,6 +263,9 @@ class ChatRequest(Struct, forbid_unknown_fields=True, omit_defaults=True):
     # upstream that supports it (elsewhere a 400 naming it).
     top_k: Annotated[int, Meta(ge=1)] | UnsetType | None = UNSET
     thinking: Thinking | UnsetType | None = UNSET
+    # OpenAI's hint for its prompt cache: forwarded to the endpoints that declare they take it
+    # (capability `prompt_cache_key`), left out for the others.
+    prompt_cache_key: ShortString | UnsetType | None = UNSET
     llmeu: RoutingRequest | UnsetType | None = UNSET
 
 

@@ -12,7 +12,8 @@ The family, all pure (in `llmeu.protocol`):
 Decoding validates like Anthropic does: unknown top-level fields, a missing
 `max_tokens`, a value out of range are a 400 naming the path. Inside content
 blocks and tools unknown fields are ignored (SDKs echo response blocks back,
-with `citations`, `cache_control`, ...).
+with `citations`, ...); a `cache_control` breakpoint on a text block, a tool
+result or a tool is kept for the upstreams that cache prompts.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 
-from llmeu.calls.request import RoutingRequest, Thinking
+from llmeu.calls.request import CacheControl, RoutingRequest, Thinking
 from llmeu.protocol.json_codec import encoder
 
 ANTHROPIC_VERSION = "2023-06-01"
@@ -53,6 +54,7 @@ class FileSource(_In, tag_field="type", tag="file"):
 
 class TextBlockIn(_In, tag_field="type", tag="text"):
     text: str
+    cache_control: CacheControl | UnsetType | None = UNSET
 
 
 class ImageBlockIn(_In, tag_field="type", tag="image"):
@@ -74,6 +76,7 @@ class ToolResultBlockIn(_In, tag_field="type", tag="tool_result"):
     tool_use_id: str
     content: str | list[TextBlockIn | ImageBlockIn | DocumentBlockIn] | UnsetType = UNSET
     is_error: bool | UnsetType = UNSET
+    cache_control: CacheControl | UnsetType | None = UNSET
 
 
 class ThinkingBlockIn(_In, tag_field="type", tag="thinking"):
@@ -106,6 +109,7 @@ class ToolIn(_In):
     type: str | UnsetType | None = UNSET
     description: str | UnsetType = UNSET
     input_schema: dict[str, Any] | UnsetType = UNSET
+    cache_control: CacheControl | UnsetType | None = UNSET
 
 
 class ToolChoiceAuto(_In, tag_field="type", tag="auto"):
@@ -155,7 +159,8 @@ class MessagesRequest(Struct, forbid_unknown_fields=True, omit_defaults=True):
     output_config: OutputConfig | UnsetType | None = UNSET
     container: UnsetType | None = UNSET  # a server tools' sandbox: none runs here
     # Accepted and without effect here: where and how fast a call runs is the route's
-    # (the policy's) to decide, a prompt cache is the upstream's, and llmeu has no workspaces.
+    # (the policy's) to decide, and llmeu has no workspaces. `cache_control` here asks the
+    # upstream's prompt cache for a breakpoint at the prompt's end (`messages_codec`).
     service_tier: str | UnsetType | None = UNSET
     inference_geo: str | UnsetType | None = UNSET
     speed: str | UnsetType | None = UNSET

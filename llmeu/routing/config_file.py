@@ -120,7 +120,7 @@ def _endpoint(node: Node) -> Endpoint:
     upstream = endpoint_kinds.upstream_options(fields, kind, node)
     base_url = endpoint_kinds.base_url(fields, kind, upstream, node)
     prices = nodes.mapping(
-        fields["price_eur_per_mtok"], "price_eur_per_mtok", {"input", "output"},
+        fields["price_eur_per_mtok"], "price_eur_per_mtok", {"input", "output", "cached_input"},
         required=("input", "output"), prefix="price_eur_per_mtok.",
     )  # fmt: skip
     return Endpoint(
@@ -143,6 +143,11 @@ def _endpoint(node: Node) -> Endpoint:
         prices=Prices(
             input=nodes.non_negative(prices["input"], "price_eur_per_mtok.input"),
             output=nodes.non_negative(prices["output"], "price_eur_per_mtok.output"),
+            cached_input=nodes.non_negative(
+                prices["cached_input"], "price_eur_per_mtok.cached_input"
+            )
+            if "cached_input" in prices
+            else None,
         ),
         priority=nodes.optional(fields, "priority", int, 100),
         capabilities=endpoint_kinds.capabilities(fields, kind, model),

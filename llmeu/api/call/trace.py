@@ -197,9 +197,14 @@ class TraceRecorder:
             record.cost_eur = self.endpoint.prices.cost(input_tokens, output_tokens)
 
     def cache_tokens(self, read: int | None, created: int | None) -> None:
-        """The prompt cache's share of the input tokens, where the upstream reported it."""
-        self.record.cache_read_tokens = read
-        self.record.cache_creation_tokens = created
+        """The prompt cache's share of the input tokens, where the upstream reported it: the
+        tokens read from it cost the provider's cached price (`cached_input`)."""
+        record = self.record
+        record.cache_read_tokens = read
+        record.cache_creation_tokens = created
+        used, produced = record.input_tokens, record.output_tokens
+        if read and self.endpoint and record.cache_hit is None and used is not None:
+            record.cost_eur = self.endpoint.prices.cost(used, produced or 0, cached_tokens=read)
 
     def ignored(self, features: str) -> None:
         """Protocol features the caller asked for that the gateway does not apply."""

@@ -86,6 +86,7 @@ async def complete_chat(call: Call, chat: ChatRequest) -> None:
     endpoint, completion = await call.complete(asks.chat_answer(chat))
     message = completion.message
     call.counted(completed_counts(completion.usage, message, lambda: estimate_prompt_tokens(chat)))
+    call.reported(completion.usage)
     call.keep_content(message.content or "")
     call.finish_reason(completion.finish_reason)
     body = ChatCompletion(

@@ -208,6 +208,7 @@ async def _complete(call: Call, req: ResponsesRequest, chat: ChatRequest, keep: 
         tool_calls=restored_tool_calls(message.tool_calls, call.restore),
     )
     call.counted(completed_counts(completion.usage, message, lambda: estimate_prompt_tokens(chat)))
+    call.reported(completion.usage)
     call.keep_content(message.content or "")
     call.finish_reason(completion.finish_reason)
     shell = _shell(call, req, endpoint, keep.store)
