@@ -3,11 +3,11 @@
 An entry holds the answer as the upstream produced it — before any masked
 value was put back, so an entry holds placeholders, never the values a call's
 masking took out — with the trace of the call that produced it, the endpoint
-that served it and what that call cost. A chat answer is kept as its deltas
-(`Streamed`), whichever way it was asked: a stream replays them one frame
-each, as they first came; a whole answer that was never streamed is kept in
-word-sized pieces, so that a stream served from it still arrives in chunks.
-Embeddings are kept as their vectors (`Embedded`).
+that served it and what that call cost. A streamed answer is kept as its
+deltas (`Streamed`), replayed one frame each as they first came; a whole
+answer as it came (`Whole`), cut into word-sized deltas only when a stream is
+served from it, so that it still arrives in chunks. Each kind serves the other
+kind of ask. Embeddings are kept as their vectors (`Embedded`).
 """
 
 from __future__ import annotations
@@ -38,12 +38,20 @@ class Streamed(Struct, tag="streamed", omit_defaults=True):
     """The prompt's input tokens as the upstream said them before its first delta."""
 
 
+class Whole(Struct, tag="whole", omit_defaults=True):
+    message: AssistantOutput
+    finish_reason: str | None
+    usage: Usage | None = None
+
+
 class Embedded(Struct, tag="embedded", omit_defaults=True):
     vectors: list[list[float]]
     prompt_tokens: int | None = None
 
 
-Answer = Streamed | Embedded
+Answer = Streamed | Whole | Embedded
+Chat = Streamed | Whole
+"""What a chat call's entry keeps."""
 
 
 class Entry(Struct, omit_defaults=True):
@@ -68,9 +76,40 @@ def decode_entry(data: bytes) -> Entry:
 _WORDS = re.compile(r"\s*\S+\s*")
 
 
-def streamed_of_completion(completion: Completion) -> Streamed:
-    """A whole answer as deltas: its text a word each, its refusal and each tool call whole."""
-    message = completion.message
+def whole_of(completion: Completion) -> Whole:
+    return Whole(completion.message, completion.finish_reason, completion.usage)
+
+
+def streamed_of_deltas(answer: DeltaAnswer) -> Streamed:
+    return Streamed(list(answer.deltas), answer.finish_reason, answer.usage)
+
+
+def completion_of(answer: Chat) -> Completion:
+    """The whole answer a kept one gives: as kept, or its deltas' text, refusal and tool
+    calls joined."""
+    if isinstance(answer, Whole):
+        return Completion(answer.message, answer.finish_reason, answer.usage)
+    deltas = answer.deltas
+    if all(d.tool_calls in (UNSET, None) and not d.refusal for d in deltas):
+        text = "".join(d.content for d in deltas if isinstance(d.content, str))
+        message = AssistantOutput("assistant", text or None)
+        return Completion(message, answer.finish_reason, answer.usage)
+    output = StreamOutput()
+    for delta in deltas:
+        output.add(delta)
+    tool_calls = output.tool_calls()
+    message = AssistantOutput(
+        "assistant", output.content or None, output.refusal, tool_calls or UNSET
+    )
+    return Completion(message, answer.finish_reason, answer.usage)
+
+
+def streamed_of(answer: Chat) -> Streamed:
+    """The deltas a stream served from a kept answer carries: as kept, or a whole answer's
+    text a word each, its refusal and each tool call whole."""
+    if isinstance(answer, Streamed):
+        return answer
+    message = answer.message
     text = message.content or ""
     deltas = [Delta(content=piece) for piece in _WORDS.findall(text) or ([text] if text else [])]
     if message.refusal:
@@ -81,27 +120,12 @@ def streamed_of_completion(completion: Completion) -> Streamed:
                                          arguments=call.function.arguments)  # fmt: skip
         call_delta = ToolCallDelta(index=index, id=call.id, type=call.type, function=function)
         deltas.append(Delta(tool_calls=[call_delta]))
-    return Streamed(deltas, completion.finish_reason or "stop", completion.usage)
+    return Streamed(deltas, answer.finish_reason or "stop", answer.usage)
 
 
-def completion_of(answer: Streamed) -> Completion:
-    """The whole answer a kept one gives: its text, refusal and tool calls joined."""
-    output = StreamOutput()
-    for delta in answer.deltas:
-        output.add(delta)
-    tool_calls = output.tool_calls()
-    message = AssistantOutput(
-        "assistant", output.content or None, output.refusal, tool_calls or UNSET
-    )
-    return Completion(message, answer.finish_reason, answer.usage)
-
-
-def streamed_of_deltas(answer: DeltaAnswer) -> Streamed:
-    return Streamed(list(answer.deltas), answer.finish_reason, answer.usage)
-
-
-def deltas_of(answer: Streamed) -> DeltaAnswer:
-    return DeltaAnswer(list(answer.deltas), answer.finish_reason, answer.usage)
+def deltas_of(answer: Chat) -> DeltaAnswer:
+    streamed = streamed_of(answer)
+    return DeltaAnswer(list(streamed.deltas), streamed.finish_reason, streamed.usage)
 
 
 def embedded_of(result: Embeddings) -> Embedded:

@@ -122,21 +122,23 @@ class Lookup:
     routed: bytes
     request: Cacheable
     exact: str = field(init=False)
-    scope: str = field(init=False)
 
     def __post_init__(self) -> None:
-        p = self.partition
-        parts = (p.policy_id, p.policy_sha256, p.tenant, self.surface)
-        scope = _digest((*(s.encode() for s in parts), self.routed, self.request.material))
         text = (self.request.text or "").encode()
-        object.__setattr__(self, "scope", scope)
-        object.__setattr__(self, "exact", _digest((scope.encode(), text)))
+        object.__setattr__(self, "exact", _digest((*self._scoping(), text)))
+
+    @property
+    def scope(self) -> str:
+        """Everything the exact key holds but the last user turn's text (semantic cache)."""
+        return _digest(self._scoping())
+
+    def _scoping(self) -> tuple[bytes, ...]:
+        p = self.partition
+        named = (p.policy_id, p.policy_sha256, p.tenant, self.surface)
+        return (*(s.encode() for s in named), self.routed, self.request.material)
 
 
 def _digest(parts: Sequence[bytes]) -> str:
     """SHA-256 of the parts, each length-prefixed so that no two sequences hash alike."""
-    digest = hashlib.sha256()
-    for part in parts:
-        digest.update(len(part).to_bytes(8, "big"))
-        digest.update(part)
-    return digest.hexdigest()
+    framed = b"".join(len(part).to_bytes(8, "big") + part for part in parts)
+    return hashlib.sha256(framed).hexdigest()

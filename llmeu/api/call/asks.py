@@ -21,14 +21,16 @@ from typing import Generic, TypeVar
 
 from llmeu.cache.entry import (
     Answer,
+    Chat,
     Embedded,
     Streamed,
+    Whole,
     completion_of,
     deltas_of,
     embedded_of,
     embeddings_of,
-    streamed_of_completion,
     streamed_of_deltas,
+    whole_of,
 )
 from llmeu.calls.hangup import Hangup
 from llmeu.calls.output import Completion, Delta, DeltaAnswer, Embeddings
@@ -54,8 +56,8 @@ class Ask(Generic[T]):
     replayed: Callable[[Answer], T]
 
 
-def _streamed(answer: Answer) -> Streamed:
-    assert isinstance(answer, Streamed), "a chat call's entry keeps its deltas"
+def _chat(answer: Answer) -> Chat:
+    assert isinstance(answer, Streamed | Whole), "a chat call's entry keeps a chat answer"
     return answer
 
 
@@ -67,7 +69,7 @@ def _embedded(answer: Answer) -> Embedded:
 def _kept_whole(answer: Completion | DeltaAnswer) -> Answer:
     if isinstance(answer, DeltaAnswer):
         return streamed_of_deltas(answer)
-    return streamed_of_completion(answer)
+    return whole_of(answer)
 
 
 def chat_stream(chat: ChatRequest) -> Operation[ChatStream]:
@@ -81,7 +83,7 @@ def chat_answer(chat: ChatRequest) -> Ask[Completion]:
     async def ask(provider: Provider, hangup: Hangup) -> Completion:
         return await provider.complete_chat(chat, hangup)
 
-    return Ask(ask, streamed_of_completion, lambda kept: completion_of(_streamed(kept)))
+    return Ask(ask, whole_of, lambda kept: completion_of(_chat(kept)))
 
 
 def gathered_answer(chat: ChatRequest) -> Ask[DeltaAnswer]:
@@ -98,7 +100,7 @@ def gathered_answer(chat: ChatRequest) -> Ask[DeltaAnswer]:
             await stream.aclose()
         return DeltaAnswer(deltas, stream.finish_reason or "stop", stream.usage)
 
-    return Ask(ask, streamed_of_deltas, lambda kept: deltas_of(_streamed(kept)))
+    return Ask(ask, streamed_of_deltas, lambda kept: deltas_of(_chat(kept)))
 
 
 def embeddings(inputs: EmbeddingInputs, dimensions: int | None) -> Ask[Embeddings]:
@@ -131,4 +133,4 @@ def responses_answer(chat: ChatRequest, native_body: NativeBody) -> Ask[Completi
             return await responses.complete(native_body(responses.model, False), hangup)
         return await provider.complete_chat(chat, hangup)
 
-    return Ask(ask, _kept_whole, lambda kept: deltas_of(_streamed(kept)))
+    return Ask(ask, _kept_whole, lambda kept: deltas_of(_chat(kept)))

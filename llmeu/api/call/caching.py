@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 from llmeu.api.call.trace import TraceRecorder
 from llmeu.cache.answers import AnswerCache, Consulted
-from llmeu.cache.entry import Answer, Entry, Streamed
+from llmeu.cache.entry import Answer, Entry, Streamed, Whole, streamed_of
 from llmeu.cache.lookups import Cacheable, Lookup, Partition, routed_model
 from llmeu.calls.output import Delta
 from llmeu.calls.record import TraceRecord
@@ -164,8 +164,8 @@ class CacheStep:
 
     def replayed(self) -> ReplayedStream:
         answer = self.answer()
-        assert isinstance(answer, Streamed), "a stream's entry keeps its deltas"
-        return ReplayedStream(answer)
+        assert isinstance(answer, Streamed | Whole), "a stream's entry keeps a chat answer"
+        return ReplayedStream(streamed_of(answer))
 
     def recording(self, upstream: ChatStream) -> ChatStream:
         """The upstream's stream, copied for the cache when the call's answer is to be kept."""
