@@ -90,6 +90,21 @@ async def test_a_changed_policy_reads_nothing_its_earlier_version_kept(
     assert again.json()["llmeu"]["cache"]["source_trace_id"] == after.json()["llmeu"]["trace_id"]
 
 
+async def test_a_reloaded_configuration_that_changes_the_policy_drops_its_answers(
+    app: App, admin: Client, tenant: Tenant, fake_upstream: FakeUpstream
+) -> None:
+    client, _ = await tenant("cached")
+    await chat(client, "before the reload")
+    config = app.gateway.settings.config_file
+    assert config is not None
+    config.write_text(config.read_text().replace("cache: {ttl: PT1H}\n", "cache: {ttl: PT2H}\n", 1))
+    reloaded = await admin.post("/v1/platform/reload")
+    assert reloaded.status_code == 200, reloaded.text
+    assert (await app.gateway.answers.stats())["entries"] == 0  # dropped, not just unread
+    assert "cache" not in (await chat(client, "before the reload")).json()["llmeu"]
+    assert upstream_calls(fake_upstream) == 2
+
+
 async def test_an_erasure_removes_its_subjects_answers(
     admin: Client, tenant: Tenant, fake_upstream: FakeUpstream
 ) -> None:

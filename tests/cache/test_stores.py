@@ -132,3 +132,13 @@ async def test_a_redis_that_does_not_answer_is_a_miss_and_an_admin_error() -> No
 def test_a_short_secret_is_refused() -> None:
     with pytest.raises(Exception, match="at least 32 characters"):
         Sealer("short")
+
+
+async def test_the_purge_sweeps_what_expired(store: Store) -> None:
+    await store.put("brief", entry("brief"), 0.1, [policy_tag("p")], None)
+    await store.put("long", entry("long"), HOUR, [policy_tag("p")], None)
+    await asyncio.sleep(0.25)
+    await store.purge()  # in memory it removes `brief`; Redis expired it by itself
+    assert await store.get("brief") is None
+    assert await store.get("long") == entry("long")
+    assert await store.drop(policy_tag("p")) == 1  # what expired is no longer counted
