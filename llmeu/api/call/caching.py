@@ -23,7 +23,7 @@ from llmeu.api.call.trace import TraceRecorder
 from llmeu.cache.answers import AnswerCache, Consulted
 from llmeu.cache.entry import Answer, Entry, Streamed, Whole, streamed_of
 from llmeu.cache.lookups import Cacheable, Lookup, Partition, routed_model
-from llmeu.calls.output import Delta
+from llmeu.calls.output import Delta, Usage
 from llmeu.calls.record import TraceRecord
 from llmeu.calls.request import RoutingRequest
 from llmeu.providers.base import ChatStream
@@ -69,19 +69,40 @@ class ReplayedStream(ChatStream):
 
 
 class Recording(ChatStream):
-    """An upstream's stream that keeps a copy of every delta it gives, for the cache."""
+    """An upstream's stream that keeps a copy of every delta it gives, for the cache; what
+    the upstream says of itself (finish, usage, input tokens) is read from it as it goes."""
 
     def __init__(self, upstream: ChatStream):
         self._upstream = upstream
         self.deltas: list[Delta] = []
-        self.input_tokens = upstream.input_tokens
+
+    @property
+    def finish_reason(self) -> str | None:
+        return self._upstream.finish_reason
+
+    @finish_reason.setter
+    def finish_reason(self, value: str | None) -> None:
+        self._upstream.finish_reason = value
+
+    @property
+    def usage(self) -> Usage | None:
+        return self._upstream.usage
+
+    @usage.setter
+    def usage(self, value: Usage | None) -> None:
+        self._upstream.usage = value
+
+    @property
+    def input_tokens(self) -> int | None:
+        return self._upstream.input_tokens
+
+    @input_tokens.setter
+    def input_tokens(self, value: int | None) -> None:
+        self._upstream.input_tokens = value
 
     async def next_delta(self) -> Delta | None:
         delta = await self._upstream.next_delta()
-        if delta is None:
-            self.finish_reason = self._upstream.finish_reason
-            self.usage = self._upstream.usage
-        else:
+        if delta is not None:
             self.deltas.append(delta)
         return delta
 
@@ -142,6 +163,11 @@ class CacheStep:
         step._keep = keep and step._consulted.hit is None
         return step
 
+    @property
+    def hit(self) -> Entry | None:
+        """The entry that answers the call, if the look-up found one."""
+        return self._consulted.hit if self._consulted is not None else None
+
     def serve(self, trace: TraceRecorder) -> Endpoint | None:
         """The endpoint that produced the answer found, recorded on `trace` as the hit it
         is; None on a miss."""
@@ -152,8 +178,7 @@ class CacheStep:
         assert self._catalog is not None
         # The key holds every admitted endpoint's facts: the producing one is in the catalog.
         endpoint = self._catalog.get(entry.endpoint_id)
-        if endpoint is None:
-            return None
+        assert endpoint is not None, "an entry's endpoint is one its key names"
         trace.served_from_cache(endpoint, consulted.kind.value, entry.source_trace_id,
                                 entry.cost_eur)  # fmt: skip
         return endpoint

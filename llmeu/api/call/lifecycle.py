@@ -227,7 +227,7 @@ class Call:
     async def complete(self, ask: Ask[T]) -> tuple[Endpoint, T]:
         """Try the plan's endpoints until one answers (or take the cache's answer); the
         answer is the surface's to send."""
-        hit = self._cache_hit()
+        hit = self._cache_hit(Phase.COMPLETE)
         if hit is not None:
             return hit, ask.replayed(self._cache.answer())
         self._upstream_phase(Phase.COMPLETE)  # the final row replaces it; nobody waits for it
@@ -248,7 +248,7 @@ class Call:
         what it keeps is there before the client sees the end, and its failure fails the
         call."""
         state = self._state
-        cached = self._cache_hit()
+        cached = self._cache_hit(Phase.STREAM)
         began = None if cached is not None else self._upstream_phase(Phase.STREAM)
 
         async def first_delta(provider: Provider, hangup: Hangup) -> Delta | None:
@@ -350,14 +350,14 @@ class Call:
         self._state.watch.start()
         return self.trace.begin(awaited=phase is Phase.STREAM)
 
-    def _cache_hit(self) -> Endpoint | None:
+    def _cache_hit(self, phase: Phase) -> Endpoint | None:
         """The endpoint that produced the cached answer this call is served, if any: the call
-        is then recorded as a hit, with no attempt."""
-        endpoint = self._cache.serve(self.trace)
-        if endpoint is not None:
-            self._state.phase = Phase.COMPLETE
-            self.trace.begin()
-        return endpoint
+        is then recorded as a hit, with no attempt (and nothing to watch or wait for)."""
+        if self._cache.hit is None:
+            return None
+        self._state.phase = phase
+        self.trace.begin()
+        return self._cache.serve(self.trace)
 
     def _planned(self) -> RoutePlan:
         assert self._plan is not None, "govern() the call first"
