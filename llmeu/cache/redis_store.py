@@ -1,7 +1,8 @@
 """Entries in Redis, shared by every gateway process and replica, encrypted at rest.
 
     llmeu:cache:e:{name}    an entry, sealed (`llmeu.cache.sealing`), expiring with its ttl
-    llmeu:cache:lru         sorted set: name → last use (ms); the bound evicts from its bottom
+    llmeu:cache:lru         sorted set: name → its last use's tick; the bound evicts from its bottom
+    llmeu:cache:clock       the tick: a counter every use advances, so uses are never tied
     llmeu:cache:sizes       hash: name → bytes; llmeu:cache:bytes their sum
     llmeu:cache:t:{tag}     set: the names of a policy's or a data subject's entries
     llmeu:cache:v:{scope}   hash: name → its prompt's embedding, sealed, with its expiry
@@ -43,11 +44,20 @@ from llmeu.errors import ServiceUnavailable
 log = logging.getLogger("llmeu.cache")
 
 PREFIX = "llmeu:cache:"
-_LRU, _SIZES, _BYTES, _SCOPES = (PREFIX + n for n in ("lru", "sizes", "bytes", "vs"))
+_LRU, _SIZES, _BYTES, _SCOPES, _CLOCK = (
+    PREFIX + n for n in ("lru", "sizes", "bytes", "vs", "clock")
+)
+
+_GET = """
+local blob = redis.call('GET', KEYS[1])
+if blob then redis.call('ZADD', KEYS[2], 'XX', redis.call('INCR', KEYS[3]), ARGV[1]) end
+return blob
+"""
 
 _PUT = """
 local name, blob, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3])
-local max_bytes, now, prefix = tonumber(ARGV[4]), ARGV[5], ARGV[6]
+local max_bytes, prefix = tonumber(ARGV[4]), ARGV[6]
+local now = redis.call('INCR', ARGV[5])
 local old = redis.call('HGET', KEYS[3], name)
 if old then redis.call('DECRBY', KEYS[4], old) end
 redis.call('SET', KEYS[1], blob, 'PX', ttl)
@@ -131,6 +141,7 @@ class RedisStore:
         self.max_bytes = max_bytes
         self._sealer = sealer
         self._pause = pause
+        self._get = self.redis.register_script(_GET)
         self._put = self.redis.register_script(_PUT)
         self._drop = self.redis.register_script(_DROP)
         self._bypass_until = 0.0
@@ -142,11 +153,7 @@ class RedisStore:
         return await self._read(self._sealer.name(key))
 
     async def _read(self, name: str) -> Entry | None:
-        pipe = self.redis.pipeline(transaction=False)
-        pipe.get(PREFIX + "e:" + name)
-        pipe.zadd(_LRU, {name: _now_ms()}, xx=True)
-        found = await self._run(pipe.execute(), [None, 0])
-        sealed = found[0]
+        sealed = await self._run(self._get([PREFIX + "e:" + name, _LRU, _CLOCK], [name]), None)
         data = self._sealer.open(sealed, name) if sealed is not None else None
         return decode_entry(data) if data is not None else None
 
@@ -163,7 +170,7 @@ class RedisStore:
             vector = self._sealer.seal(expiry + placed.vector.tobytes(), name)
         keys += [PREFIX + "t:" + self._sealer.name(tag) for tag in tags]
         blob = self._sealer.seal(encode_entry(entry), name)
-        args: list[Any] = [name, blob, ttl_ms, self.max_bytes, _now_ms(), PREFIX, vector,
+        args: list[Any] = [name, blob, ttl_ms, self.max_bytes, _CLOCK, PREFIX, vector,
                            SCOPE_VECTORS]  # fmt: skip
         evicted, used, entries = await self._run(self._put(keys, args), [0, None, None])
         self.evictions += int(evicted)
@@ -241,7 +248,3 @@ class RedisStore:
                     code="cache_unavailable",
                 ) from None
             return default
-
-
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
