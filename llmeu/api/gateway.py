@@ -20,7 +20,7 @@ from typing import Any
 from llmeu.api.call.context import CallContext
 from llmeu.api.call.door import Calls
 from llmeu.api.health import Health
-from llmeu.api.services.answer_cache import CHANGE, CacheService, policies_changed
+from llmeu.api.services.answer_cache import CHANGE, CacheService
 from llmeu.api.services.auth import KeyRing
 from llmeu.api.services.compliance_service import Compliance
 from llmeu.api.services.evidence_service import Evidence
@@ -268,9 +268,7 @@ class Gateway:
         if change.kind == "key":
             await self.keys.reload(change.ident)
         elif change.kind == "policy":
-            before = dict(self.policies.policies)
-            await self.policies.load()
-            await self.answers.policies_changed(policies_changed(before, self.policies.policies))
+            await self.answers.policies_changed(await self.policies.load())
         elif change.kind == "config":
             await self.reload(tell_others=False)
         elif change.kind == CHANGE:
@@ -295,9 +293,8 @@ class Gateway:
             upstreams = Upstreams(config.catalog, providers, unavailable, self.breaker)
             kept = frozenset(eid for eid, p in providers.items() if p in reuse.values())
             await self._start_providers(upstreams, kept)
-            before = dict(self.policies.policies)
-            self.policies.configure(config.policies, config.default_policy)
-            await self.answers.policies_changed(policies_changed(before, self.policies.policies))
+            changed = self.policies.configure(config.policies, config.default_policy)
+            await self.answers.policies_changed(changed)
             self.upstreams = self.calls.context.upstreams = self.platform.upstreams = upstreams
             gone = [p for p in previous.providers.values() if p not in providers.values()]
             if gone:
@@ -352,7 +349,7 @@ class Gateway:
                     if self.changes is not None:
                         await self.changes.start()
                     await self.keys.load()
-                    await self.policies.load()
+                    await self.answers.policies_changed(await self.policies.load())
                 if now - last_purge >= settings.purge_interval_seconds:
                     purged = await self.store.purge_content(now)
                     if purged:

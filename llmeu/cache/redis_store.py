@@ -35,7 +35,6 @@ from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
 from llmeu.cache.entry import Entry, decode_entry, encode_entry
-from llmeu.cache.memory_store import SCOPE_VECTORS
 from llmeu.cache.sealing import Sealer
 from llmeu.cache.similarity import Vector, nearest
 from llmeu.cache.stores import Placed, Size
@@ -122,6 +121,9 @@ return dropped
 """
 
 _EXPIRY = struct.Struct(">d")
+SCOPE_VECTORS = 256
+"""Prompts the semantic cache compares in one scope at most: every look-up reads them all
+(about 1.6 kB each, sealed); past it a new one takes the place of one picked at random."""
 
 
 def connect(url: str, timeout: float) -> aioredis.Redis:

@@ -165,8 +165,3 @@ class CacheService:
                         error)  # fmt: skip
             return None
         return result.vectors[0], result.prompt_tokens
-
-
-def policies_changed(before: dict[str, Policy], after: dict[str, Policy]) -> list[str]:
-    """The ids of the policies a reload changed or removed."""
-    return [pid for pid, policy in before.items() if after.get(pid) != policy]
