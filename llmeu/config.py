@@ -65,6 +65,12 @@ class Settings:
     """The environment variable that may hold the signing key's PEM text."""
     signing_retired_keys: tuple[Path, ...] = ()
     """Public keys (PEM, or a JWKS) of earlier signing keys, still published."""
+    cache_max_bytes: int = 64 << 20
+    """The most the answer cache holds (its entries encoded), per process or in Redis; the
+    least recently used go first."""
+    cache_key: str | None = field(default=None, repr=False)
+    """The secret the answer cache's entries are encrypted with in Redis (`LLMEU_CACHE_KEY`);
+    without it, the cache stays in each process."""
     checkpoint_every_traces: int = 1000
     checkpoint_every_seconds: float = 300.0
     audit_checkpoint_dir: Path | None = None
@@ -78,6 +84,7 @@ class Settings:
             "admin_key": env.get("LLMEU_ADMIN_KEY") or None,
             "database_url": env.get("LLMEU_DATABASE_URL") or None,
             "redis_url": env.get("LLMEU_REDIS_URL") or None,
+            "cache_key": env.get("LLMEU_CACHE_KEY") or None,
             "local_country": env.get("LLMEU_LOCAL_COUNTRY", ""),
             "environ": env,
         }

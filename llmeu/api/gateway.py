@@ -20,6 +20,7 @@ from typing import Any
 from llmeu.api.call.context import CallContext
 from llmeu.api.call.door import Calls
 from llmeu.api.health import Health
+from llmeu.api.services.answer_cache import CHANGE, CacheService
 from llmeu.api.services.auth import KeyRing
 from llmeu.api.services.compliance_service import Compliance
 from llmeu.api.services.evidence_service import Evidence
@@ -40,13 +41,7 @@ from llmeu.errors import ConfigError, DatabaseError
 from llmeu.evidence.signing_keys import KeyRing as SigningKeys
 from llmeu.evidence.signing_keys import SigningKey
 from llmeu.ledger.chaining import CheckpointPolicy, Checkpoints, chain_pending
-from llmeu.ledger.notify import (
-    Change,
-    ChangeFeed,
-    DatabaseNotices,
-    NoticeChannel,
-    Propagation,
-)
+from llmeu.ledger.notify import Change, ChangeFeed, DatabaseNotices, NoticeChannel, Propagation
 from llmeu.ledger.opening import open_database
 from llmeu.ledger.retention import Retention
 from llmeu.ledger.store import Store
@@ -123,12 +118,14 @@ class Gateway:
         self.upstreams = Upstreams(
             config.catalog, *self.providers.build(config.catalog), breaker=self.breaker
         )
+        self.answers = CacheService.build(settings, lambda: self.upstreams, self.broadcast)
         self.telemetry = Telemetry.build(
             settings,
             config.catalog,
             ledger=self.ledger,
             breaker=self.breaker,
             limiter=self.limits.state,
+            cache=self.answers.cache,
         )
         self.observers = Observers(self.telemetry.observers)
         self.receipts = Receipts(signing or SigningKeys(SigningKey.generate()))
@@ -147,12 +144,13 @@ class Gateway:
                 ledger=self.ledger, limits=self.limits, observers=self.observers,
                 receipts=self.receipts, instance_id=self.instance_id,
                 max_body_bytes=settings.max_body_bytes,
-                keep_metadata=Duration.parse(settings.keep_metadata),
+                keep_metadata=Duration.parse(settings.keep_metadata), cache=self.answers.cache,
             )
         )  # fmt: skip
         self.platform = Platform(
-            self.keys, self.policies, store, self.upstreams, self.broadcast, self.reload
-        )
+            self.keys, self.policies, store, self.upstreams, self.broadcast, self.reload,
+            self.answers,
+        )  # fmt: skip
         self.evidence = Evidence(self.platform, self.receipts)
         self.compliance = Compliance(self.platform)
         self.responses = ResponseStore(store.db)
@@ -206,6 +204,7 @@ class Gateway:
         if isinstance(self.breaker, SharedCircuitBreaker):
             self.breaker.start([e.endpoint_id for e in self.config.catalog.endpoints])
         await start_providers(self.upstreams)
+        self.answers.announce(self.policies.policies.values())
         self._tasks.append(asyncio.create_task(self._maintenance(), name="llmeu-maintenance"))
         self._tasks.append(asyncio.create_task(self._checkpointing(), name="llmeu-checkpoints"))
         self._loop = asyncio.get_running_loop()
@@ -242,9 +241,11 @@ class Gateway:
         if change.kind == "key":
             await self.keys.reload(change.ident)
         elif change.kind == "policy":
-            await self.policies.load()
+            await self.answers.policies_changed(await self.policies.load())
         elif change.kind == "config":
             await self.reload(tell_others=False)
+        elif change.kind == CHANGE:
+            await self.answers.apply(change.ident)
 
     async def reload(self, *, tell_others: bool = True) -> None:
         """Read the configuration file again. Calls in flight finish on the catalog and
@@ -265,7 +266,8 @@ class Gateway:
             upstreams = Upstreams(config.catalog, providers, unavailable, self.breaker)
             kept = frozenset(eid for eid, p in providers.items() if p in reuse.values())
             await start_providers(upstreams, kept)
-            self.policies.configure(config.policies, config.default_policy)
+            changed = self.policies.configure(config.policies, config.default_policy)
+            await self.answers.policies_changed(changed)
             self.upstreams = self.calls.context.upstreams = self.platform.upstreams = upstreams
             gone = [p for p in previous.providers.values() if p not in providers.values()]
             if gone:
@@ -315,11 +317,12 @@ class Gateway:
                     if self.changes is not None:
                         await self.changes.start()
                     await self.keys.load()
-                    await self.policies.load()
+                    await self.answers.policies_changed(await self.policies.load())
                 if now - last_purge >= settings.purge_interval_seconds:
                     purged = await self.store.purge_content(now)
                     if purged:
                         log.info("purged stored content of %d traces", purged)
+                    await self.answers.purge()
                     emptied = await Retention(self.store.db).purge_metadata(now)
                     if emptied:
                         log.info("purged the metadata of %d traces past keep_metadata", emptied)
@@ -365,6 +368,7 @@ class Gateway:
         with contextlib.suppress(DatabaseError):  # others then stop waiting for this process
             await self.store.unregister_instance(self.instance_id)
         await self.limits.aclose()
+        await self.answers.aclose()
         if isinstance(self.breaker, SharedCircuitBreaker):
             await self.breaker.aclose()
         await asyncio.to_thread(self.telemetry.shutdown)

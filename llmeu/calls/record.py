@@ -95,6 +95,10 @@ class TraceRecord:
     content_expires_at: float | None = None
     subject_sha256: str | None = None
     metadata_expires_at: float | None = None
+    cache_hit: str | None = None
+    """`exact` or `semantic` when the answer came from the gateway's answer cache."""
+    cache_source: str | None = None  # the trace of the call that produced a cached answer
+    saved_eur: float | None = None  # what that call cost, which a cache hit did not
     cache_read_tokens: int | None = None  # the prompt cache's share of input_tokens
     cache_creation_tokens: int | None = None
     ignored_features: str | None = None  # e.g. `anthropic-beta` values, comma-separated

@@ -31,8 +31,18 @@ class _In(Struct, omit_defaults=True):
     """Base of nested request objects: unknown fields ignored."""
 
 
+class CacheControl(_In):
+    """A prompt-cache breakpoint (Anthropic's `cache_control`): the upstream may cache the
+    prompt up to and including what carries it. Passed to the upstreams that cache prompts
+    this way (`anthropic`, `vertex_anthropic`, Bedrock's `cachePoint`), left out for others."""
+
+    type: Literal["ephemeral"]
+    ttl: ShortString | UnsetType = UNSET
+
+
 class TextPart(_In, tag_field="type", tag="text"):
     text: str
+    cache_control: CacheControl | UnsetType = UNSET
 
 
 class ImageURL(_In):
@@ -167,6 +177,7 @@ class FunctionDefinition(_In):
 class Tool(_In):
     type: Literal["function"]
     function: FunctionDefinition
+    cache_control: CacheControl | UnsetType = UNSET
 
 
 class NamedFunction(_In):
@@ -241,6 +252,9 @@ class RoutingRequest(Struct, forbid_unknown_fields=True, omit_defaults=True):
     receipt: bool | UnsetType = UNSET
     """Ask for the call's signed receipt: `x-llmeu-receipt` on a whole answer, `receipt`
     in the routing block of a stream's final frame. Narrows nothing."""
+    cache: bool | UnsetType = UNSET
+    """`false`: the call is neither answered from the answer cache nor kept in it, whatever
+    its policy's `cache:` section allows. Narrows nothing."""
 
 
 class ChatRequest(Struct, forbid_unknown_fields=True, omit_defaults=True):

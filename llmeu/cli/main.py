@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from llmeu.cli import (
     audit_export,
+    cache_command,
     chat,
     config_check,
     keys,
@@ -31,6 +32,7 @@ SUBCOMMANDS = (
     serve, chat, route_report, config_check, keys, usage, traces, ledger_purge, receipt, subjects,
     audit_export,
     probe_upstream,
+    cache_command,
 )  # fmt: skip
 
 

@@ -22,7 +22,8 @@ def register(subparsers: Any) -> None:
         "--database-url", help="postgresql://… to share the ledger between processes"
     )
     parser.add_argument(
-        "--redis-url", help="redis://… to share limits and health between processes"
+        "--redis-url",
+        help="redis://… to share limits, health and the answer cache between processes",
     )
     parser.add_argument(
         "--workers",
@@ -43,6 +44,12 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--max-body-bytes", type=int, help="largest request body accepted (413 above)"
+    )
+    parser.add_argument(
+        "--cache-max-bytes",
+        type=int,
+        help="the most the answer cache holds, per process or in Redis (64 MiB); with "
+        "--redis-url, LLMEU_CACHE_KEY encrypts it there",
     )
     parser.add_argument(
         "--head-timeout", type=float, help="seconds a request head may take (10; 408 past it)"
@@ -134,6 +141,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         redis_timeout_seconds=args.redis_timeout,
         keep_metadata=args.keep_metadata,
         max_body_bytes=args.max_body_bytes,
+        cache_max_bytes=args.cache_max_bytes,
         head_timeout_seconds=args.head_timeout,
         body_timeout_seconds=args.body_timeout,
         min_body_rate=args.min_body_rate,

@@ -6,7 +6,9 @@ With the admin key it covers every key (or one, `--key`); with a tenant key,
 that key's own calls. `--from`/`--to` take an ISO-8601 date or time (UTC
 unless it says otherwise) or seconds since the epoch; `--to` is exclusive.
 Cancelled calls count in requests, tokens and cost, never as completed;
-`est.` is how many calls have token counts the gateway estimated. `model` is
+`est.` is how many calls have token counts the gateway estimated; `cached` how
+many were answered from the answer cache (costing nothing upstream), and
+`saved` what the calls that produced those answers cost. `model` is
 the model that ran (calls no model ran for, such as rejected ones, share the
 row `(no model ran)`); `requested_model` is the name the client asked for.
 """
@@ -47,7 +49,7 @@ def _usage(client: PlatformClient, args: argparse.Namespace) -> int:
         print_json(usage)
         return 0
     group = args.group_by
-    columns = (group, *COUNTS, "input tok", "output tok", "est.", "cost")
+    columns = (group, *COUNTS, "input tok", "output tok", "est.", "cost", "cached", "saved")
     rows = [_row(r.get(group) or NO_VALUE.get(group, "-"), r) for r in usage["data"]]
     rows.append(_row("total", usage["totals"]))
     print_table(columns, rows, right=columns[1:])
@@ -57,5 +59,6 @@ def _usage(client: PlatformClient, args: argparse.Namespace) -> int:
 def _row(label: object, counts: dict[str, Any]) -> tuple[Any, ...]:
     return (
         label, *(counts[c] for c in COUNTS), counts["input_tokens"], counts["output_tokens"],
-        counts["estimated_requests"], money(counts["cost_eur"]),
+        counts["estimated_requests"], money(counts["cost_eur"]), counts.get("cached", 0),
+        money(counts.get("saved_eur", 0.0)),
     )  # fmt: skip

@@ -35,6 +35,10 @@ _OPEN_CALL_TYPES = (
     ("ignored_features", "TEXT"),
 )  # fmt: skip
 _OPEN_CALL_COLUMNS = ", ".join(name for name, _ in _OPEN_CALL_TYPES)
+# Added to both tables later, in this order (migration 12).
+_CACHE_HIT_TYPES = (
+    ("cache_hit", "TEXT"), ("cache_source", "TEXT"), ("saved_eur", "DOUBLE PRECISION"),
+)  # fmt: skip
 _OPEN_CALLS = (
     "CREATE TABLE open_calls ("
     + ", ".join(f"{name} {kind}" for name, kind in _OPEN_CALL_TYPES)
@@ -323,6 +327,20 @@ MIGRATIONS: tuple[tuple[int, str, tuple[Step, ...]], ...] = (
             "INSERT INTO chain_admitted (trace_id, instance_id, admitted_at) "
             "SELECT trace_id, instance_id, received_at FROM traces "
             "WHERE chain_seq IS NULL AND status <> 'in_progress'",
+        ),
+    ),
+    (
+        13,
+        "calls answered from the answer cache",
+        (
+            # `exact` or `semantic` when the gateway's answer cache answered the call, the
+            # trace of the call that produced the answer, and what that call cost. Both
+            # tables, as `open_calls` is copied into `traces` for calls found interrupted.
+            *(
+                f"ALTER TABLE {table} ADD COLUMN {name} {kind}"
+                for table in ("traces", "open_calls")
+                for name, kind in _CACHE_HIT_TYPES
+            ),
         ),
     ),
 )

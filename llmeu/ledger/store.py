@@ -207,7 +207,9 @@ class Store:
             "SUM(COALESCE(input_tokens, 0)) AS input_tokens, "
             "SUM(COALESCE(output_tokens, 0)) AS output_tokens, "
             "SUM(CASE WHEN tokens_estimated = 1 THEN 1 ELSE 0 END) AS estimated_requests, "
-            "SUM(COALESCE(cost_eur, 0)) AS cost_eur "
+            "SUM(COALESCE(cost_eur, 0)) AS cost_eur, "
+            "SUM(CASE WHEN cache_hit IS NOT NULL THEN 1 ELSE 0 END) AS cached, "
+            "SUM(COALESCE(saved_eur, 0)) AS saved_eur "
             f"FROM traces WHERE {' AND '.join(where)} GROUP BY {group} ORDER BY {group}"
         )
         rows = await self.db.fetch(sql, params)

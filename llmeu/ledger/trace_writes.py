@@ -46,7 +46,8 @@ TRACE_COLUMNS = (
     "cost_eur", "finish_reason", "http_status", "error_type", "error_code", "error_message",
     "attempts", "excluded", "prompt", "completion", "content_expires_at", "subject_sha256",
     "metadata_expires_at", "personal_data", "policy_sha256", "request_sha256", "content_sha256",
-    "cache_read_tokens", "cache_creation_tokens", "ignored_features",
+    "cache_read_tokens", "cache_creation_tokens", "ignored_features", "cache_hit",
+    "cache_source", "saved_eur",
 )  # fmt: skip
 _INSERT_TRACE = (
     f"INSERT INTO traces ({', '.join(TRACE_COLUMNS)}) "
@@ -103,6 +104,7 @@ def trace_row(record: TraceRecord) -> tuple[Any, ...]:
         record.policy_sha256, record.request_sha256,
         record.content_sha256,
         record.cache_read_tokens, record.cache_creation_tokens, record.ignored_features,
+        record.cache_hit, record.cache_source, record.saved_eur,
     ))  # fmt: skip
 
 

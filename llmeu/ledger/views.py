@@ -75,6 +75,15 @@ def trace_view(row: Row, *, summary: bool = False) -> dict[str, Any]:
             "http_status": row["http_status"],
         },
     }
+    # Whether the gateway's answer cache answered the call: a flag beside the status, which
+    # stays what the call's was (a hit is `completed`), and where the answer came from.
+    view["cached"] = row.get("cache_hit") is not None
+    if view["cached"]:
+        view["cache"] = {
+            "kind": row["cache_hit"],
+            "source_trace_id": row["cache_source"],
+            "saved_eur": row["saved_eur"],
+        }
     # Present where they apply: the cache's share of the input where the upstream reported
     # it, and the protocol features a call asked for that the gateway ignored.
     for column in ("cache_read_tokens", "cache_creation_tokens"):
@@ -116,4 +125,6 @@ def usage_view(group_by: str, row: Row) -> dict[str, Any]:
         "output_tokens": int(row["output_tokens"] or 0),
         "estimated_requests": int(row["estimated_requests"] or 0),
         "cost_eur": round(float(row["cost_eur"] or 0), 10),
+        "cached": int(row["cached"] or 0),
+        "saved_eur": round(float(row["saved_eur"] or 0), 10),
     }

@@ -15,6 +15,7 @@ from prometheus_client.exposition import choose_encoder
 
 from llmeu import __version__
 from llmeu.config import Settings
+from llmeu.observability.cache_metrics import CacheCollector, CacheState
 from llmeu.observability.hooks import CallObserver
 from llmeu.observability.limits_metrics import LimitsCollector, LimitsState
 from llmeu.observability.logs import CallLogObserver
@@ -43,6 +44,7 @@ class Telemetry:
         ledger: LedgerState,
         breaker: CircuitBreaker,
         limiter: LimitsState | None = None,
+        cache: CacheState | None = None,
     ) -> Telemetry:
         registry = CollectorRegistry()
         known_models = {n for e in catalog.endpoints for n in (*e.aliases, e.model, e.endpoint_id)}
@@ -51,6 +53,8 @@ class Telemetry:
         registry.register(GatewayStateCollector(breaker, ledger, endpoint_ids))
         if limiter is not None:
             registry.register(LimitsCollector(limiter))
+        if cache is not None:
+            registry.register(CacheCollector(cache))
         telemetry = cls(registry, observers)
         otlp = otlp_settings(settings.otel_environ)
         if otlp is not None:

@@ -7,16 +7,23 @@ every upstream speaking the wire (`FINISH_REASONS`). A server tool
 through a gateway that keeps no files and runs no tools: a 400 naming it.
 Structured output (`output_config.format`) becomes the chat call's
 `response_format`.
+
+Prompt-cache breakpoints (`cache_control`) on system and user text blocks,
+tool results and tools stay on the canonical request's text parts and tools,
+for the upstreams that cache prompts; a request-wide `cache_control` puts one
+on the prompt's last text.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 from msgspec import UNSET, UnsetType
 
 from llmeu.calls.request import (
     AssistantMessage,
+    CacheControl,
     ChatRequest,
     ContentPart,
     FilePart,
@@ -83,11 +90,16 @@ def to_chat_request(request: MessagesRequest) -> ChatRequest:
     """The canonical request of a Messages call (validated: a server tool or an unservable
     block is a 400 naming it)."""
     messages: list[Message] = []
-    system = system_text(request)
-    if system:
-        messages.append(SystemMessage(content=system))
+    system = _system(request)
+    if system is not None:
+        messages.append(system)
     for i, message in enumerate(request.messages):
         messages.extend(_chat_messages(message, f"messages[{i}]"))
+    whole = request.cache_control
+    if isinstance(whole, dict) and whole.get("type") == "ephemeral" and messages:
+        ttl = whole.get("ttl")
+        mark = CacheControl("ephemeral", ttl if isinstance(ttl, str) else UNSET)
+        messages[-1] = _marked_at_end(messages[-1], mark)
     tools, tool_choice, parallel = _chat_tools(request)
     user = request.metadata.user_id if isinstance(request.metadata, MetadataIn) else UNSET
     return ChatRequest(
@@ -141,6 +153,33 @@ def _response_format(config: OutputConfig | UnsetType | None) -> Any:
     return ResponseFormat("json_schema", {"name": "output", "schema": schema, "strict": True})
 
 
+def _system(request: MessagesRequest) -> SystemMessage | None:
+    """The system prompt, as text parts where one of its blocks is a cache breakpoint."""
+    blocks = request.system
+    if isinstance(blocks, list) and any(_mark(b.cache_control) for b in blocks):
+        return SystemMessage(content=[TextPart(b.text, _mark(b.cache_control)) for b in blocks])
+    system = system_text(request)
+    return SystemMessage(content=system) if system else None
+
+
+def _mark(mark: CacheControl | UnsetType | None) -> CacheControl | UnsetType:
+    return mark if isinstance(mark, CacheControl) else UNSET
+
+
+def _marked_at_end(message: Message, mark: CacheControl) -> Message:
+    """`message` with a cache breakpoint on its last text (a request-wide `cache_control`)."""
+    if not isinstance(message, UserMessage | ToolMessage | SystemMessage):
+        return message
+    content = message.content
+    parts = [TextPart(content)] if isinstance(content, str) else list(content)
+    for i in range(len(parts) - 1, -1, -1):
+        part = parts[i]
+        if isinstance(part, TextPart):
+            parts[i] = TextPart(part.text, mark)
+            return msgspec.structs.replace(message, content=parts)
+    return message
+
+
 def _chat_messages(message: MessageIn, path: str) -> list[Message]:
     content = message.content
     if message.role == "assistant":
@@ -157,9 +196,10 @@ def _chat_messages(message: MessageIn, path: str) -> list[Message]:
     for j, block in enumerate(content):
         where = f"{path}.content[{j}]"
         if isinstance(block, ToolResultBlockIn):
+            text, mark = result_text(block), _mark(block.cache_control)
             results.append(
                 ToolMessage(
-                    content=result_text(block),
+                    content=[TextPart(text, mark)] if mark is not UNSET else text,
                     tool_call_id=block.tool_use_id,
                     is_error=block.is_error,
                 )
@@ -207,7 +247,7 @@ def _assistant_message(content: str | list[BlockIn], path: str) -> AssistantMess
 
 def _user_part(block: TextBlockIn | ImageBlockIn | DocumentBlockIn, path: str) -> ContentPart:
     if isinstance(block, TextBlockIn):
-        return TextPart(text=block.text)
+        return TextPart(block.text, _mark(block.cache_control))
     source = block.source
     if isinstance(source, FileSource):
         raise InvalidRequest(
@@ -276,4 +316,5 @@ def _chat_tool(tool: ToolIn, index: int) -> Tool:
         FunctionDefinition(
             name=tool.name, description=tool.description, parameters=tool.input_schema
         ),
+        _mark(tool.cache_control),
     )

@@ -12,9 +12,10 @@ The family, all pure (in `llmeu.protocol`):
 Decoding validates like Anthropic does: unknown top-level fields, a missing
 `max_tokens`, a value out of range are a 400 naming the path. Inside content
 blocks and tools unknown fields are ignored (SDKs echo response blocks back,
-with `citations`, `cache_control`, ...). Every field of Anthropic's request
-(the `anthropic` SDK's `MessageCreateParams`, beta fields included) is
-accepted: acted on, or without effect and named by `ignored_fields`.
+with `citations`, ...); a `cache_control` breakpoint on a text block, a tool
+result or a tool is kept for the upstreams that cache prompts. Every field of
+Anthropic's request (the `anthropic` SDK's `MessageCreateParams`, beta fields
+included) is accepted: acted on, or without effect and named by `ignored_fields`.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 
-from llmeu.calls.request import RoutingRequest, Thinking
+from llmeu.calls.request import CacheControl, RoutingRequest, Thinking
 from llmeu.protocol.chat_wire import set_fields
 from llmeu.protocol.json_codec import encoder
 
@@ -57,6 +58,7 @@ class FileSource(_In, tag_field="type", tag="file"):
 
 class TextBlockIn(_In, tag_field="type", tag="text"):
     text: str
+    cache_control: CacheControl | UnsetType | None = UNSET
 
 
 class ImageBlockIn(_In, tag_field="type", tag="image"):
@@ -78,6 +80,7 @@ class ToolResultBlockIn(_In, tag_field="type", tag="tool_result"):
     tool_use_id: str
     content: str | list[TextBlockIn | ImageBlockIn | DocumentBlockIn] | UnsetType = UNSET
     is_error: bool | UnsetType = UNSET
+    cache_control: CacheControl | UnsetType | None = UNSET
 
 
 class ThinkingBlockIn(_In, tag_field="type", tag="thinking"):
@@ -113,6 +116,7 @@ class ToolIn(_In):
     type: str | UnsetType | None = UNSET
     description: str | UnsetType = UNSET
     input_schema: dict[str, Any] | UnsetType = UNSET
+    cache_control: CacheControl | UnsetType | None = UNSET
 
 
 class ToolChoiceAuto(_In, tag_field="type", tag="auto"):

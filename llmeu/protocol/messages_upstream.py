@@ -5,7 +5,9 @@ on other clouds): system messages become `system`, tool results become
 `tool_result` blocks of a user turn, consecutive turns of one role are merged
 (Anthropic wants them alternating), an earlier turn's thinking goes back
 with its signature, and `max_tokens` (required there) is the caller's, else
-the endpoint's default. Streamed answers are read by
+the endpoint's default. Prompt-cache breakpoints (`cache_control`) on text
+parts, tool results and tools go along; with one in the system prompt, the
+system prompt goes as blocks. Streamed answers are read by
 `llmeu.protocol.messages_stream.MessagesEventDecoder`.
 """
 
@@ -15,11 +17,12 @@ import json
 from typing import Any
 
 import msgspec
-from msgspec import UNSET, Struct
+from msgspec import UNSET, Struct, UnsetType
 
 from llmeu.calls.output import AssistantOutput, Completion, Usage
 from llmeu.calls.request import (
     AssistantMessage,
+    CacheControl,
     ChatRequest,
     DeveloperMessage,
     FilePart,
@@ -48,11 +51,11 @@ def anthropic_request(
     chat: ChatRequest, model: str, *, stream: bool, default_max_tokens: int | None
 ) -> dict[str, Any]:
     """The body of `POST /v1/messages` for `chat`, run on `model`."""
-    system: list[str] = []
+    system: list[SystemMessage | DeveloperMessage] = []
     turns: list[dict[str, Any]] = []
     for message in chat.messages:
         if isinstance(message, SystemMessage | DeveloperMessage):
-            system.append(text_of(message))
+            system.append(message)
             continue
         role, blocks = _blocks(message)
         if turns and turns[-1]["role"] == role:
@@ -68,7 +71,7 @@ def anthropic_request(
         or DEFAULT_MAX_TOKENS,
     }
     if system:
-        body["system"] = "\n\n".join(system)
+        body["system"] = _system(system)
     if stream:
         body["stream"] = True
     if isinstance(chat.temperature, float | int):
@@ -95,6 +98,30 @@ def anthropic_request(
     return body
 
 
+def _system(messages: list[SystemMessage | DeveloperMessage]) -> str | list[dict[str, Any]]:
+    """One text, or its blocks where one is a cache breakpoint."""
+    parts = [p for m in messages if isinstance(m.content, list) for p in m.content]
+    if not any(isinstance(p.cache_control, CacheControl) for p in parts):
+        return "\n\n".join(text_of(m) for m in messages)
+    blocks: list[dict[str, Any]] = []
+    for message in messages:
+        content = message.content
+        for part in [TextPart(content)] if isinstance(content, str) else content:
+            blocks.append(_text_block(part))
+    return blocks
+
+
+def _text_block(part: TextPart) -> dict[str, Any]:
+    block: dict[str, Any] = {"type": "text", "text": part.text}
+    return _marked(block, part.cache_control)
+
+
+def _marked(block: dict[str, Any], mark: CacheControl | UnsetType) -> dict[str, Any]:
+    if isinstance(mark, CacheControl):
+        block["cache_control"] = msgspec.to_builtins(mark)
+    return block
+
+
 def _blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:
     if isinstance(message, ToolMessage):
         block: dict[str, Any] = {
@@ -104,6 +131,9 @@ def _blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:
         }
         if isinstance(message.is_error, bool):
             block["is_error"] = message.is_error
+        if isinstance(message.content, list):
+            for marked in message.content:
+                _marked(block, marked.cache_control)
         return "user", [block]
     if isinstance(message, AssistantMessage):
         return "assistant", _assistant_blocks(message)
@@ -113,7 +143,7 @@ def _blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:
     blocks: list[dict[str, Any]] = []
     for part in content:
         if isinstance(part, TextPart):
-            blocks.append({"type": "text", "text": part.text})
+            blocks.append(_text_block(part))
         elif isinstance(part, ImagePart):
             blocks.append({"type": "image", "source": _source(part.image_url.url)})
         elif isinstance(part, FilePart) and isinstance(part.file.file_data, str):
@@ -168,7 +198,7 @@ def _tools(chat: ChatRequest) -> dict[str, Any]:
             entry["description"] = function.description
         parameters = function.parameters
         entry["input_schema"] = parameters if isinstance(parameters, dict) else {"type": "object"}
-        tools.append(entry)
+        tools.append(_marked(entry, tool.cache_control))
     choice: dict[str, Any] | None = None
     if chat.tool_choice == "auto":
         choice = {"type": "auto"}

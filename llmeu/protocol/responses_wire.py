@@ -287,5 +287,6 @@ def to_chat(req: ResponsesRequest, history: list[Message], stream: bool) -> Chat
         reasoning_effort=effort,
         user=req.end_user or UNSET,
         metadata=req.metadata,
+        prompt_cache_key=req.prompt_cache_key,
         llmeu=req.llmeu,
     )

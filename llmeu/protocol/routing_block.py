@@ -18,11 +18,24 @@ class CostEstimate(Struct):
     estimated: bool
 
 
+class CacheHit(Struct):
+    """A call answered from the gateway's answer cache: how (`exact`, `semantic`), the trace
+    of the call that produced the answer, and what that call cost."""
+
+    hit: bool
+    kind: str
+    source_trace_id: str
+    saved_eur: float | None
+
+
 class RoutingBlock(Struct, omit_defaults=True):
     """The `llmeu` block of docs/design.md §3, in every response and in a stream's final frame.
 
     `receipt`, the call's signed receipt (compact JWS), is there only in a stream's final
-    frame, when the request set `llmeu: {"receipt": true}`."""
+    frame, when the request set `llmeu: {"receipt": true}`. `cache` is there only when the
+    answer came from the answer cache: the rest of the block is then the producing call's
+    (where it ran, under which policy), but for the trace id, which is this call's own, and
+    the cost, which is none."""
 
     trace_id: str
     model_used: str
@@ -35,3 +48,4 @@ class RoutingBlock(Struct, omit_defaults=True):
     retention: str
     cost_estimate: CostEstimate
     receipt: str | None = None
+    cache: CacheHit | None = None

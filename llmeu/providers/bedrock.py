@@ -30,7 +30,7 @@ import msgspec
 from botocore.credentials import RefreshableCredentials
 from botocore.eventstream import EventStreamBuffer, ParserError
 from botocore.exceptions import BotoCoreError
-from msgspec import Struct
+from msgspec import UNSET, Struct
 
 from llmeu.calls.hangup import Hangup
 from llmeu.calls.output import (
@@ -169,9 +169,22 @@ class _Usage(Struct):
     inputTokens: int | None = None
     outputTokens: int | None = None
     totalTokens: int | None = None
+    cacheReadInputTokens: int | None = None
+    cacheWriteInputTokens: int | None = None
 
     def usage(self) -> Usage | None:
-        return mapping.usage(self.inputTokens, self.outputTokens, self.totalTokens)
+        """Canonical counts: the prompt's count holds what the prompt cache read and wrote
+        (Converse's `inputTokens` leaves them out), their share apart."""
+        read, written = self.cacheReadInputTokens, self.cacheWriteInputTokens
+        if read is None and written is None:
+            return mapping.usage(self.inputTokens, self.outputTokens, self.totalTokens)
+        uncached = self.inputTokens
+        prompt = None if uncached is None else uncached + (read or 0) + (written or 0)
+        usage = mapping.usage(prompt, self.outputTokens)
+        if usage is not None:
+            usage.cache_read_input_tokens = read if read is not None else UNSET
+            usage.cache_creation_input_tokens = written if written is not None else UNSET
+        return usage
 
 
 class _ConverseResponse(Struct):

@@ -4,6 +4,8 @@ Turns alternate on Bedrock, so consecutive turns of one role merge (tool
 results are the user's); tools become `toolSpec`s, `tool_choice` a
 `toolChoice`, `thinking` and `top_k` the model's own fields
 (`additionalModelRequestFields`), earlier reasoning `reasoningContent` blocks.
+A prompt-cache breakpoint (`cache_control` on a text part, a tool result or a
+tool) becomes a `cachePoint` block right after what carries it.
 """
 
 from __future__ import annotations
@@ -15,9 +17,12 @@ from msgspec import UNSET
 
 from llmeu.calls.request import (
     AssistantMessage,
+    CacheControl,
     ChatRequest,
+    DeveloperMessage,
     ImagePart,
     RedactedThinkingBlock,
+    SystemMessage,
     TextPart,
     ThinkingBlock,
     ToolChoiceFunction,
@@ -38,9 +43,9 @@ def converse_body(request: ChatRequest) -> bytes:
             "bedrock endpoints do not support `response_format`", param="response_format"
         )
     body: dict[str, Any] = {"messages": _messages(request)}
-    system = mapping.system_text(request)
+    system = _system(request)
     if system:
-        body["system"] = [{"text": system}]
+        body["system"] = system
     config: dict[str, Any] = {}
     if (limit := mapping.max_tokens(request)) is not None:
         config["maxTokens"] = limit
@@ -66,6 +71,32 @@ def converse_body(request: ChatRequest) -> bytes:
     return encoder.encode(body)
 
 
+CACHE_POINT: dict[str, Any] = {"cachePoint": {"type": "default"}}
+
+
+def _marked(content: object) -> bool:
+    """Whether message content carries a prompt-cache breakpoint."""
+    return isinstance(content, list) and any(
+        isinstance(getattr(part, "cache_control", None), CacheControl) for part in content
+    )
+
+
+def _system(request: ChatRequest) -> list[dict[str, Any]]:
+    """The system prompt as one text block, or as its parts where one is a breakpoint."""
+    system = [m for m in request.messages if isinstance(m, SystemMessage | DeveloperMessage)]
+    if not any(_marked(m.content) for m in system):
+        text = mapping.system_text(request)
+        return [{"text": text}] if text else []
+    blocks: list[dict[str, Any]] = []
+    for message in system:
+        content = message.content
+        for part in [TextPart(content)] if isinstance(content, str) else content:
+            blocks.append({"text": part.text})
+            if isinstance(part.cache_control, CacheControl):
+                blocks.append(CACHE_POINT)
+    return blocks
+
+
 def _tool_config(request: ChatRequest) -> dict[str, Any]:
     tools = []
     for tool in request.tools or ():
@@ -76,6 +107,8 @@ def _tool_config(request: ChatRequest) -> dict[str, Any]:
         schema = parameters if isinstance(parameters, dict) else {"type": "object"}
         spec["inputSchema"] = {"json": schema}
         tools.append({"toolSpec": spec})
+        if isinstance(tool.cache_control, CacheControl):
+            tools.append(CACHE_POINT)
     config: dict[str, Any] = {"tools": tools}
     choice = request.tool_choice
     if choice == "required":
@@ -104,6 +137,8 @@ def _messages(request: ChatRequest) -> list[dict[str, Any]]:
             if message.is_error is True:
                 result["status"] = "error"
             role, blocks = "user", [{"toolResult": result}]
+            if _marked(message.content):
+                blocks.append(CACHE_POINT)
         elif message.__struct_config__.tag in ("system", "developer"):
             continue
         else:
@@ -125,6 +160,8 @@ def _user_blocks(message: UserMessage, where: str) -> list[dict[str, Any]]:
     for i, part in enumerate(message.content):
         if isinstance(part, TextPart):
             blocks.append({"text": part.text})
+            if isinstance(part.cache_control, CacheControl):
+                blocks.append(CACHE_POINT)
         elif isinstance(part, ImagePart):
             mime, data = mapping.image_bytes(part, f"{where}.content[{i}]")
             source = {"bytes": base64.b64encode(data).decode()}

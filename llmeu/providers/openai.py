@@ -21,6 +21,7 @@ from llmeu.calls.request import (
     EmbeddingInputs,
     Message,
     StreamOptions,
+    TextPart,
     Thinking,
     ToolMessage,
     upstream_fields,
@@ -32,7 +33,7 @@ from llmeu.providers.base import ChatStream, Provider
 from llmeu.providers.sse_stream import SseStream
 from llmeu.providers.transport import HttpClient, Response
 from llmeu.providers.upstream_http import Headers, HttpUpstream
-from llmeu.routing.catalog import Endpoint
+from llmeu.routing.catalog import Capability, Endpoint
 
 _INCLUDE_USAGE = StreamOptions(include_usage=True)
 
@@ -47,9 +48,29 @@ class _UpstreamErrorDetail(Struct):
     message: str = "upstream error"
 
 
+class _PromptDetails(Struct):
+    cached_tokens: int | None = None
+
+
+class _UpstreamUsage(Struct):
+    """OpenAI's usage; `prompt_tokens` counts the tokens read from the prompt cache too."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    prompt_tokens_details: _PromptDetails | None = None
+
+    def usage(self) -> Usage:
+        usage = Usage(self.prompt_tokens, self.completion_tokens, self.total_tokens)
+        details = self.prompt_tokens_details
+        if details is not None and details.cached_tokens:
+            usage.cache_read_input_tokens = details.cached_tokens
+        return usage
+
+
 class _UpstreamChunk(Struct):
     choices: list[_UpstreamChoice] = []
-    usage: Usage | None = None
+    usage: _UpstreamUsage | None = None
     error: _UpstreamErrorDetail | str | None = None
 
 
@@ -60,7 +81,7 @@ class _UpstreamMessageChoice(Struct):
 
 class _UpstreamCompletion(Struct):
     choices: list[_UpstreamMessageChoice]
-    usage: Usage | None = None
+    usage: _UpstreamUsage | None = None
 
 
 class _UpstreamEmbedding(Struct):
@@ -97,6 +118,7 @@ class OpenAIProvider(Provider):
         self._headers = headers
         self._stream_headers = [*headers, (b"accept", b"text/event-stream")]
         self.responses_model = endpoint.model
+        self._takes_cache_key = Capability.PROMPT_CACHE_KEY in endpoint.capabilities
 
     @property
     def upstream_http(self) -> HttpUpstream:
@@ -111,7 +133,7 @@ class OpenAIProvider(Provider):
         return await self._http.post(path, body, headers, hangup)
 
     async def stream_chat(self, request: ChatRequest, hangup: Hangup) -> ChatStream:
-        request = _openai_request(request)
+        request = _openai_request(request, self._takes_cache_key)
         body = encoder.encode(
             msgspec.structs.replace(
                 request,
@@ -126,7 +148,7 @@ class OpenAIProvider(Provider):
         return _OpenAIChatStream(self.endpoint, response, started, hangup)
 
     async def complete_chat(self, request: ChatRequest, hangup: Hangup) -> Completion:
-        request = _openai_request(request)
+        request = _openai_request(request, self._takes_cache_key)
         body = encoder.encode(
             msgspec.structs.replace(
                 request, model=self.endpoint.model, llmeu=UNSET, stream=UNSET, stream_options=UNSET
@@ -142,7 +164,8 @@ class OpenAIProvider(Provider):
         if not parsed.choices:
             raise UpstreamError("upstream completion has no choices")
         choice = parsed.choices[0]
-        return Completion(choice.message, choice.finish_reason, parsed.usage)
+        usage = parsed.usage.usage() if parsed.usage is not None else None
+        return Completion(choice.message, choice.finish_reason, usage)
 
     async def embed(
         self, inputs: EmbeddingInputs, dimensions: int | None, hangup: Hangup
@@ -163,36 +186,58 @@ class OpenAIProvider(Provider):
         return Embeddings(vectors, tokens)
 
 
-def _openai_request(request: ChatRequest) -> ChatRequest:
+def _openai_request(request: ChatRequest, takes_cache_key: bool) -> ChatRequest:
     """The request as an OpenAI-compatible upstream takes it: the canonical fields it has no
-    use for (reasoning blocks to hand back, a tool result's error flag, the fields only the
-    gateway reads) left out; asking for `thinking` it cannot do is the request's error, not
-    the endpoint's (`adaptive` or `disabled` thinking it serves by not thinking)."""
+    use for (reasoning blocks to hand back, a tool result's error flag, prompt-cache
+    breakpoints, the fields only the gateway reads — `prompt_cache_key` among them unless
+    the endpoint declares it takes it) left out; asking for `thinking` it cannot do is the
+    request's error, not the endpoint's (`adaptive` or `disabled` thinking it serves by not
+    thinking)."""
+    cache_key = request.prompt_cache_key if takes_cache_key else UNSET
     request = upstream_fields(request)
+    changes: dict[str, object] = {}
+    if cache_key not in (UNSET, None):
+        changes["prompt_cache_key"] = cache_key
     if isinstance(request.thinking, Thinking):
         if request.thinking.type == "enabled":
             raise UpstreamRejected(
                 "this endpoint does not support `thinking` (extended reasoning)", param="thinking"
             )
-        request = msgspec.structs.replace(request, thinking=UNSET)
-    if not any(_has_extensions(m) for m in request.messages):
-        return request
-    messages = [_without_extensions(m) for m in request.messages]
-    return msgspec.structs.replace(request, messages=messages)
+        changes["thinking"] = UNSET
+    tools = request.tools
+    if tools and any(tool.cache_control is not UNSET for tool in tools):
+        changes["tools"] = [msgspec.structs.replace(t, cache_control=UNSET) for t in tools]
+    if any(_has_extensions(m) for m in request.messages):
+        changes["messages"] = [_without_extensions(m) for m in request.messages]
+    return msgspec.structs.replace(request, **changes) if changes else request
 
 
 def _has_extensions(message: Message) -> bool:
-    if isinstance(message, AssistantMessage):
-        return message.thinking_blocks not in (UNSET, None)
-    return isinstance(message, ToolMessage) and message.is_error is not UNSET
+    if isinstance(message, AssistantMessage) and message.thinking_blocks not in (UNSET, None):
+        return True
+    if isinstance(message, ToolMessage) and message.is_error is not UNSET:
+        return True
+    content = message.content
+    return isinstance(content, list) and any(
+        isinstance(part, TextPart) and part.cache_control is not UNSET for part in content
+    )
 
 
 def _without_extensions(message: Message) -> Message:
+    changes: dict[str, object] = {}
     if isinstance(message, AssistantMessage) and message.thinking_blocks is not UNSET:
-        return msgspec.structs.replace(message, thinking_blocks=UNSET)
+        changes["thinking_blocks"] = UNSET
     if isinstance(message, ToolMessage) and message.is_error is not UNSET:
-        return msgspec.structs.replace(message, is_error=UNSET)
-    return message
+        changes["is_error"] = UNSET
+    content = message.content
+    if isinstance(content, list):
+        changes["content"] = [
+            msgspec.structs.replace(part, cache_control=UNSET)
+            if isinstance(part, TextPart) and part.cache_control is not UNSET
+            else part
+            for part in content
+        ]
+    return msgspec.structs.replace(message, **changes) if changes else message
 
 
 class _OpenAIChatStream(SseStream):
@@ -242,7 +287,7 @@ class _OpenAIChatStream(SseStream):
             )
             raise UpstreamError(f"upstream failed mid-stream: {message[:300]}")
         if chunk.usage is not None:
-            self.usage = chunk.usage
+            self.usage = chunk.usage.usage()
         for choice in chunk.choices:
             if choice.index != 0:
                 continue

@@ -27,6 +27,9 @@ class Capability(StrEnum):
     # capability (kinds openai, azure_openai) passes through natively
     # (`llmeu.providers.responses_native`).
     RESPONSES = "responses"
+    # Takes OpenAI's `prompt_cache_key` (OpenAI's own API, Azure OpenAI): a chat request's key
+    # is forwarded to it, and left out for an upstream that does not declare it.
+    PROMPT_CACHE_KEY = "prompt_cache_key"
 
 
 class Certification(StrEnum):
@@ -105,13 +108,20 @@ minutes on a CPU): a `kind: local` endpoint stops at this many unless it says ot
 
 @dataclass(frozen=True, slots=True)
 class Prices:
-    """EUR per million tokens."""
+    """EUR per million tokens. `cached_input` is what the provider charges for input tokens
+    read from its prompt cache (None: the input price)."""
 
     input: float
     output: float
+    cached_input: float | None = None
 
-    def cost(self, input_tokens: int, output_tokens: int) -> float:
-        return round((input_tokens * self.input + output_tokens * self.output) / 1e6, 10)
+    def cost(self, input_tokens: int, output_tokens: int, cached_tokens: int = 0) -> float:
+        """`input_tokens` counts every input token, `cached_tokens` of them read from the
+        provider's prompt cache."""
+        cached = min(cached_tokens, input_tokens)
+        rate = self.input if self.cached_input is None else self.cached_input
+        amount = (input_tokens - cached) * self.input + cached * rate
+        return round((amount + output_tokens * self.output) / 1e6, 10)
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,6 +27,7 @@ from llmeu.personal.rules import (
 )
 from llmeu.routing import endpoint_kinds
 from llmeu.routing import yaml_nodes as nodes
+from llmeu.routing.cache_rules import parse_cache
 from llmeu.routing.catalog import (
     Catalog,
     Certification,
@@ -119,7 +120,7 @@ def _endpoint(node: Node) -> Endpoint:
     upstream = endpoint_kinds.upstream_options(fields, kind, node)
     base_url = endpoint_kinds.base_url(fields, kind, upstream, node)
     prices = nodes.mapping(
-        fields["price_eur_per_mtok"], "price_eur_per_mtok", {"input", "output"},
+        fields["price_eur_per_mtok"], "price_eur_per_mtok", {"input", "output", "cached_input"},
         required=("input", "output"), prefix="price_eur_per_mtok.",
     )  # fmt: skip
     return Endpoint(
@@ -142,6 +143,11 @@ def _endpoint(node: Node) -> Endpoint:
         prices=Prices(
             input=nodes.non_negative(prices["input"], "price_eur_per_mtok.input"),
             output=nodes.non_negative(prices["output"], "price_eur_per_mtok.output"),
+            cached_input=nodes.non_negative(
+                prices["cached_input"], "price_eur_per_mtok.cached_input"
+            )
+            if "cached_input" in prices
+            else None,
         ),
         priority=nodes.optional(fields, "priority", int, 100),
         capabilities=endpoint_kinds.capabilities(fields, kind, model),
@@ -169,7 +175,7 @@ def _timeouts(node: Node | None) -> Timeouts:
     return Timeouts(**values)
 
 
-_OWN_POLICY_FIELDS = ("policy_id", "limits_fail", "keep_metadata", "personal_data")
+_OWN_POLICY_FIELDS = ("policy_id", "limits_fail", "keep_metadata", "personal_data", "cache")
 _POLICY_FIELDS = {*_OWN_POLICY_FIELDS, *(rule.name for rule in RULES)}
 _POLICY_REQUIRED = ("policy_id", *(rule.name for rule in RULES if rule.required))
 
@@ -189,6 +195,7 @@ def _policy(node: Node) -> Policy:
         ),
         keep_metadata=_optional_duration(fields.get("keep_metadata"), "keep_metadata"),
         personal_data=_personal_data(fields.get("personal_data")),
+        cache=parse_cache(fields.get("cache"), ruled["store_content"]),
         **ruled,
     )
 

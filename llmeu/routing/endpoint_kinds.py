@@ -157,7 +157,7 @@ def capabilities(fields: dict[str, Node], kind: EndpointKind, model: str) -> fro
     items = nodes.sequence(fields["capabilities"], "capabilities")
     if not items:
         raise ConfigError(
-            "capabilities must not be empty (chat, embeddings, tools, responses)",
+            "capabilities must not be empty (chat, embeddings, tools, responses, prompt_cache_key)",
             field="capabilities",
             line=nodes.line(fields["capabilities"]),
         )

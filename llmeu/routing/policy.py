@@ -36,6 +36,7 @@ from typing import Any
 
 from llmeu.errors import InvalidRequest, PermissionDenied
 from llmeu.personal.rules import PersonalDataRules, RestrictTo, rules_document
+from llmeu.routing.cache_rules import CacheRules, cache_document
 from llmeu.routing.catalog import Certification, SovereigntyClass
 from llmeu.routing.durations import Duration
 from llmeu.routing.predicates import (
@@ -81,6 +82,9 @@ class Policy:
     keep_metadata: Duration | None = None
     """How long the metadata of its calls is kept; None: the gateway's `--keep-metadata`."""
     personal_data: PersonalDataRules | None = None
+    cache: CacheRules | None = None
+    """Whether calls under the policy may be answered from earlier ones
+    (`llmeu.routing.cache_rules`); None: never."""
     _checks: tuple[tuple[Rule[Any], Any], ...] = field(
         default=(), init=False, repr=False, compare=False
     )
@@ -126,6 +130,7 @@ def policy_document(policy: Policy) -> dict[str, object]:
     document["personal_data"] = (
         rules_document(policy.personal_data) if policy.personal_data else None
     )
+    document["cache"] = cache_document(policy.cache)
     return document
 
 

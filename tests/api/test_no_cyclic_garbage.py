@@ -424,3 +424,26 @@ async def test_a_native_upstreams_failure_leaves_no_cyclic_garbage_of_its_own(
 
         found = await _cyclic_garbage_of(native_app, failed)
     assert not found, f"cyclic garbage of llmeu's: {dict(found)}"
+
+
+CACHING = {"allow_classes": ["on_premise", "eu_sovereign"], "max_retention": "P0D",
+           "store_content": "P1D", "cache": {"ttl": "PT1H"}}  # fmt: skip
+
+
+@pytest.mark.parametrize("call", CALLS.values(), ids=CALLS.keys())
+async def test_a_call_answered_from_the_cache_leaves_no_cyclic_garbage_of_its_own(
+    app: App, client: httpx.AsyncClient, call: tuple[str, dict[str, Any], dict[str, str]]
+) -> None:
+    """After the first (a miss, whose answer is kept), every call is a hit."""
+    assert (await client.put("/v1/platform/policies/cycles-cached", json=CACHING)).is_success
+    made = await client.post("/v1/platform/keys", json={"name": "c", "policy_id": "cycles-cached"})
+    path, body, headers = call
+    headers = {**headers, "authorization": f"Bearer {made.json()['key']}"}
+
+    async def served() -> None:
+        response = await client.post(path, json=body, headers=headers)
+        assert response.status_code == 200, response.text
+
+    found = await _cyclic_garbage_of(app, served)
+    assert not found, f"cyclic garbage of llmeu's: {dict(found)}"
+    assert (await app.gateway.answers.stats())["hits"]["exact"] == 10

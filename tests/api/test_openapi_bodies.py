@@ -76,6 +76,8 @@ CASES: list[Case] = [
     ("DELETE", "/v1/platform/subjects/{user_id}", _fixed("/v1/platform/subjects/user-1"), None),
     ("GET", "/v1/platform/erasures", _fixed("/v1/platform/erasures"), None),
     ("GET", "/v1/platform/exports/{name}", _fixed("/v1/platform/exports/calls.jsonl"), None),
+    ("GET", "/v1/platform/cache", _fixed("/v1/platform/cache"), None),
+    ("DELETE", "/v1/platform/cache", _fixed("/v1/platform/cache"), None),
     ("DELETE", "/v1/platform/keys/{key_id}", lambda s: f"/v1/platform/keys/{s['key']}", None),
     ("GET", "/healthz", _fixed("/healthz"), None),
     ("GET", "/readyz", _fixed("/readyz"), None),

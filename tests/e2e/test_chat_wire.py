@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import socket
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -58,6 +59,14 @@ def gateway(gateway_factory: Callable[..., Gateway], fake_upstream) -> Gateway: 
 
 @pytest.mark.parametrize("include_usage", [True, False], ids=["with-usage", "without-usage"])
 def test_stream_frames_byte_by_byte(gateway: Gateway, include_usage: bool) -> None:
+    check_stream_frames(gateway, include_usage)
+
+
+def check_stream_frames(
+    gateway: Gateway, include_usage: bool, *, cached: bool = False
+) -> dict[str, Any]:
+    """The stream of docs/design.md §2, byte by byte; returns its routing block. `cached`: the
+    answer comes from the answer cache (the block says so, and the call cost nothing)."""
     body: dict[str, object] = {
         "model": "fake-model",
         "messages": [{"role": "user", "content": "hi [[chunks=5]]"}],
@@ -87,12 +96,13 @@ def test_stream_frames_byte_by_byte(gateway: Gateway, include_usage: bool) -> No
     assert contents == [f"tok{i} " for i in range(5)]
     finish = payloads[6]
     assert finish["choices"][0]["delta"] == {} and finish["choices"][0]["finish_reason"] == "stop"
-    assert set(finish["llmeu"]) == ROUTING_FIELDS
+    assert set(finish["llmeu"]) == (ROUTING_FIELDS | {"cache"} if cached else ROUTING_FIELDS)
     assert finish["llmeu"]["endpoint_id"] == "fakeprov-fr-a"
     assert finish["llmeu"]["sovereignty_class"] == "eu_sovereign"
     assert finish["llmeu"]["cost_estimate"] == {
         "currency": "EUR", "input_tokens": 11, "output_tokens": 5,
-        "amount": pytest.approx((11 * 1.0 + 5 * 2.0) / 1e6), "estimated": False,
+        "amount": 0.0 if cached else pytest.approx((11 * 1.0 + 5 * 2.0) / 1e6),
+        "estimated": False,
     }  # fmt: skip
     if include_usage:
         assert len(payloads) == 8
@@ -101,6 +111,7 @@ def test_stream_frames_byte_by_byte(gateway: Gateway, include_usage: bool) -> No
         assert usage["usage"] == {"prompt_tokens": 11, "completion_tokens": 5, "total_tokens": 16}
     else:
         assert len(payloads) == 7
+    return dict(finish["llmeu"])
 
 
 def test_stream_forwards_tool_call_deltas_with_their_index(gateway: Gateway) -> None:

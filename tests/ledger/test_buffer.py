@@ -65,6 +65,8 @@ async def test_a_buffer_that_fills_drains_completely(
             "output_tokens": 2400,
             "estimated_requests": 0,
             "cost_eur": 0.006,
+            "cached": 0,
+            "saved_eur": 0.0,
         }
     ]
 

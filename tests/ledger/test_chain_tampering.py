@@ -15,7 +15,7 @@ from llmeu.calls.record import CallStatus
 from llmeu.evidence.chain import VERSION_1_COLUMNS, link_after, version_1_body
 from llmeu.ledger.chaining import chain_pending, chained_rows
 from llmeu.ledger.database import Database
-from llmeu.ledger.migrations import MIGRATIONS
+from llmeu.ledger.migrations import _OPEN_CALL_TYPES, MIGRATIONS
 from llmeu.ledger.opening import open_database
 from llmeu.ledger.retention import Retention
 from llmeu.ledger.store import Store
@@ -183,26 +183,27 @@ async def test_rows_chained_under_version_1_still_verify_under_it(
             await Store(db).migrate()
         old = [trace(metadata_expires_at=EXPIRED) for _ in range(3)]
         link = "0" * 64
-        columns = (*TRACE_COLUMNS, "chain_seq", "chain_link")
+        then = [name for name, _ in _OPEN_CALL_TYPES]  # the columns of `traces` at the time
+        columns = (*then, "chain_seq", "chain_link")
         for seq, record in enumerate(old, start=1):
             row = dict(zip(TRACE_COLUMNS, trace_row(record), strict=True))
             link = link_after(link, version_1_body({c: row[c] for c in VERSION_1_COLUMNS}))
             await db.execute(
                 f"INSERT INTO traces ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
-                (*trace_row(record), seq, link),
+                (*(row[c] for c in then), seq, link),
             )
-        unplaced = trace()
+        unplaced = dict(zip(TRACE_COLUMNS, trace_row(trace()), strict=True))
         await db.execute(
-            f"INSERT INTO traces ({', '.join(TRACE_COLUMNS)}) VALUES ({', '.join('?' * len(TRACE_COLUMNS))})",
-            trace_row(unplaced),
+            f"INSERT INTO traces ({', '.join(then)}) VALUES ({', '.join('?' * len(then))})",
+            tuple(unplaced[c] for c in then),
         )
         store = Store(db)
-        assert await store.migrate() == [12]
+        assert (await store.migrate())[0] == 12
         await Retention(db).purge_metadata(now=PURGED_AT)  # version-1 rows purged
         await write(store, trace())
         rows = await chained_rows(db)
         assert [r["chain_version"] for r in rows] == [None, None, None, 2, 2]
-        assert rows[3]["trace_id"] == unplaced.trace_id and rows[3]["chain_suspect"] is None
+        assert rows[3]["trace_id"] == unplaced["trace_id"] and rows[3]["chain_suspect"] is None
         status, output = audit_verify(database_url, tmp_path)
         assert status == 0, output
         await db.execute(

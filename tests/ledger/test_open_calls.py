@@ -11,7 +11,7 @@ import pytest
 import llmeu.ledger.store as store_module
 from llmeu.calls.record import CallStatus
 from llmeu.ledger.database import Database
-from llmeu.ledger.migrations import _OPEN_CALL_TYPES, MIGRATIONS
+from llmeu.ledger.migrations import _CACHE_HIT_TYPES, _OPEN_CALL_TYPES, MIGRATIONS
 from llmeu.ledger.opening import open_database
 from llmeu.ledger.retention import calls_between
 from llmeu.ledger.store import Store
@@ -31,7 +31,7 @@ async def tables(db: Database, trace_id: str) -> dict[str, str]:
 
 
 def test_an_open_call_has_every_column_a_trace_row_writes() -> None:
-    assert tuple(name for name, _ in _OPEN_CALL_TYPES) == TRACE_COLUMNS
+    assert tuple(name for name, _ in (*_OPEN_CALL_TYPES, *_CACHE_HIT_TYPES)) == TRACE_COLUMNS
 
 
 def test_an_open_row_is_the_trace_row_of_its_columns() -> None:
@@ -134,12 +134,12 @@ async def test_migration_11_moves_rows_in_progress_out_of_traces(database_url: s
             patch.setattr(store_module, "MIGRATIONS", tuple(m for m in MIGRATIONS if m[0] < 11))
             await Store(db).migrate()
         running, done = trace(CallStatus.IN_PROGRESS), trace()
+        then = [name for name, _ in _OPEN_CALL_TYPES]  # the columns of `traces` at the time
         for record in (running, done):
-            row = trace_row(record)
+            full = dict(zip(TRACE_COLUMNS, trace_row(record), strict=True))
             await db.execute(
-                f"INSERT INTO traces ({', '.join(TRACE_COLUMNS)}) "
-                f"VALUES ({', '.join('?' * len(row))})",
-                row,
+                f"INSERT INTO traces ({', '.join(then)}) VALUES ({', '.join('?' * len(then))})",
+                tuple(full[name] for name in then),
             )
         assert (await Store(db).migrate())[:1] == [11]
         assert await tables(db, running.trace_id) == {"open_calls": "in_progress"}

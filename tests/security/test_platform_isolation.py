@@ -98,6 +98,8 @@ ALICE_CALLS = [
     ("GET", "/v1/platform/traces?limit=500&key_id={bob_id}", None, 200),
     ("GET", "/v1/platform/traces/{bob_trace}", None, 404),
     ("GET", "/v1/platform/traces/{bob_failed}", None, 404),
+    ("GET", "/v1/platform/cache", None, 403),
+    ("DELETE", "/v1/platform/cache", None, 403),
 ]
 
 

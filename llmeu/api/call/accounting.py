@@ -89,9 +89,12 @@ class Accounting:
         )
 
     def settle(self, record: TraceRecord) -> None:
-        """Replace the reservation with what the call used; add its cost to the spend."""
+        """Replace the reservation with what the call used; add its cost to the spend. A call
+        answered from the answer cache used no upstream tokens (and costs nothing)."""
         if self._admission is not None:
             used = (record.input_tokens or 0) + (record.output_tokens or 0)
+            if record.cache_hit is not None:
+                used = 0
             self._limits.settle(self._admission, used, record.cost_eur)
             self._admission = None
 
@@ -130,3 +133,16 @@ def completed_counts(
         t.function.name + t.function.arguments for t in message.tool_calls or ()
     )
     return Counts(prompt(), estimate_tokens(produced), True)
+
+
+def call_usage(record: TraceRecord, reported: Usage | None = None) -> Usage:
+    """A counted call's usage as a surface reports it: its counts, and the prompt cache's
+    share of the input where the upstream reported one."""
+    assert record.input_tokens is not None and record.output_tokens is not None
+    usage = Usage(
+        record.input_tokens, record.output_tokens, record.input_tokens + record.output_tokens
+    )
+    if reported is not None:
+        usage.cache_creation_input_tokens = reported.cache_creation_input_tokens
+        usage.cache_read_input_tokens = reported.cache_read_input_tokens
+    return usage

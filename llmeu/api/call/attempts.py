@@ -1,62 +1,54 @@
-"""The endpoints of a call's route plan, tried in turn until one answers.
+"""Trying the route plan's endpoints: one attempt after another, each one recorded.
 
-Each attempt runs one endpoint's provider; whatever its outcome, it is
-recorded on the trace and in the endpoint's health (its circuit breaker), and
-an upstream's error loses the credentials it quotes before anyone sees it.
-Falling back to the next endpoint happens only inside the plan, which holds
-only what the policy admits (`llmeu.routing.fallback`).
+`Attempts.run` runs what a surface asks of an endpoint (`asks.Operation`) on
+the plan's endpoints in order, falling back only as `llmeu.routing.fallback`
+allows. Every attempt is on the trace whatever its outcome, and the outcome
+counts towards the endpoint's health (the circuit breaker). The time spent
+inside attempts is the upstream's share of the call, which the overhead
+headers leave out.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
+from llmeu.api.call.asks import Operation
 from llmeu.api.call.trace import TraceRecorder
 from llmeu.api.services.upstreams import Upstreams
 from llmeu.calls.hangup import Hangup
 from llmeu.errors import ClientDisconnected, UnsupportedByEndpoint, UpstreamError
-from llmeu.providers.base import Provider
 from llmeu.routing.catalog import Endpoint
 from llmeu.routing.fallback import run_with_fallback
 from llmeu.routing.router import RoutePlan
 
 T = TypeVar("T")
 
-Operation = Callable[[Provider, Hangup], Awaitable[T]]
-"""What one attempt asks of an endpoint's provider (`llmeu.api.call.asks` makes them)."""
-
 
 class Attempts:
-    """One call's attempts on its plan; `seconds` is the time spent inside them (the rest of
-    the call's time is the gateway's overhead, which the response headers say)."""
+    """One call's attempts."""
 
-    __slots__ = ("_hangup", "_key_id", "_plan", "_trace", "_upstreams", "seconds")
+    __slots__ = ("_hangup", "_key_id", "_trace", "seconds")
 
-    def __init__(
-        self,
-        plan: RoutePlan,
-        upstreams: Upstreams,
-        trace: TraceRecorder,
-        key_id: str,
-        hangup: Hangup,
-    ):
-        self._plan = plan
-        self._upstreams = upstreams
+    def __init__(self, trace: TraceRecorder, hangup: Hangup, key_id: str):
         self._trace = trace
-        self._key_id = key_id
         self._hangup = hangup
+        self._key_id = key_id
         self.seconds = 0.0
+        """Spent inside attempts, for the overhead headers."""
 
-    async def first_answer(self, operation: Operation[T]) -> tuple[Endpoint, T]:
-        """The first endpoint of the plan that answers, and its answer."""
-        return await run_with_fallback(self._plan, lambda ep: self._attempt(ep, operation))
+    async def run(
+        self, plan: RoutePlan, upstreams: Upstreams, operation: Operation[T]
+    ) -> tuple[Endpoint, T]:
+        """The first endpoint's answer that did not fail over to the next."""
+        return await run_with_fallback(plan, lambda ep: self._attempt(upstreams, ep, operation))
 
-    async def _attempt(self, endpoint: Endpoint, operation: Operation[T]) -> T:
+    async def _attempt(
+        self, upstreams: Upstreams, endpoint: Endpoint, operation: Operation[T]
+    ) -> T:
         """Run one endpoint; the attempt and the endpoint's health are recorded either way."""
-        hangup, trace, upstreams = self._hangup, self._trace, self._upstreams
+        hangup, trace = self._hangup, self._trace
         hangup.check()
         provider = upstreams.provider(endpoint)
         upstreams.attempt_started(endpoint, self._key_id)

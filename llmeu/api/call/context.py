@@ -22,6 +22,7 @@ from llmeu.api.services.auth import KeyRing
 from llmeu.api.services.policies import PolicyBook
 from llmeu.api.services.receipt_issuer import Receipts
 from llmeu.api.services.upstreams import Upstreams
+from llmeu.cache.answers import AnswerCache
 from llmeu.calls.hangup import Hangup
 from llmeu.calls.output import Delta, StreamOutput, Usage
 from llmeu.errors import ApiError
@@ -51,6 +52,8 @@ class CallContext:
     instance_id: str
     max_body_bytes: int
     keep_metadata: Duration = DEFAULT_KEEP_METADATA
+    cache: AnswerCache | None = None
+    """The answer cache, asked only for calls under a policy with a `cache:` section."""
     accepting: bool = True
     inflight: dict[str, asyncio.Task[Any]] = field(default_factory=dict)
 

@@ -6,6 +6,7 @@ else happens here, once:
     async with calls.open(request, "chat.completions") as call:   # the key, the trace
         chat = parse_chat(await call.body())
         chat = await call.govern(chat_intent(chat, stream=..., subject=...))
+        await call.consult_cache(lambda: chat_cacheable(chat))      # the answer cache, if any
         if chat.stream:
             await call.stream(asks.chat_stream(chat), frames)       # fallback, frames, trace
         else:
@@ -14,13 +15,13 @@ else happens here, once:
             await call.respond(body)
 
 (`calls` is the gateway's `llmeu.api.call.door.Calls`.) `govern` is the one
-governance step (`llmeu.api.call.governance`): record, screen for personal
-data, mask, admit against the key's limits, route inside the effective
-policy. Endpoints are then tried in the plan's order, only inside the policy,
-falling back only before the first byte reaches the client; every attempt is
-recorded; the client's connection is watched while an upstream works, and a
-hang-up aborts the upstream at once. Leaving the block settles the call
-whatever happened, with exactly one trace (`llmeu.api.call.settlement`).
+governance step (`llmeu.api.call.governance`); `consult_cache` the cache step
+(`llmeu.api.call.caching`). Endpoints are then tried in the plan's order, only
+inside the policy, falling back only before the first byte reaches the client
+(`llmeu.api.call.attempts`); the client's connection is watched while an
+upstream works, and a hang-up aborts the upstream at once. Leaving the block
+settles the call whatever happened, with exactly one trace
+(`llmeu.api.call.settlement`).
 
 A masked prompt's values come back in the answer: a stream's deltas here (a
 split placeholder held until it is whole), a whole answer's text through
@@ -35,20 +36,22 @@ from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import TypeVar
 
-from llmeu.api.call.accounting import Accounting, CallCeiling, Counts
-from llmeu.api.call.attempts import Attempts, Operation
+from llmeu.api.call.accounting import Accounting, CallCeiling, Counts, call_usage
+from llmeu.api.call.asks import Ask, Operation
+from llmeu.api.call.attempts import Attempts
+from llmeu.api.call.caching import CacheStep, directives
 from llmeu.api.call.context import CallContext, CallState, Phase, StreamEncoder
 from llmeu.api.call.governance import Governance, Intent
 from llmeu.api.call.settlement import Settlement
 from llmeu.api.call.trace import TraceRecorder
 from llmeu.api.http.asgi import JSON_HEADERS, SSE_HEADERS, DisconnectWatch, Headers, Request
 from llmeu.api.http.error_responses import ErrorShape
+from llmeu.cache.lookups import Cacheable
 from llmeu.calls.hangup import Hangup
 from llmeu.calls.output import Delta, Usage
 from llmeu.calls.record import CallStatus
-from llmeu.errors import (
-    ServiceUnavailable,
-)
+from llmeu.calls.request import RoutingRequest
+from llmeu.errors import ServiceUnavailable
 from llmeu.observability.timing import ResponseTiming
 from llmeu.personal.masking import Masking
 from llmeu.personal.streams import StreamRestorer
@@ -56,6 +59,7 @@ from llmeu.protocol.routing_block import RoutingBlock
 from llmeu.providers.base import ChatStream, Provider
 from llmeu.routing.catalog import Endpoint
 from llmeu.routing.policy import LimitsFail
+from llmeu.routing.router import RoutePlan
 
 T = TypeVar("T")
 P = TypeVar("P")
@@ -64,27 +68,10 @@ P = TypeVar("P")
 class Call:
     """One call, from its key to its trace; see the module docstring for the order of steps."""
 
-    __slots__ = (
-        "_attempts",
-        "_context",
-        "_credentials",
-        "_governance",
-        "_key_id",
-        "_key_policy",
-        "_masking",
-        "_model",
-        "_notices",
-        "_opened",
-        "_restorer",
-        "_route",
-        "_settlement",
-        "_shape",
-        "_state",
-        "_wants_receipt",
-        "request",
-        "trace",
-        "trace_id",
-    )  # fmt: skip
+    __slots__ = ("_attempts", "_cache", "_context", "_credentials", "_governance", "_key_id",
+                 "_key_policy", "_masking", "_model", "_narrowing", "_notices", "_opened",
+                 "_plan", "_restorer", "_route", "_settlement", "_shape", "_state",
+                 "_upstreams", "_wants_receipt", "request", "trace", "trace_id")  # fmt: skip
 
     def __init__(
         self,
@@ -101,7 +88,8 @@ class Call:
         self._route = route
         self._shape = shape
         self._credentials = credentials
-        self._attempts: Attempts | None = None
+        self._plan: RoutePlan | None = None
+        self._upstreams = context.upstreams
         self._model = ""
         self._opened = 0.0
         self._key_id = ""
@@ -109,11 +97,14 @@ class Call:
         self._masking: Masking | None = None
         self._restorer: StreamRestorer | None = None
         self._wants_receipt = False
+        self._narrowing: RoutingRequest | None = None
         self._notices: list[str] = []
+        self._cache = CacheStep()
         self.trace_id = ""
         self.trace: TraceRecorder
         self._state: CallState
         self._settlement: Settlement
+        self._attempts: Attempts
 
     async def __aenter__(self) -> Call:
         context = self._context
@@ -142,6 +133,7 @@ class Call:
             DisconnectWatch(request.receive, hangup, request.hangup_hook),
         )  # fmt: skip
         self._settlement = Settlement(context, self._state)
+        self._attempts = Attempts(trace, hangup, key.key_id)
         self.trace_id = trace.trace_id
         task = asyncio.current_task()
         if task is not None:
@@ -193,13 +185,13 @@ class Call:
         restrict = governance.restriction(self._key_policy, screening) if screening else None
         header = self.request.header(b"x-llmeu-policy")
         policy = governance.policy(self._key_policy, intent.narrowing, header, restrict)
+        self._narrowing = intent.narrowing
         self._wants_receipt = intent.narrowing is not None and intent.narrowing.receipt is True
         trace.governed_by(policy)
         # The configuration the call started with serves it to the end, reloads or not.
-        upstreams = state.upstreams = self._context.upstreams
-        plan = upstreams.plan(intent.model, intent.needs, policy)
-        trace.routed(plan)
-        self._attempts = Attempts(plan, upstreams, trace, self._key_id, state.hangup)
+        self._upstreams = state.upstreams = self._context.upstreams
+        self._plan = self._upstreams.plan(intent.model, intent.needs, policy)
+        trace.routed(self._plan)
         return prompt
 
     async def _admit(self, max_output_tokens: int | None) -> None:
@@ -210,6 +202,14 @@ class Call:
         serving = self._context.upstreams.catalog.serving(self._model)
         ceiling = CallCeiling.of(serving, max_output_tokens)
         await self._state.accounting.admit(self._state.prompt_tokens, ceiling, limits_fail)
+
+    async def consult_cache(self, request: Callable[[], Cacheable]) -> None:
+        """The cache step (`llmeu.api.call.caching`), taken after `govern`: nothing unless the
+        effective policy has a `cache:` section (`request` is not even read)."""
+        self._cache = await CacheStep.consult(
+            self._context.cache, self.trace, self._planned(), self._upstreams.catalog,
+            request, directives(self.request.header(b"cache-control"), self._narrowing),
+        )  # fmt: skip
 
     def restore(self, text: str) -> str:
         """A whole answer's text with the values a masking took out put back."""
@@ -227,12 +227,17 @@ class Call:
         self._notices.append(text)
         self.trace.ignored("; ".join(self._notices), kind="notices")
 
-    async def complete(self, operation: Operation[T]) -> tuple[Endpoint, T]:
-        """Try the plan's endpoints until one answers; the answer is the surface's to send."""
+    async def complete(self, ask: Ask[T]) -> tuple[Endpoint, T]:
+        """Try the plan's endpoints until one answers (or take the cache's answer); the
+        answer is the surface's to send."""
+        hit = self._cache_hit(Phase.COMPLETE)
+        if hit is not None:
+            return hit, ask.replayed(self._cache.answer())
         self._upstream_phase(Phase.COMPLETE)  # the final row replaces it; nobody waits for it
-        result = await self._planned().first_answer(operation)
+        endpoint, result = await self._attempts.run(self._planned(), self._upstreams, ask.run)
         self._state.watch.stop()
-        return result
+        self._cache.produced(lambda: ask.kept(result))
+        return endpoint, result
 
     async def stream(
         self,
@@ -246,10 +251,11 @@ class Call:
         what it keeps is there before the client sees the end, and its failure fails the
         call."""
         state = self._state
-        began = self._upstream_phase(Phase.STREAM)
+        cached = self._cache_hit(Phase.STREAM)
+        began = None if cached is not None else self._upstream_phase(Phase.STREAM)
 
         async def first_delta(provider: Provider, hangup: Hangup) -> Delta | None:
-            upstream = await open_stream(provider, hangup)
+            upstream = self._cache.recording(await open_stream(provider, hangup))
             try:
                 delta = await upstream.next_delta()
             except BaseException:
@@ -258,13 +264,19 @@ class Call:
             state.upstream = upstream
             return delta
 
-        endpoint, delta = await self._planned().first_answer(first_delta)
+        if cached is None:
+            plan, upstreams = self._planned(), self._upstreams
+            endpoint, delta = await self._attempts.run(plan, upstreams, first_delta)
+        else:
+            endpoint, state.upstream = cached, self._cache.replayed()
+            delta = await state.upstream.next_delta()
         upstream = state.upstream
         assert upstream is not None
         encoder = state.encoder = frames(endpoint)
         if self._masking is not None:
             self._restorer = StreamRestorer(self._masking)
-        await self.trace.durable(began)
+        if began is not None:
+            await self.trace.durable(began)
         state.hangup.check()
         await self.request.start(200, self._response_headers(SSE_HEADERS))
         pending = encoder.start()
@@ -282,13 +294,14 @@ class Call:
         self._settlement.count_stream(upstream.usage)
         reason = upstream.finish_reason or "stop"
         self.trace.finish_reason(reason)
-        usage = self._usage(upstream.usage)
+        usage = call_usage(self.trace.record, upstream.usage)
         if completing is not None:
             await completing(reason, usage)
         await self._settlement.finish(CallStatus.COMPLETED)
         end = encoder.finish(reason, usage, self._final_routing())
         state.stream_ended = True
         await self.request.write(end, more=False)
+        await self._cache.keep(self.trace.record)
 
     @property
     def key_id(self) -> str:
@@ -323,7 +336,7 @@ class Call:
         return self.trace.routing_block()
 
     def usage(self) -> Usage:
-        return self._usage()
+        return call_usage(self.trace.record)
 
     async def respond(self, body: bytes) -> None:
         """A completed call's whole answer, sent once its trace is durable."""
@@ -333,6 +346,7 @@ class Call:
             receipt = self._context.receipts.of_record(self.trace.record)
             headers.append((b"x-llmeu-receipt", receipt.encode()))
         await self.request.respond(200, body, headers)
+        await self._cache.keep(self.trace.record)
 
     def _final_routing(self) -> RoutingBlock:
         routing = self.trace.routing_block()
@@ -345,9 +359,18 @@ class Call:
         self._state.watch.start()
         return self.trace.begin(awaited=phase is Phase.STREAM)
 
-    def _planned(self) -> Attempts:
-        assert self._attempts is not None, "govern() the call first"
-        return self._attempts
+    def _cache_hit(self, phase: Phase) -> Endpoint | None:
+        """The endpoint that produced the cached answer this call is served, if any: the call
+        is then recorded as a hit, with no attempt (and nothing to watch or wait for)."""
+        if self._cache.hit is None:
+            return None
+        self._state.phase = phase
+        self.trace.begin()
+        return self._cache.serve(self.trace)
+
+    def _planned(self) -> RoutePlan:
+        assert self._plan is not None, "govern() the call first"
+        return self._plan
 
     async def _forward(
         self, upstream: ChatStream, delta: Delta, pending: bytes, encoder: StreamEncoder
@@ -369,22 +392,9 @@ class Call:
 
     def _response_headers(self, headers: Headers) -> Headers:
         """`headers` plus the trace id and the gateway's overhead up to this response start."""
-        upstream = self._attempts.seconds if self._attempts is not None else 0.0
-        timing = ResponseTiming(time.perf_counter() - self._opened, upstream)
+        timing = ResponseTiming(time.perf_counter() - self._opened, self._attempts.seconds)
         self.trace.response_started(timing)
         said = [*headers, (b"x-llmeu-trace-id", self.trace_id.encode()), *timing.headers()]
         if self._notices:
             said += [(b"x-llmeu-notice", n.encode("ascii", "replace")) for n in self._notices]
         return said
-
-    def _usage(self, reported: Usage | None = None) -> Usage:
-        """The call's counts; the cache's share of the prompt where the upstream reported it."""
-        record = self.trace.record
-        assert record.input_tokens is not None and record.output_tokens is not None
-        usage = Usage(
-            record.input_tokens, record.output_tokens, record.input_tokens + record.output_tokens
-        )
-        if reported is not None:
-            usage.cache_creation_input_tokens = reported.cache_creation_input_tokens
-            usage.cache_read_input_tokens = reported.cache_read_input_tokens
-        return usage

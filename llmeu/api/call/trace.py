@@ -27,7 +27,7 @@ from llmeu.ledger.writer import Ledger
 from llmeu.observability.hooks import Headers, Observers
 from llmeu.observability.timing import ResponseTiming
 from llmeu.protocol.json_codec import encoder
-from llmeu.protocol.routing_block import CostEstimate, RoutingBlock
+from llmeu.protocol.routing_block import CacheHit, CostEstimate, RoutingBlock
 from llmeu.routing.catalog import Endpoint
 from llmeu.routing.durations import Duration
 from llmeu.routing.policy import DEFAULT_KEEP_METADATA, Policy, policy_document
@@ -154,6 +154,21 @@ class TraceRecorder:
 
     def attempt_served(self, attempt: Attempt, endpoint: Endpoint) -> None:
         attempt.outcome = "served"
+        self._served_by(endpoint)
+        self._observers.attempt_finished(self.record, attempt)
+
+    def served_from_cache(
+        self, endpoint: Endpoint, kind: str, source_trace_id: str, saved_eur: float | None
+    ) -> None:
+        """The answer comes from the answer cache: where it was produced, by which call, and
+        what that call cost. No attempt is made; the call costs nothing upstream."""
+        record = self.record
+        record.cache_hit = kind
+        record.cache_source = source_trace_id
+        record.saved_eur = saved_eur
+        self._served_by(endpoint)
+
+    def _served_by(self, endpoint: Endpoint) -> None:
         self.endpoint = endpoint
         record = self.record
         record.endpoint_id = endpoint.endpoint_id
@@ -164,7 +179,6 @@ class TraceRecorder:
         record.sovereignty_class = endpoint.sovereignty_class.value
         if self.policy is not None:
             record.retention = self.policy.route_retention(endpoint).text
-        self._observers.attempt_finished(record, attempt)
 
     def response_started(self, timing: ResponseTiming) -> None:
         self._observers.response_started(self.record, timing)
@@ -186,13 +200,20 @@ class TraceRecorder:
         record.input_tokens = input_tokens
         record.output_tokens = output_tokens
         record.tokens_estimated = estimated
-        if self.endpoint is not None and input_tokens is not None and output_tokens is not None:
+        if record.cache_hit is not None:
+            record.cost_eur = 0.0
+        elif self.endpoint is not None and input_tokens is not None and output_tokens is not None:
             record.cost_eur = self.endpoint.prices.cost(input_tokens, output_tokens)
 
     def cache_tokens(self, read: int | None, created: int | None) -> None:
-        """The prompt cache's share of the input tokens, where the upstream reported it."""
-        self.record.cache_read_tokens = read
-        self.record.cache_creation_tokens = created
+        """The prompt cache's share of the input tokens, where the upstream reported it: the
+        tokens read from it cost the provider's cached price (`cached_input`)."""
+        record = self.record
+        record.cache_read_tokens = read
+        record.cache_creation_tokens = created
+        used, produced = record.input_tokens, record.output_tokens
+        if read and self.endpoint and record.cache_hit is None and used is not None:
+            record.cost_eur = self.endpoint.prices.cost(used, produced or 0, cached_tokens=read)
 
     def ignored(self, features: str, *, kind: str = "features") -> None:
         """What the caller asked for that the gateway does not apply, by kind (request
@@ -240,6 +261,9 @@ class TraceRecorder:
                 amount=record.cost_eur,
                 estimated=record.tokens_estimated,
             ),
+            cache=None
+            if record.cache_hit is None or record.cache_source is None
+            else CacheHit(True, record.cache_hit, record.cache_source, record.saved_eur),
         )
 
     def error_routing(self) -> RoutingBlock | dict[str, str]:

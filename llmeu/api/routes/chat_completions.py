@@ -1,4 +1,4 @@
-"""POST /v1/chat/completions: parse → govern → call → respond.
+"""POST /v1/chat/completions: parse → govern → (cache) → call → respond.
 
 The body decodes straight into the canonical `ChatRequest`; streams are
 written by `ChatFrames` (`llmeu.protocol.chat_stream`), byte-exact to
@@ -14,6 +14,7 @@ from llmeu.api.call.governance import chat_intent
 from llmeu.api.call.lifecycle import Call
 from llmeu.api.http.asgi import Request
 from llmeu.api.http.bodies import decode_body
+from llmeu.cache.lookups import chat_cacheable
 from llmeu.calls.output import AssistantOutput
 from llmeu.calls.request import ChatRequest, ResponseFormat, end_user
 from llmeu.errors import InvalidRequest
@@ -41,6 +42,7 @@ async def handle_chat(calls: Calls, request: Request) -> None:
             chat, stream=bool(chat.stream), subject=end_user(chat.user, chat.metadata)
         )
         chat = await call.govern(intent)
+        await call.consult_cache(lambda: chat_cacheable(chat))
         if chat.stream:
             await stream_chat(call, chat)
         else:
@@ -88,6 +90,7 @@ async def complete_chat(call: Call, chat: ChatRequest) -> None:
     endpoint, completion = await call.complete(asks.chat_answer(chat))
     message = completion.message
     call.counted(completed_counts(completion.usage, message, lambda: estimate_prompt_tokens(chat)))
+    call.reported(completion.usage)
     call.keep_content(message.content or "")
     call.finish_reason(completion.finish_reason)
     choice = Choice(

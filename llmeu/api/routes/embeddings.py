@@ -13,6 +13,7 @@ from llmeu.api.call.governance import EMBEDDINGS, Intent
 from llmeu.api.call.lifecycle import Call
 from llmeu.api.http.asgi import Request
 from llmeu.api.http.bodies import decode_body
+from llmeu.cache.lookups import embeddings_cacheable
 from llmeu.calls.request import EmbeddingInputs, RoutingRequest, end_user
 from llmeu.errors import InvalidRequest
 from llmeu.personal.scan import Screening
@@ -44,7 +45,10 @@ async def handle_embeddings(calls: Calls, request: Request) -> None:
             subject=end_user(req.user),
             max_output_tokens=0,
         )
-        await _embed(call, req, await call.govern(intent))
+        inputs = await call.govern(intent)
+        dimensions = req.dimensions if isinstance(req.dimensions, int) else None
+        await call.consult_cache(lambda: embeddings_cacheable(inputs, dimensions))
+        await _embed(call, req, inputs, dimensions)
 
 
 def _estimate(inputs: EmbeddingInputs) -> int:
@@ -101,9 +105,9 @@ def normalise_inputs(raw: str | list[str | int | list[int]]) -> EmbeddingInputs:
     )
 
 
-async def _embed(call: Call, req: EmbeddingsRequest, inputs: EmbeddingInputs) -> None:
-    dimensions = req.dimensions if isinstance(req.dimensions, int) else None
-
+async def _embed(
+    call: Call, req: EmbeddingsRequest, inputs: EmbeddingInputs, dimensions: int | None
+) -> None:
     endpoint, result = await call.complete(asks.embeddings(inputs, dimensions))
     if result.prompt_tokens is not None:
         call.counted(Counts(result.prompt_tokens, 0, False))

@@ -30,6 +30,7 @@ from llmeu.api.call.lifecycle import Call
 from llmeu.api.http.asgi import Request
 from llmeu.api.http.bodies import decode_body
 from llmeu.api.http.error_responses import Routing
+from llmeu.cache.lookups import chat_cacheable
 from llmeu.calls.output import StreamOutput, Usage
 from llmeu.calls.request import ChatRequest, end_user
 from llmeu.errors import ApiError, InvalidRequest, UpstreamError
@@ -89,6 +90,7 @@ async def handle_messages(calls: Calls, request: Request) -> None:
             prompt_tokens=lambda _: prompt_tokens,
         )
         chat = await call.govern(intent)
+        await call.consult_cache(lambda: chat_cacheable(chat))
         if wire.stream:
             await _stream(call, chat, prompt_tokens)
         else:

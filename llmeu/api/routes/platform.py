@@ -1,4 +1,5 @@
-"""The platform API's routes (design §6): keys, policies, endpoints, usage, traces. JSON only.
+"""The platform API's routes (design §6): keys, policies, endpoints, usage, traces, the answer
+cache. JSON only.
 
 The admin key manages keys and policies and sees every trace and all usage;
 any other key sees only its own traces and usage — another key's trace id
@@ -132,6 +133,16 @@ async def get_trace(p: Platform, request: Request, trace_id: str) -> None:
     await reply(request, await p.trace(caller.key, trace_id))
 
 
+async def cache_stats(p: Platform, request: Request) -> None:
+    await authorize(p, request, admin=True)
+    await reply(request, await p.answers.stats())
+
+
+async def clear_cache(p: Platform, request: Request) -> None:
+    await authorize(p, request, admin=True)
+    await reply(request, await p.answers.clear())
+
+
 _WINDOW = (Param("from"), Param("to"))
 _STATUSES = sorted(s.value for s in CallStatus)
 
@@ -156,6 +167,10 @@ PLATFORM_ROUTES: list[tuple[str, str, Callable[..., Awaitable[None]], Doc]] = [
         Param("limit", {"type": "integer", "minimum": 1, "maximum": MAX_PAGE}),
         Param("cursor"), Param("model"), *_WINDOW))),
     ("GET", "/v1/platform/traces/{trace_id}", get_trace, Doc("One trace")),
+    ("GET", "/v1/platform/cache", cache_stats,
+     Doc("The answer cache: where it lives, its size, this process's hits and misses (admin)")),
+    ("DELETE", "/v1/platform/cache", clear_cache,
+     Doc("Empty the answer cache, in every gateway process (admin)")),
 ]  # fmt: skip
 """(method, path, handler, doc): each handler takes the `Platform`, the request, and the
 path's `{…}` segment where it has one."""

@@ -38,6 +38,7 @@ from llmeu.api.call.lifecycle import Call
 from llmeu.api.http.asgi import Request
 from llmeu.api.http.bodies import decode_body
 from llmeu.api.services.response_store import ResponseStore, keeps_nothing
+from llmeu.cache.lookups import chat_cacheable
 from llmeu.calls.output import (
     AssistantOutput,
     Delta,
@@ -82,6 +83,9 @@ async def handle_responses(calls: Calls, stored: ResponseStore, request: Request
         # (stored turns included) and every setting; a masked prompt is what the trace keeps,
         # and what a native endpoint gets (`sent`) is masked as the chat request is.
         sent, chat = await call.govern(_intent(req, chat))
+        # What a native upstream reads besides the chat it maps onto changes its answer too.
+        extras = (sent.reasoning, sent.text, sent.truncation, sent.include)
+        await call.consult_cache(lambda: chat_cacheable(chat, extras))
         keep = _Keeper(stored, call, req, history)
         if isinstance(req.previous_response_id, str) and not keep.seconds:
             raise InvalidRequest(
@@ -245,6 +249,7 @@ async def _complete(
         tool_calls=restored_tool_calls(message.tool_calls, call.restore),
     )
     call.counted(completed_counts(completion.usage, message, lambda: estimate_prompt_tokens(chat)))
+    call.reported(completion.usage)
     call.keep_content(message.content or "")
     call.finish_reason(completion.finish_reason)
     shell = _shell(call, req, endpoint, keep.store)

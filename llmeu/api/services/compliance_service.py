@@ -56,11 +56,15 @@ class Compliance:
         return hold.public()
 
     async def erase_subject(self, subject: str, actor: str) -> dict[str, Any]:
-        """Erase the stored content of every call made for this end user; metadata stays."""
+        """Erase the stored content of every call made for this end user, the answers the
+        answer cache keeps of them included; metadata stays. The cache's entries go after
+        the ledger's content: an erasure that could not reach the cache (its Redis does not
+        answer) fails, and is repeated as a whole."""
         if len(subject) > 256:
             raise InvalidRequest("a user id has at most 256 characters", param="user_id")
         erasure = await self._retention.erase_subject(subject, actor, time.time())
-        return erasure.public()
+        cached = await self.platform.answers.erase_subject(erasure.subject_sha256)
+        return {**erasure.public(), "cache_entries_erased": cached}
 
     async def erasures(self) -> list[dict[str, Any]]:
         return [e.public() for e in await self._retention.erasures()]

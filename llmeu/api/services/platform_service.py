@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from llmeu.api.services.answer_cache import CacheService
 from llmeu.api.services.auth import KeyRing
 from llmeu.api.services.policies import PolicyBook
 from llmeu.api.services.upstreams import Upstreams
@@ -33,7 +34,8 @@ __all__ = ["TRACE_FILTERS", "USAGE_GROUPS", "Broadcast", "KeySpec", "Platform"]
 MAX_PAGE = 500
 STATUSES = frozenset(s.value for s in CallStatus)
 _TOTALS = ("requests", "completed", "cancelled", "failed", "rejected", "interrupted",
-           "input_tokens", "output_tokens", "estimated_requests", "cost_eur")  # fmt: skip
+           "input_tokens", "output_tokens", "estimated_requests", "cost_eur", "cached",
+           "saved_eur")  # fmt: skip
 
 Broadcast = Callable[[str, str], Awaitable[Propagation | None]]
 """Makes a change this process applied hold in every other gateway process."""
@@ -62,6 +64,7 @@ class Platform:
     upstreams: Upstreams
     broadcast: Broadcast
     reload_configuration: Callable[[], Awaitable[None]]
+    answers: CacheService
 
     async def authenticate(self, authorization: str | None, client: str | None) -> ApiKey:
         return await self.keys.authenticate(authorization, client)
@@ -116,6 +119,7 @@ class Platform:
         except ConfigError as error:
             raise InvalidRequest(f"invalid policy: {error}", param=error.field) from None
         await self.policies.put(policy, time.time())
+        await self.answers.policies_changed([policy.policy_id])
         await self.broadcast("policy", policy_id)
         return policy_document(policy)
 
@@ -200,6 +204,7 @@ class Platform:
         )
         totals = {name: sum(r[name] for r in rows) for name in _TOTALS}
         totals["cost_eur"] = round(totals["cost_eur"], 10)
+        totals["saved_eur"] = round(totals["saved_eur"], 10)
         return {"object": "usage", "group_by": group_by, "from": since, "to": until,
                 "data": rows, "totals": totals}  # fmt: skip
 

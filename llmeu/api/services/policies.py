@@ -37,16 +37,18 @@ class PolicyBook:
         # committed must not overwrite the policy the put installed.
         self._turn = asyncio.Lock()
 
-    def configure(self, base: Mapping[str, Policy], default_policy: str) -> None:
-        """The configured policies after a reload; stored ones still override them by id."""
+    def configure(self, base: Mapping[str, Policy], default_policy: str) -> list[str]:
+        """The configured policies after a reload; stored ones still override them by id.
+        Returns the ids of the policies this changed or removed."""
         self._base = dict(base)
         self.default_policy = default_policy
-        self.policies = {**self._base, **self._stored}
+        return self._install({**self._base, **self._stored})
 
-    async def load(self) -> None:
+    async def load(self) -> list[str]:
         """The stored policies over the configured ones. A stored policy that this version
         refuses (stored before a rule was tightened) is left out and logged, never a
-        reason not to start; keys under it are refused as under an unknown policy."""
+        reason not to start; keys under it are refused as under an unknown policy.
+        Returns the ids of the policies this changed or removed."""
         async with self._turn:
             stored: dict[str, Policy] = {}
             for pid, body in (await self._store.list_policies()).items():
@@ -55,7 +57,14 @@ class PolicyBook:
                 except ConfigError as error:
                     log.error("stored policy %r is invalid and left out: %s", pid, error)
             self._stored = stored
-            self.policies = {**self._base, **self._stored}
+            return self._install({**self._base, **self._stored})
+
+    def _install(self, policies: dict[str, Policy]) -> list[str]:
+        """Put `policies` in force; the ids of those it changed or removed (what the answer
+        cache kept under them goes)."""
+        changed = [pid for pid, policy in self.policies.items() if policies.get(pid) != policy]
+        self.policies = policies
+        return changed
 
     def get(self, policy_id: str) -> Policy | None:
         return self.policies.get(policy_id)
@@ -66,7 +75,7 @@ class PolicyBook:
         async with self._turn:
             await self._store.put_policy(policy.policy_id, body, now)
             self._stored[policy.policy_id] = policy
-            self.policies = {**self._base, **self._stored}
+            self._install({**self._base, **self._stored})
 
     def effective(
         self, key_policy_id: str, body_field: RoutingRequest | None, header: str | None

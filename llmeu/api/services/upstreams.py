@@ -1,9 +1,10 @@
 """The endpoints a call can reach: the catalog, their providers, and their health.
 
 Built by the gateway at start and at each reload (`ProviderBuilder`: a provider
-per endpoint that can be called; `start_providers`, `retire_providers`). Routing itself is pure (`llmeu.routing.router`);
-this adds what it needs from the running gateway — which endpoints cannot be
-called and why, and each endpoint's circuit-breaker state right now.
+per endpoint that can be called; `start_providers`, `retire_providers`).
+Routing itself is pure (`llmeu.routing.router`); this adds what it needs from
+the running gateway — which endpoints cannot be called and why, and each
+endpoint's circuit-breaker state right now.
 """
 
 from __future__ import annotations

@@ -84,6 +84,11 @@ export function statusBadge(status) {
   return h("span", { className: `badge status-${status}` }, status.replace("_", " "));
 }
 
+/** A trace answered from the answer cache: a flag beside its status, which stays the call's. */
+export function cachedBadge(trace) {
+  return trace.cached ? h("span", { className: "badge cached", title: "answered from the answer cache" }, "cached") : null;
+}
+
 /** A table of rows; `columns` are [heading, row => cell content, className?]. */
 export function dataTable(columns, rows, { caption, empty = "Nothing to show." } = {}) {
   if (!rows.length) return h("p", { className: "empty" }, empty);

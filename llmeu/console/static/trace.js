@@ -3,7 +3,7 @@
 // policy stored it.
 
 import { api, ApiError } from "./api.js";
-import { DASH, errorNote, facts, fill, fmtEur, fmtMs, fmtNumber, fmtTime, h, s, statusBadge } from "./dom.js";
+import { cachedBadge, DASH, errorNote, facts, fill, fmtEur, fmtMs, fmtNumber, fmtTime, h, s, statusBadge } from "./dom.js";
 import { responsive } from "./charts.js";
 import { renderMarkdown } from "./markdown.js";
 import { checkReceipt, downloadHref } from "./receipt.js";
@@ -30,7 +30,7 @@ export async function render(ctx, main, { id }) {
   fill(
     main,
     backLink(),
-    h("h1", { tabIndex: -1, className: "trace-title" }, "Trace ", h("code", null, trace.id), " ", statusBadge(trace.status)),
+    h("h1", { tabIndex: -1, className: "trace-title" }, "Trace ", h("code", null, trace.id), " ", statusBadge(trace.status), trace.cached ? " " : null, cachedBadge(trace)),
     trace.error ? errorBox(trace.error) : null,
     h(
       "div",
@@ -63,6 +63,12 @@ export async function render(ctx, main, { id }) {
         ["Output tokens", fmtNumber(usage.output_tokens)],
         ["Counted by", usage.input_tokens == null ? DASH : usage.estimated ? "the gateway (estimated)" : "the upstream (reported)"],
         ["Cost", fmtEur(usage.cost_eur)],
+        ...(trace.cached
+          ? [
+              ["Answered from the cache", h("a", { href: `#/traces/${encodeURIComponent(trace.cache.source_trace_id)}` }, `${trace.cache.kind} match of ${trace.cache.source_trace_id}`)],
+              ["Saved", fmtEur(trace.cache.saved_eur)],
+            ]
+          : []),
       ])),
     ),
     section("Attempts", attemptsView(trace), "card wide", "trace-attempts"),

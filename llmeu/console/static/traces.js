@@ -6,7 +6,7 @@
 // the reader's eyes.
 
 import { api } from "./api.js";
-import { dataTable, DASH, fill, fmtEur, fmtMs, fmtNumber, h, statusBadge } from "./dom.js";
+import { cachedBadge, dataTable, DASH, fill, fmtEur, fmtMs, fmtNumber, h, statusBadge } from "./dom.js";
 
 const STATUSES = ["completed", "cancelled", "failed", "rejected", "interrupted", "in_progress"];
 const PAGE = 50;
@@ -95,7 +95,7 @@ function traceTable(rows) {
             fmtShortTime(t.timings.received_at),
           ),
       ],
-      ["Status", (t) => statusBadge(t.status)],
+      ["Status", (t) => [statusBadge(t.status), t.cached ? " " : null, cachedBadge(t)]],
       ["Model", (t) => t.routing.model_used ?? t.request_model],
       ["Endpoint", (t) => t.routing.endpoint_id ?? DASH, "wide-only"],
       ["Class", (t) => (t.routing.sovereignty_class ? h("span", { className: `badge class-${t.routing.sovereignty_class}` }, t.routing.sovereignty_class) : DASH), "wide-only"],

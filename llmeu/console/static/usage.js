@@ -103,6 +103,7 @@ function summary(totals, from, to) {
       tile("Interrupted", fmtNumber(totals.interrupted), "status-interrupted"),
       tile("Tokens in / out", `${fmtNumber(totals.input_tokens)} / ${fmtNumber(totals.output_tokens)}`, "wide"),
       tile("Cost", fmtEur(totals.cost_eur)),
+      tile("Answered from the cache", `${fmtNumber(totals.cached ?? 0)} (saved ${fmtEur(totals.saved_eur ?? 0)})`, "wide"),
     ),
   );
 }

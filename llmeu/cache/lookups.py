@@ -1,0 +1,144 @@
+"""Which answer a call may reuse: its partition and its normalized request, as keys.
+
+An entry is found by two things:
+
+- its **partition**: the policy as applied (its id and digest: a changed
+  policy, or a request narrowed to a stricter one, never reads what another
+  cached) and the tenant (`scope: key`, the default: the calling API key;
+  `scope: policy`: every key under the policy);
+- the **request**, normalized: the surface, the model as routed (the facts of
+  every endpoint the policy admits for it, so two aliases of one endpoint
+  share answers and a changed catalog does not reuse old ones), the messages,
+  tools, sampling parameters and response format — never the `llmeu` field,
+  the stream flags, the end user, metadata or headers — encoded with sorted
+  keys, so that the order of JSON fields changes nothing.
+
+The exact key hashes all of it. The semantic cache compares only the last
+user turn's text (`Cacheable.text`): everything else must be identical, so it
+is the *scope* of the comparison, and a near prompt is looked for only among
+the entries of that scope.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import msgspec
+from msgspec import UNSET
+
+from llmeu.calls.request import ChatRequest, EmbeddingInputs, TextPart, UserMessage
+from llmeu.routing.cache_rules import CacheRules, CacheScope
+from llmeu.routing.catalog import Endpoint
+
+
+@dataclass(frozen=True, slots=True)
+class Partition:
+    """The answers a call may read and adds to."""
+
+    policy_id: str
+    policy_sha256: str
+    tenant: str
+    """The API key whose calls share the answers; empty when every key of the policy does."""
+
+    @classmethod
+    def of(cls, policy_id: str, policy_sha256: str, rules: CacheRules, key_id: str) -> Partition:
+        return cls(policy_id, policy_sha256, key_id if rules.scope is CacheScope.KEY else "")
+
+
+@dataclass(frozen=True, slots=True)
+class Cacheable:
+    """A request as the cache reads it: `material` is its normalized form but for the last
+    user turn's `text` (None where that turn is not plain text, or for embeddings: then the
+    semantic cache does not apply and `material` holds all). `tools` and `sampled` (a
+    temperature other than 0, or none given: the upstream's default samples) keep a call
+    out of the semantic cache unless the policy lets them in."""
+
+    material: bytes
+    text: str | None = None
+    tools: bool = False
+    sampled: bool = False
+
+
+def chat_cacheable(chat: ChatRequest, extras: Sequence[object] = ()) -> Cacheable:
+    """A chat-shaped request (chat completions, Responses, Messages mapped onto it);
+    `extras` are what the surface's upstreams read beyond the `ChatRequest`."""
+    normal = msgspec.structs.replace(
+        chat, model="", stream=UNSET, stream_options=UNSET, user=UNSET, metadata=UNSET,
+        llmeu=UNSET,
+    )  # fmt: skip
+    text = _last_user_text(chat)
+    if text is not None:
+        normal = msgspec.structs.replace(
+            normal, messages=[*chat.messages[:-1], UserMessage(content="")]
+        )
+    temperature = chat.temperature
+    return Cacheable(
+        material=_normal((normal, [None if e is UNSET else e for e in extras])),
+        text=text,
+        tools=bool(chat.tools),
+        sampled=not (isinstance(temperature, int | float) and temperature == 0),
+    )
+
+
+def embeddings_cacheable(inputs: EmbeddingInputs, dimensions: int | None) -> Cacheable:
+    return Cacheable(_normal((list(inputs), dimensions)))
+
+
+def _normal(value: object) -> bytes:
+    return msgspec.json.encode(value, order="sorted")
+
+
+def _last_user_text(chat: ChatRequest) -> str | None:
+    last = chat.messages[-1]
+    if not isinstance(last, UserMessage):
+        return None
+    if isinstance(last.content, str):
+        return last.content
+    if all(isinstance(part, TextPart) for part in last.content):
+        return "".join(part.text for part in last.content if isinstance(part, TextPart))
+    return None
+
+
+def routed_model(endpoints: Iterable[Endpoint]) -> bytes:
+    """The model as routed: what the routing block would say of each endpoint that may serve
+    the call, in a fixed order."""
+    facts = sorted(
+        "\x1f".join((e.endpoint_id, e.model, e.model_version, e.provider, e.inference_region,
+                     e.sovereignty_class.value, e.retention.text))
+        for e in endpoints
+    )  # fmt: skip
+    return "\x1e".join(facts).encode()
+
+
+@dataclass(frozen=True, slots=True)
+class Lookup:
+    """One call's place in the cache: the key of its exact answer, and the scope in which a
+    near prompt's answer may serve it."""
+
+    partition: Partition
+    surface: str
+    routed: bytes
+    request: Cacheable
+    exact: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        text = (self.request.text or "").encode()
+        object.__setattr__(self, "exact", _digest((*self._scoping(), text)))
+
+    @property
+    def scope(self) -> str:
+        """Everything the exact key holds but the last user turn's text (semantic cache)."""
+        return _digest(self._scoping())
+
+    def _scoping(self) -> tuple[bytes, ...]:
+        p = self.partition
+        named = (p.policy_id, p.policy_sha256, p.tenant, self.surface)
+        return (*(s.encode() for s in named), self.routed, self.request.material)
+
+
+def _digest(parts: Sequence[bytes]) -> str:
+    """SHA-256 of the parts, each length-prefixed so that no two sequences hash alike."""
+    framed = b"".join(len(part).to_bytes(8, "big") + part for part in parts)
+    return hashlib.sha256(framed).hexdigest()
