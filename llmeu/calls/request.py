@@ -12,6 +12,7 @@ the `GATEWAY_FIELDS` (`upstream_fields`).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from operator import attrgetter
 from typing import Annotated, Any, Literal
@@ -75,10 +76,29 @@ class FunctionCall(_In):
     arguments: str
 
 
-class ToolCall(_In):
-    type: Literal["function"]
+class CustomCall(_In):
+    name: str
+    input: str
+
+
+class ToolCall(_In, tag_field="type", tag="function"):
     id: str
     function: FunctionCall
+
+
+class CustomToolCall(_In, tag_field="type", tag="custom"):
+    """A call of a custom tool: its free-form `input`, as OpenAI's chat wire carries it."""
+
+    id: str
+    custom: CustomCall
+
+    @property
+    def function(self) -> FunctionCall:
+        """The call as the function form of its tool takes it (`CustomTool.function`)."""
+        return FunctionCall(self.custom.name, custom_arguments(self.custom.input))
+
+
+AnyToolCall = ToolCall | CustomToolCall
 
 
 class ThinkingBlock(_In, tag_field="type", tag="thinking"):
@@ -113,7 +133,7 @@ class AssistantMessage(_In, tag_field="role", tag="assistant"):
     content: str | list[TextPart | RefusalPart] | UnsetType | None = UNSET
     refusal: str | UnsetType | None = UNSET
     name: str | UnsetType | None = UNSET
-    tool_calls: list[ToolCall] | UnsetType | None = UNSET
+    tool_calls: list[AnyToolCall] | UnsetType | None = UNSET
     function_call: FunctionCall | UnsetType | None = UNSET
     # Reasoning the turn carried, to hand back to an upstream that takes it (Anthropic's
     # thinking with signatures, Responses' reasoning items); in the field and shape other
@@ -164,9 +184,67 @@ class FunctionDefinition(_In):
     strict: bool | UnsetType | None = UNSET
 
 
-class Tool(_In):
-    type: Literal["function"]
+class Tool(_In, tag_field="type", tag="function"):
     function: FunctionDefinition
+
+
+class CustomText(_In, tag_field="type", tag="text"):
+    """A custom tool's input: any text."""
+
+
+class Grammar(_In):
+    definition: str
+    syntax: Literal["lark", "regex"]
+
+
+class CustomGrammar(_In, tag_field="type", tag="grammar"):
+    """A custom tool's input: text its grammar accepts."""
+
+    grammar: Grammar
+
+
+class CustomDefinition(_In):
+    name: Annotated[str, Meta(min_length=1, max_length=64)]
+    description: str | UnsetType = UNSET
+    format: CustomText | CustomGrammar | UnsetType = UNSET
+
+
+class CustomTool(_In, tag_field="type", tag="custom"):
+    """A tool the caller's code runs on free-form text (OpenAI's custom tools: Codex's
+    `apply_patch`). An upstream that has no such tools is offered its function form."""
+
+    custom: CustomDefinition
+
+    @property
+    def function(self) -> FunctionDefinition:
+        """The function form: one string argument, `input` (`llmeu.calls.tool_forms`)."""
+        custom = self.custom
+        return FunctionDefinition(custom.name, custom.description, input_schema(custom.format))
+
+
+CUSTOM_INPUT = "input"
+"""The one argument of a custom tool's function form."""
+
+
+def input_schema(format: CustomText | CustomGrammar | UnsetType) -> dict[str, Any]:
+    """The parameters of a custom tool's function form: the input as one string, described by
+    its grammar where it has one (an upstream without custom tools cannot enforce it, but the
+    model can follow it)."""
+    what = "The tool's input, as free-form text."
+    if isinstance(format, CustomGrammar):
+        grammar = format.grammar
+        what = f"The tool's input: text in this {grammar.syntax} grammar:\n{grammar.definition}"
+    return {
+        "type": "object",
+        "properties": {CUSTOM_INPUT: {"type": "string", "description": what}},
+        "required": [CUSTOM_INPUT],
+        "additionalProperties": False,
+    }
+
+
+def custom_arguments(text: str) -> str:
+    """A custom tool's input as the arguments of its function form."""
+    return json.dumps({CUSTOM_INPUT: text}, ensure_ascii=False)
 
 
 class NamedFunction(_In):
@@ -238,6 +316,7 @@ class RoutingRequest(Struct, forbid_unknown_fields=True, omit_defaults=True):
     require_jurisdictions: list[str] | UnsetType = UNSET
     require_certifications: list[str] | UnsetType = UNSET
     min_seal: int | UnsetType = UNSET
+    allow_hosted_tools: list[str] | UnsetType = UNSET
     receipt: bool | UnsetType = UNSET
     """Ask for the call's signed receipt: `x-llmeu-receipt` on a whole answer, `receipt`
     in the routing block of a stream's final frame. Narrows nothing."""
@@ -272,7 +351,7 @@ class ChatRequest(Struct, forbid_unknown_fields=True, omit_defaults=True):
     logit_bias: dict[str, float] | UnsetType | None = UNSET
     logprobs: bool | UnsetType | None = UNSET
     top_logprobs: Annotated[int, Meta(ge=0, le=20)] | UnsetType | None = UNSET
-    tools: list[Tool] | UnsetType | None = UNSET
+    tools: list[Tool | CustomTool] | UnsetType | None = UNSET
     tool_choice: ToolChoice | UnsetType | None = UNSET
     parallel_tool_calls: bool | UnsetType | None = UNSET
     response_format: ResponseFormat | UnsetType | None = UNSET

@@ -16,6 +16,7 @@ from typing import Any
 from msgspec import UNSET, UnsetType
 
 from llmeu.calls.request import (
+    AnyToolCall,
     AssistantMessage,
     ChatRequest,
     ContentPart,
@@ -181,14 +182,14 @@ def _assistant_message(content: str | list[BlockIn], path: str) -> AssistantMess
     if isinstance(content, str):
         return AssistantMessage(content=content)
     texts: list[str] = []
-    calls: list[ToolCall] = []
+    calls: list[AnyToolCall] = []
     thinking: list[ThinkingBlock | RedactedThinkingBlock] = []
     for j, block in enumerate(content):
         if isinstance(block, TextBlockIn):
             texts.append(block.text)
         elif isinstance(block, ToolUseBlockIn):
             arguments = encoder.encode(block.input).decode()
-            calls.append(ToolCall("function", block.id, FunctionCall(block.name, arguments)))
+            calls.append(ToolCall(block.id, FunctionCall(block.name, arguments)))
         elif isinstance(block, ThinkingBlockIn):
             thinking.append(ThinkingBlock(block.thinking, block.signature))
         elif isinstance(block, RedactedThinkingBlockIn):
@@ -272,7 +273,6 @@ def _chat_tool(tool: ToolIn, index: int) -> Tool:
             "a client tool needs an `input_schema`", param=f"tools[{index}].input_schema"
         )
     return Tool(
-        "function",
         FunctionDefinition(
             name=tool.name, description=tool.description, parameters=tool.input_schema
         ),

@@ -19,6 +19,7 @@ from msgspec import UNSET, Struct
 
 from llmeu.calls.output import AssistantOutput, Completion, Usage
 from llmeu.calls.request import (
+    AnyToolCall,
     AssistantMessage,
     ChatRequest,
     DeveloperMessage,
@@ -211,8 +212,8 @@ def completion_of(raw: bytes) -> Completion:
     """Anthropic's `message` as a canonical completion (raises msgspec's errors)."""
     message = message_decoder.decode(raw)
     text = "".join(b.text for b in message.content if b.type == "text")
-    calls = [
-        ToolCall("function", b.id, FunctionCall(b.name, json.dumps(b.input or {})))
+    calls: list[AnyToolCall] = [
+        ToolCall(b.id, FunctionCall(b.name, json.dumps(b.input or {})))
         for b in message.content
         if b.type == "tool_use"
     ]

@@ -21,8 +21,9 @@ class CostEstimate(Struct):
 class RoutingBlock(Struct, omit_defaults=True):
     """The `llmeu` block of docs/design.md §3, in every response and in a stream's final frame.
 
-    `receipt`, the call's signed receipt (compact JWS), is there only in a stream's final
-    frame, when the request set `llmeu: {"receipt": true}`."""
+    `dropped_tools`, the hosted tools the call was served without (by type, as sent), is there
+    only when there are some. `receipt`, the call's signed receipt (compact JWS), is there only
+    in a stream's final frame, when the request set `llmeu: {"receipt": true}`."""
 
     trace_id: str
     model_used: str
@@ -34,4 +35,5 @@ class RoutingBlock(Struct, omit_defaults=True):
     policy_id: str
     retention: str
     cost_estimate: CostEstimate
+    dropped_tools: list[str] | None = None
     receipt: str | None = None

@@ -124,7 +124,7 @@ def test_fields_without_effect_are_named_and_never_go_upstream() -> None:
 
 
 def test_a_legacy_answer_carries_function_call_whole_and_streamed() -> None:
-    call = ToolCall("function", "call_1", FunctionCall("get_weather", '{"city": "Paris"}'))
+    call = ToolCall("call_1", FunctionCall("get_weather", '{"city": "Paris"}'))
     choice = legacy_answer(
         Choice(0, AssistantOutput("assistant", None, None, [call]), "tool_calls")
     )

@@ -116,11 +116,6 @@ def test_codex_request_without_its_other_tool_kinds_is_served_today() -> None:
     assert chat.tool_choice == "auto" and chat.reasoning_effort == "medium"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="custom, namespace, tool_search and hosted tools are served by the tool types' "
-    "mapping (issue 33, item 2); until then each is a 400 naming tools[i].type",
-)
 @pytest.mark.parametrize("name", CODEX)
 def test_codex_first_request_is_served(name: str) -> None:
     req = decode(codex(name))

@@ -43,7 +43,7 @@ def request(**fields: Any) -> ResponsesRequest:
 
 def body_of(req: ResponsesRequest, stream: bool = True) -> dict[str, Any]:
     body: dict[str, Any] = json.loads(
-        native_body(req, to_chat(req, [], stream), "up", stream=stream)
+        native_body(req, to_chat(req, [], stream), "up", stream=stream, namespaced={})
     )
     return body
 
@@ -93,11 +93,11 @@ def test_a_conversation_becomes_input_items() -> None:
                 ThinkingBlock(thinking="plain text, nothing to hand back"),
                 RedactedThinkingBlock(data="enc-b"),
             ],
-            tool_calls=[ToolCall(type="function", id="c1", function=FunctionCall("f", "{}"))],
+            tool_calls=[ToolCall(id="c1", function=FunctionCall("f", "{}"))],
         ),
         ToolMessage(content="42", tool_call_id="c1"),
     ]
-    assert input_items(messages) == [  # type: ignore[arg-type]
+    assert input_items(messages, {}) == [  # type: ignore[arg-type]
         {"type": "message", "role": "system", "content": "sys"},
         {"type": "message", "role": "user", "content": [
             {"type": "input_text", "text": "look"},

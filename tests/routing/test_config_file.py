@@ -162,7 +162,7 @@ INVALID = [
     pytest.param(edit("    kind: openai\n", "    kind: vllm\n"), "kind", 4, "unknown kind `vllm`",
                  id="unknown-kind"),
     pytest.param(edit("capabilities: [chat, tools]", "capabilities: [chat, vision]"), "capabilities",
-                 16, "unknown capabilities `vision`", id="unknown-capability"),
+                 16, "unknown capability `vision`", id="unknown-capability"),
     pytest.param(edit("capabilities: [chat, tools]", "capabilities: []"), "capabilities", 16,
                  "must not be empty", id="no-capability"),
     # duplicates

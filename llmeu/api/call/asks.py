@@ -6,35 +6,56 @@ through natively where an endpoint speaks it — and hands the operation to
 `Call.stream` or `Call.complete`, which run it on each endpoint of the route
 plan in turn. Routes never see a provider: this is the one place where a
 surface's request meets one.
+
+A chat attempt offers the upstream the function form of the request's custom
+tools (`llmeu.calls.tool_forms`) and makes the calls of those functions back
+into custom calls, streamed or whole, so every provider serves custom tools
+without knowing them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
+
+from msgspec.structs import replace as struct_replace
 
 from llmeu.api.call.lifecycle import Operation
 from llmeu.calls.hangup import Hangup
 from llmeu.calls.output import Completion, Delta, DeltaAnswer, Embeddings
 from llmeu.calls.request import ChatRequest, EmbeddingInputs
+from llmeu.calls.tool_forms import CustomCalls, custom_names, function_form
 from llmeu.providers.base import ChatStream, Provider
 from llmeu.providers.responses_native import native
+from llmeu.routing.catalog import Endpoint
 
-NativeBody = Callable[[str, bool], bytes]
-"""The body of a native Responses request: (the upstream's model name, streamed) → bytes."""
+NativeBody = Callable[[Endpoint, str, bool], bytes]
+"""The body of a native Responses request: (the endpoint, the upstream's model name,
+streamed) → bytes."""
 Chosen = Callable[[bool], None]
 """Told, at each attempt, whether it goes to the endpoint's own Responses API (True)."""
 
 
 def chat_stream(chat: ChatRequest) -> Operation[ChatStream]:
+    upstream, names = function_form(chat), custom_names(chat)
+
     async def ask(provider: Provider, hangup: Hangup) -> ChatStream:
-        return await provider.stream_chat(chat, hangup)
+        stream = await provider.stream_chat(upstream, hangup)
+        return _CustomCallStream(stream, CustomCalls(names)) if names else stream
 
     return ask
 
 
 def chat_answer(chat: ChatRequest) -> Operation[Completion]:
+    upstream, names = function_form(chat), custom_names(chat)
+
     async def ask(provider: Provider, hangup: Hangup) -> Completion:
-        return await provider.complete_chat(chat, hangup)
+        completion = await provider.complete_chat(upstream, hangup)
+        message = completion.message
+        if not names or not message.tool_calls:
+            return completion
+        calls = CustomCalls(names).calls(message.tool_calls)
+        return replace(completion, message=struct_replace(message, tool_calls=calls))
 
     return ask
 
@@ -43,9 +64,11 @@ def gathered_answer(chat: ChatRequest) -> Operation[DeltaAnswer]:
     """A whole answer read from the upstream's stream, so that what a stream carries (thinking
     with its signature, tool use) comes back the same streamed or not."""
 
+    streamed = chat_stream(chat)
+
     async def ask(provider: Provider, hangup: Hangup) -> DeltaAnswer:
         deltas: list[Delta] = []
-        stream = await provider.stream_chat(chat, hangup)
+        stream = await streamed(provider, hangup)
         try:
             while (delta := await stream.next_delta()) is not None:
                 deltas.append(delta)
@@ -67,13 +90,15 @@ def responses_stream(
     chat: ChatRequest, native_body: NativeBody, chosen: Chosen
 ) -> Operation[ChatStream]:
     """The endpoint's own Responses API where it declares one, else chat completions."""
+    streamed = chat_stream(chat)
 
     async def ask(provider: Provider, hangup: Hangup) -> ChatStream:
         responses = native(provider)
         chosen(responses is not None)
         if responses is not None:
-            return await responses.stream(native_body(responses.model, True), hangup)
-        return await provider.stream_chat(chat, hangup)
+            body = native_body(provider.endpoint, responses.model, True)
+            return await responses.stream(body, hangup)
+        return await streamed(provider, hangup)
 
     return ask
 
@@ -83,12 +108,54 @@ def responses_answer(
 ) -> Operation[Completion | DeltaAnswer]:
     """A whole answer: the endpoint's own Responses API where it declares one (its answer as
     the deltas a stream of it carries), else a chat completion."""
+    answered = chat_answer(chat)
 
     async def ask(provider: Provider, hangup: Hangup) -> Completion | DeltaAnswer:
         responses = native(provider)
         chosen(responses is not None)
         if responses is not None:
-            return await responses.complete(native_body(responses.model, False), hangup)
-        return await provider.complete_chat(chat, hangup)
+            body = native_body(provider.endpoint, responses.model, False)
+            return await responses.complete(body, hangup)
+        return await answered(provider, hangup)
 
     return ask
+
+
+class _CustomCallStream(ChatStream):
+    """An upstream's stream with its calls of custom tools' function forms made custom calls
+    (`CustomCalls`); a delta left with nothing to carry is skipped, and what could only be
+    read whole comes in one more delta at the end."""
+
+    __slots__ = ("_calls", "_ended", "_stream")
+
+    def __init__(self, stream: ChatStream, calls: CustomCalls) -> None:
+        self._stream = stream
+        self._calls = calls
+        self._ended = False
+
+    async def next_delta(self) -> Delta | None:
+        if self._ended:
+            return None
+        while (delta := await self._stream.next_delta()) is not None:
+            mapped = self._mapped(delta)
+            if mapped is not None:
+                return mapped
+        stream = self._stream
+        self.finish_reason, self.usage = stream.finish_reason, stream.usage
+        self._ended = True
+        return self._calls.flush()
+
+    def buffered_delta(self) -> Delta | None:
+        while (delta := self._stream.buffered_delta()) is not None:
+            mapped = self._mapped(delta)
+            if mapped is not None:
+                return mapped
+        return None
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+    def _mapped(self, delta: Delta) -> Delta | None:
+        self.input_tokens = self._stream.input_tokens
+        mapped = self._calls.delta(delta)
+        return mapped if mapped.carries_output() else None

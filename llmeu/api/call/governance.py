@@ -9,7 +9,14 @@ Before any upstream is asked, every call takes the same step, in this order
    come back in the answer);
 3. admit the call against the key's limits;
 4. route it: the effective policy (the key's, narrowed by the request, restricted by a
-   personal-data hit) and the plan of endpoints that policy admits.
+   personal-data hit) and the plan of endpoints that policy admits;
+5. decide where its hosted tools may go (`ToolPassage`): each endpoint of the plan gets
+   those the effective policy allows (`allow_hosted_tools`) and that it runs (declared
+   among its capabilities, on a surface it takes natively); the others are dropped from
+   what it gets, and the answer names them (`llmeu.dropped_tools`, `x-llmeu-dropped-tools`,
+   the trace). Under `hosted_tools: reject` nothing is dropped: a tool the policy does not
+   allow is a 400 naming it, and the plan keeps only the endpoints that run them all (none:
+   the same 400).
 
 A surface describes its request once as an `Intent` (`chat_intent` for everything that
 maps onto the canonical `ChatRequest`). `/v1/messages/count_tokens`, which is not a call
@@ -21,17 +28,20 @@ not even walked.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Generic, TypeVar
 
 from llmeu.api.call.accounting import estimate_prompt_tokens
 from llmeu.api.services.policies import PolicyBook
+from llmeu.calls.hosted_tools import HostedTool
 from llmeu.calls.request import ChatRequest, RoutingRequest, text_of
+from llmeu.errors import InvalidRequest
 from llmeu.personal.chat_text import chat_parts, rewritten
 from llmeu.personal.rules import RestrictTo
 from llmeu.personal.scan import Screening, TextParts, screen
-from llmeu.routing.catalog import Capability
-from llmeu.routing.policy import Policy, restricted
+from llmeu.routing.catalog import Capability, Endpoint
+from llmeu.routing.policy import HostedToolsMode, Policy, restricted
+from llmeu.routing.router import Exclusion, RoutePlan
 
 P = TypeVar("P")
 
@@ -52,7 +62,8 @@ class Intent(Generic[P]):
     out of error messages; `prompt_tokens` is the gateway's estimate, for limits and when no
     usage is reported; `subject` the end user the call is made for (its content is erased
     with theirs); `max_output_tokens` the most the call may produce (0 for embeddings; None:
-    the endpoint's cap), which the key's limits reserve."""
+    the endpoint's cap), which the key's limits reserve; `hosted` the request's hosted tools,
+    which only an endpoint that `runs_hosted` the surface's may get."""
 
     model: str
     prompt: P
@@ -66,6 +77,8 @@ class Intent(Generic[P]):
     prompt_tokens: Callable[[P], int] | None = None
     subject: str | None = None
     max_output_tokens: int | None = None
+    hosted: Sequence[HostedTool] = ()
+    runs_hosted: Callable[[Endpoint], bool] | None = None
 
 
 def chat_intent(
@@ -102,6 +115,70 @@ def output_cap(chat: ChatRequest) -> int | None:
         if isinstance(cap, int):
             return cap
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolPassage:
+    """Where a call's hosted tools may go: to an endpoint that `runs` its surface's hosted
+    tools, those of them the policy allows (`allowed`) and the endpoint declares."""
+
+    hosted: tuple[HostedTool, ...] = ()
+    allowed: frozenset[str] = frozenset()
+    runs: Callable[[Endpoint], bool] | None = None
+
+    def passed(self, endpoint: Endpoint) -> tuple[HostedTool, ...]:
+        """The hosted tools `endpoint` gets."""
+        if not self.hosted or self.runs is None or not self.runs(endpoint):
+            return ()
+        runs, allowed = endpoint.hosted_tools, self.allowed
+        return tuple(tool for tool in self.hosted if tool.name in allowed and tool.name in runs)
+
+    def dropped(self, endpoint: Endpoint) -> list[str]:
+        """The hosted tools left out of what `endpoint` gets, by type, each once."""
+        if not self.hosted:
+            return []
+        passed = self.passed(endpoint)
+        return list(dict.fromkeys(tool.type for tool in self.hosted if tool not in passed))
+
+
+NO_HOSTED_TOOLS = ToolPassage()
+
+
+def tool_passage(intent: Intent[P], plan: RoutePlan) -> tuple[RoutePlan, ToolPassage]:
+    """Step 5: where the call's hosted tools may go, and the plan that keeps to it (under
+    `hosted_tools: reject`, the endpoints that run them all); a refusal names the tool."""
+    if not intent.hosted:
+        return plan, NO_HOSTED_TOOLS
+    policy = plan.policy
+    passage = ToolPassage(tuple(intent.hosted), policy.allow_hosted_tools, intent.runs_hosted)
+    if policy.hosted_tools is HostedToolsMode.DROP:
+        return plan, passage
+    rejects = f"policy `{policy.policy_id}` drops no tool (hosted_tools: reject)"
+    for tool in intent.hosted:
+        if tool.name not in policy.allow_hosted_tools:
+            allowed = ", ".join(sorted(policy.allow_hosted_tools))
+            raise _refused(tool, f"{rejects} and allows only [{allowed}] (allow_hosted_tools)")
+    kept = [e for e in plan.candidates if not passage.dropped(e)]
+    if not kept:
+        runs = {t.type for e in plan.candidates for t in passage.passed(e)}
+        tool = next((t for t in intent.hosted if t.type not in runs), intent.hosted[0])
+        others = "" if tool.type not in runs else " with the call's other hosted tools"
+        raise _refused(tool, f"{rejects}, and no endpoint for `{plan.model}` it admits runs "
+                             f"it{others}")  # fmt: skip
+    excluded = [
+        Exclusion(e.endpoint_id, "hosted_tools", f"does not run {', '.join(passage.dropped(e))}")
+        for e in plan.candidates
+        if e not in kept
+    ]
+    return replace(plan, candidates=tuple(kept), excluded=(*plan.excluded, *excluded)), passage
+
+
+def _refused(tool: HostedTool, why: str) -> InvalidRequest:
+    return InvalidRequest(
+        f"hosted tool `{tool.type}` is refused: {why}",
+        param=tool.param,
+        code="hosted_tool_refused",
+    )
 
 
 class Governance:

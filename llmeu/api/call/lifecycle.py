@@ -16,11 +16,12 @@ else happens here, once:
 (`calls` is the gateway's `llmeu.api.call.door.Calls`.) `govern` is the one
 governance step (`llmeu.api.call.governance`): record, screen for personal
 data, mask, admit against the key's limits, route inside the effective
-policy. Endpoints are then tried in the plan's order, only inside the policy,
-falling back only before the first byte reaches the client; every attempt is
-recorded; the client's connection is watched while an upstream works, and a
-hang-up aborts the upstream at once. Leaving the block settles the call
-whatever happened, with exactly one trace (`llmeu.api.call.settlement`).
+policy, decide where hosted tools may go (`Call.tools`). Endpoints are then
+tried in the plan's order, falling back only before the first byte reaches
+the client; every attempt is recorded; the client's connection is watched
+while an upstream works, and a hang-up aborts the upstream at once. Leaving
+the block settles the call whatever happened, with exactly one trace
+(`llmeu.api.call.settlement`).
 
 A masked prompt's values come back in the answer: a stream's deltas here (a
 split placeholder held until it is whole), a whole answer's text through
@@ -37,7 +38,7 @@ from typing import TypeVar
 
 from llmeu.api.call.accounting import Accounting, CallCeiling, Counts
 from llmeu.api.call.context import CallContext, CallState, Phase, StreamEncoder
-from llmeu.api.call.governance import Governance, Intent
+from llmeu.api.call.governance import NO_HOSTED_TOOLS, Governance, Intent, tool_passage
 from llmeu.api.call.settlement import Settlement
 from llmeu.api.call.trace import TraceRecorder
 from llmeu.api.http.asgi import JSON_HEADERS, SSE_HEADERS, DisconnectWatch, Headers, Request
@@ -75,7 +76,7 @@ class Call:
                  "_masking", "_model", "_notices", "_opened", "_plan", "_restorer", "_route",
                  "_settlement",
                  "_shape", "_state", "_upstream_seconds", "_upstreams", "_wants_receipt",
-                 "request", "trace", "trace_id")  # fmt: skip
+                 "request", "tools", "trace", "trace_id")  # fmt: skip
 
     def __init__(
         self,
@@ -103,6 +104,7 @@ class Call:
         self._restorer: StreamRestorer | None = None
         self._wants_receipt = False
         self._notices: list[str] = []
+        self.tools = NO_HOSTED_TOOLS  # where the call's hosted tools may go, once governed
         self.trace_id = ""
         self.trace: TraceRecorder
         self._state: CallState
@@ -193,7 +195,8 @@ class Call:
         trace.governed_by(policy)
         # The configuration the call started with serves it to the end, reloads or not.
         self._upstreams = state.upstreams = self._context.upstreams
-        self._plan = self._upstreams.plan(intent.model, intent.needs, policy)
+        plan = self._upstreams.plan(intent.model, intent.needs, policy)
+        self._plan, self.tools = tool_passage(intent, plan)
         trace.routed(self._plan)
         return prompt
 
@@ -353,6 +356,8 @@ class Call:
         provider = upstreams.provider(endpoint)
         upstreams.attempt_started(endpoint, self._key_id)
         attempt = self.trace.attempt_started(endpoint)
+        if self.tools.hosted:
+            self.trace.dropped_tools(self.tools.dropped(endpoint))
         waiting = time.perf_counter()
         try:
             result = await operation(provider, hangup)
@@ -396,6 +401,8 @@ class Call:
         timing = ResponseTiming(time.perf_counter() - self._opened, self._upstream_seconds)
         self.trace.response_started(timing)
         notices = [(b"x-llmeu-notice", n.encode("ascii", "replace")) for n in self._notices]
+        if dropped := self.trace.dropped:
+            notices.append((b"x-llmeu-dropped-tools", ", ".join(dropped).encode()))
         return [*headers, (b"x-llmeu-trace-id", self.trace_id.encode()), *timing.headers(),
                 *notices]  # fmt: skip
 
