@@ -122,7 +122,7 @@ def test_a_streamed_call_comes_back_as_its_input_in_pieces(arguments: str, step:
     assert text == PATCH
     first = out[0].tool_calls[0]  # type: ignore[index]
     assert (first.index, first.id, first.type) == (0, "call_1", "custom")
-    assert first.custom.name == "apply_patch"  # type: ignore[union-attr]
+    assert first.custom.name == "apply_patch"
     if step < len(arguments):  # the input streams: more than the first delta carries text
         assert sum(1 for d in out if d.carries_output()) > 2
 

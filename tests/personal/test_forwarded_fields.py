@@ -24,6 +24,8 @@ import pytest
 from msgspec import UNSET, inspect
 from msgspec.structs import replace
 
+from llmeu.api.call.governance import chat_intent, with_hosted
+from llmeu.calls.hosted_tools import HostedTool
 from llmeu.calls.request import ChatRequest
 from llmeu.calls.tool_forms import function_form
 from llmeu.errors import InvalidRequest
@@ -32,12 +34,13 @@ from llmeu.personal.chat_text import chat_parts, rewritten
 from llmeu.personal.responses_text import responses_parts, responses_rewritten
 from llmeu.personal.rules import Action, Detector, PersonalDataRules
 from llmeu.personal.scan import Screening, screen
-from llmeu.protocol.messages_codec import to_chat_request
+from llmeu.protocol.messages_codec import server_tools, to_chat_request
 from llmeu.protocol.messages_request import MessagesRequest
 from llmeu.protocol.messages_upstream import anthropic_request
 from llmeu.protocol.responses_tools import chat_tools
 from llmeu.protocol.responses_upstream import native_body
 from llmeu.protocol.responses_wire import ResponsesRequest, to_chat
+from llmeu.routing.endpoint_kinds import messages_native
 
 MARK = re.compile(r"k\d+@example\.eu")
 MASK = PersonalDataRules(actions=((Detector.EMAIL, Action.MASK),))
@@ -189,15 +192,36 @@ def chat_surface() -> Surface:
 
 
 def messages_surface() -> Surface:
-    sample = Sample({"tools[].type": lambda: "custom"}).of(MessagesRequest)
-    chat = accepted(lambda body: to_chat_request(msgspec.convert(body, MessagesRequest)), sample)
-    parts, unscanned = chat_parts(chat)
+    """Client tools go on the chat request; a server tool goes whole, with its options, to an
+    endpoint speaking Anthropic's wire (`with_hosted`: screened and masked with the prompt)."""
+    sample = Sample({"tools": _messages_tools}).of(MessagesRequest)
+
+    def translated(body: dict[str, Any]) -> tuple[ChatRequest, list[HostedTool]]:
+        wire = msgspec.convert(body, MessagesRequest)
+        return to_chat_request(wire), server_tools(wire)
+
+    chat, hosted = accepted(translated, sample)
+    intent = with_hosted(chat_intent(chat, stream=False, subject=None), hosted, messages_native)
+    parts, unscanned = intent.parts(intent.prompt)
 
     def sent(screening: Screening | None) -> list[bytes]:
-        masked = rewritten(chat, screening.masked) if screening else chat
-        return [anthropic_body(masked), openai_body(masked)]
+        masked, tools = intent.masked(intent.prompt, screening) if screening else intent.prompt
+        body = anthropic_request(function_form(masked), "upstream-model", stream=False,
+                                 default_max_tokens=None)  # fmt: skip
+        body["tools"] = [*body["tools"], *(tool.as_sent() for tool in tools)]
+        return [msgspec.json.encode(body), openai_body(masked)]
 
-    return parts, unscanned, chat, sent
+    return list(parts), list(unscanned), chat, sent
+
+
+def _messages_tools() -> list[dict[str, Any]]:
+    schema = {"type": "object", "properties": {"a": {"type": "string", "description": _mark()}}}
+    location = {"type": "approximate", "city": _mark(), "country": "FR"}
+    return [
+        {"name": _mark(), "description": _mark(), "input_schema": schema},
+        {"type": "web_search_20250305", "name": "web_search", "allowed_domains": [_mark()],
+         "user_location": location},
+    ]  # fmt: skip
 
 
 def responses_surface() -> Surface:

@@ -15,16 +15,18 @@ without knowing them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from msgspec.structs import replace as struct_replace
 
 from llmeu.api.call.lifecycle import Operation
 from llmeu.calls.hangup import Hangup
+from llmeu.calls.hosted_tools import HostedTool
 from llmeu.calls.output import Completion, Delta, DeltaAnswer, Embeddings
 from llmeu.calls.request import ChatRequest, EmbeddingInputs
 from llmeu.calls.tool_forms import CustomCalls, custom_names, function_form
+from llmeu.providers.anthropic import AnthropicWire
 from llmeu.providers.base import ChatStream, Provider
 from llmeu.providers.responses_native import native
 from llmeu.routing.catalog import Endpoint
@@ -32,6 +34,8 @@ from llmeu.routing.catalog import Endpoint
 NativeBody = Callable[[Endpoint, str, bool], bytes]
 """The body of a native Responses request: (the endpoint, the upstream's model name,
 streamed) → bytes."""
+Hosted = Callable[[Endpoint], Sequence[HostedTool]]
+"""The hosted tools an endpoint gets (`llmeu.api.call.governance.ToolPassage.passed`)."""
 Chosen = Callable[[bool], None]
 """Told, at each attempt, whether it goes to the endpoint's own Responses API (True)."""
 
@@ -60,11 +64,26 @@ def chat_answer(chat: ChatRequest) -> Operation[Completion]:
     return ask
 
 
-def gathered_answer(chat: ChatRequest) -> Operation[DeltaAnswer]:
-    """A whole answer read from the upstream's stream, so that what a stream carries (thinking
-    with its signature, tool use) comes back the same streamed or not."""
-
+def messages_stream(chat: ChatRequest, hosted: Hosted) -> Operation[ChatStream]:
+    """A chat stream; on an endpoint that speaks Anthropic's wire, with the server tools it
+    gets (`hosted`: the governance step's `ToolPassage.passed`), whole as sent."""
     streamed = chat_stream(chat)
+
+    async def ask(provider: Provider, hangup: Hangup) -> ChatStream:
+        tools = [tool.as_sent() for tool in hosted(provider.endpoint)]
+        if tools and isinstance(provider, AnthropicWire):
+            return await provider.stream_chat(chat, hangup, server_tools=tools)
+        return await streamed(provider, hangup)
+
+    return ask
+
+
+def gathered_answer(chat: ChatRequest, hosted: Hosted | None = None) -> Operation[DeltaAnswer]:
+    """A whole answer read from the upstream's stream, so that what a stream carries (thinking
+    with its signature, tool use) comes back the same streamed or not; with `hosted`, as
+    `messages_stream` asks it."""
+
+    streamed = chat_stream(chat) if hosted is None else messages_stream(chat, hosted)
 
     async def ask(provider: Provider, hangup: Hangup) -> DeltaAnswer:
         deltas: list[Delta] = []

@@ -7,7 +7,7 @@ Before any upstream is asked, every call takes the same step, in this order
 2. screen the prompt's text against the key's policy's `personal_data` rules: `block`
    refuses, `restrict` narrows the route, `mask` rewrites what goes upstream (the values
    come back in the answer);
-3. admit the call against the key's limits;
+3. admit the call against the key's limits (`Governance.admit`);
 4. route it: the effective policy (the key's, narrowed by the request, restricted by a
    personal-data hit) and the plan of endpoints that policy admits;
 5. decide where its hosted tools may go (`ToolPassage`): each endpoint of the plan gets
@@ -31,16 +31,17 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Generic, TypeVar
 
-from llmeu.api.call.accounting import estimate_prompt_tokens
+from llmeu.api.call.accounting import Accounting, CallCeiling, estimate_prompt_tokens
 from llmeu.api.services.policies import PolicyBook
 from llmeu.calls.hosted_tools import HostedTool
 from llmeu.calls.request import ChatRequest, RoutingRequest, text_of
 from llmeu.errors import InvalidRequest
+from llmeu.personal import fields
 from llmeu.personal.chat_text import chat_parts, rewritten
 from llmeu.personal.rules import RestrictTo
 from llmeu.personal.scan import Screening, TextParts, screen
 from llmeu.routing.catalog import Capability, Endpoint
-from llmeu.routing.policy import HostedToolsMode, Policy, restricted
+from llmeu.routing.policy import HostedToolsMode, LimitsFail, Policy, restricted
 from llmeu.routing.router import Exclusion, RoutePlan
 
 P = TypeVar("P")
@@ -62,8 +63,9 @@ class Intent(Generic[P]):
     out of error messages; `prompt_tokens` is the gateway's estimate, for limits and when no
     usage is reported; `subject` the end user the call is made for (its content is erased
     with theirs); `max_output_tokens` the most the call may produce (0 for embeddings; None:
-    the endpoint's cap), which the key's limits reserve; `hosted` the request's hosted tools,
-    which only an endpoint that `runs_hosted` the surface's may get."""
+    the endpoint's cap), which the key's limits reserve; `hosted` reads the prompt's hosted
+    tools (as masked, where they go upstream whole), which only an endpoint that
+    `runs_hosted` the surface's may get."""
 
     model: str
     prompt: P
@@ -77,7 +79,7 @@ class Intent(Generic[P]):
     prompt_tokens: Callable[[P], int] | None = None
     subject: str | None = None
     max_output_tokens: int | None = None
-    hosted: Sequence[HostedTool] = ()
+    hosted: Callable[[P], Sequence[HostedTool]] | None = None
     runs_hosted: Callable[[Endpoint], bool] | None = None
 
 
@@ -107,6 +109,44 @@ def chat_intent(
         subject=subject,
         max_output_tokens=output_cap(chat),
     )
+
+
+WithHosted = tuple[ChatRequest, list[HostedTool]]
+"""A chat request and the hosted tools that go with it, whole, to an endpoint that runs them."""
+
+
+def with_hosted(
+    asked: Intent[ChatRequest], hosted: list[HostedTool], runs: Callable[[Endpoint], bool]
+) -> Intent[WithHosted]:
+    """`asked`, with hosted tools that go upstream as the caller sent them (Anthropic's server
+    tools): their options are screened and masked with the prompt, at their place in the
+    request (`tools[2].user_location.city`), and an endpoint that `runs` them may get them."""
+
+    def parts(sent: WithHosted) -> tuple[TextParts, Sequence[str]]:
+        texts, unscanned = asked.parts(sent[0])
+        found, opaque = list(texts), list(unscanned)
+        for tool in sent[1]:
+            more, hidden = fields.texts(tool.options, tool.param)
+            found += more
+            opaque += hidden
+        return found, opaque
+
+    def masked(sent: WithHosted, screening: Screening) -> WithHosted:
+        tools = [
+            replace(tool, options=fields.rewritten(tool.options, screening.masked, tool.param))
+            for tool in sent[1]
+        ]
+        return asked.masked(sent[0], screening), tools
+
+    estimate = asked.prompt_tokens
+    return Intent(
+        model=asked.model, prompt=(asked.prompt, hosted), parts=parts, masked=masked,
+        kept=lambda sent: asked.kept(sent[0]), needs=asked.needs, narrowing=asked.narrowing,
+        stream=asked.stream, texts=asked.texts,
+        prompt_tokens=(lambda sent: estimate(sent[0])) if estimate is not None else None,
+        subject=asked.subject, max_output_tokens=asked.max_output_tokens,
+        hosted=lambda sent: sent[1], runs_hosted=runs,
+    )  # fmt: skip
 
 
 def output_cap(chat: ChatRequest) -> int | None:
@@ -144,25 +184,27 @@ class ToolPassage:
 NO_HOSTED_TOOLS = ToolPassage()
 
 
-def tool_passage(intent: Intent[P], plan: RoutePlan) -> tuple[RoutePlan, ToolPassage]:
-    """Step 5: where the call's hosted tools may go, and the plan that keeps to it (under
-    `hosted_tools: reject`, the endpoints that run them all); a refusal names the tool."""
-    if not intent.hosted:
+def tool_passage(intent: Intent[P], prompt: P, plan: RoutePlan) -> tuple[RoutePlan, ToolPassage]:
+    """Step 5: where the hosted tools of `prompt` (as masked) may go, and the plan that keeps
+    to it (under `hosted_tools: reject`, the endpoints that run them all); a refusal names the
+    tool."""
+    hosted = intent.hosted(prompt) if intent.hosted is not None else ()
+    if not hosted:
         return plan, NO_HOSTED_TOOLS
     policy = plan.policy
-    passage = ToolPassage(tuple(intent.hosted), policy.allow_hosted_tools, intent.runs_hosted)
+    passage = ToolPassage(tuple(hosted), policy.allow_hosted_tools, intent.runs_hosted)
     if policy.hosted_tools is HostedToolsMode.DROP:
         return plan, passage
     rejects = f"policy `{policy.policy_id}` drops no tool (hosted_tools: reject)"
-    for tool in intent.hosted:
+    for tool in hosted:
         if tool.name not in policy.allow_hosted_tools:
             allowed = ", ".join(sorted(policy.allow_hosted_tools))
             raise _refused(tool, f"{rejects} and allows only [{allowed}] (allow_hosted_tools)")
     kept = [e for e in plan.candidates if not passage.dropped(e)]
     if not kept:
-        runs = {t.type for e in plan.candidates for t in passage.passed(e)}
-        tool = next((t for t in intent.hosted if t.type not in runs), intent.hosted[0])
-        others = "" if tool.type not in runs else " with the call's other hosted tools"
+        running = {t.type for e in plan.candidates for t in passage.passed(e)}
+        tool = next((t for t in hosted if t.type not in running), hosted[0])
+        others = "" if tool.type not in running else " with the call's other hosted tools"
         raise _refused(tool, f"{rejects}, and no endpoint for `{plan.model}` it admits runs "
                              f"it{others}")  # fmt: skip
     excluded = [
@@ -182,12 +224,26 @@ def _refused(tool: HostedTool, why: str) -> InvalidRequest:
 
 
 class Governance:
-    """The policy decisions of the step, for a key's policy: screening and routing."""
+    """The policy decisions of the step, for a key's policy: screening, admission and
+    routing."""
 
     __slots__ = ("_policies",)
 
     def __init__(self, policies: PolicyBook):
         self._policies = policies
+
+    async def admit(
+        self,
+        key_policy_id: str,
+        accounting: Accounting,
+        prompt_tokens: Callable[[], int],
+        ceiling: CallCeiling,
+    ) -> None:
+        """The key's limits; a narrowing cannot change what its policy says of a limits
+        store that does not answer (`limits_fail`)."""
+        policy = self._policies.get(key_policy_id)
+        limits_fail = policy.limits_fail if policy is not None else LimitsFail.OPEN
+        await accounting.admit(prompt_tokens, ceiling, limits_fail)
 
     def screen(self, key_policy_id: str, parts: Parts) -> Screening | None:
         """The prompt's text against the key's policy's `personal_data` rules (None, and

@@ -59,7 +59,6 @@ from llmeu.protocol.routing_block import RoutingBlock
 from llmeu.providers.base import ChatStream, Provider
 from llmeu.routing.catalog import Endpoint
 from llmeu.routing.fallback import run_with_fallback
-from llmeu.routing.policy import LimitsFail
 from llmeu.routing.router import RoutePlan
 
 T = TypeVar("T")
@@ -184,7 +183,9 @@ class Call:
         if estimate is not None:
             state.prompt_tokens = lambda: estimate(prompt)
             state.prompt_tokens_known = True
-        await self._admit(intent.max_output_tokens)
+        serving = self._context.upstreams.catalog.serving(intent.model)
+        await governance.admit(self._key_policy, state.accounting, state.prompt_tokens,
+                               CallCeiling.of(serving, intent.max_output_tokens))  # fmt: skip
         policy = governance.policy(
             self._key_policy,
             intent.narrowing,
@@ -196,18 +197,9 @@ class Call:
         # The configuration the call started with serves it to the end, reloads or not.
         self._upstreams = state.upstreams = self._context.upstreams
         plan = self._upstreams.plan(intent.model, intent.needs, policy)
-        self._plan, self.tools = tool_passage(intent, plan)
+        self._plan, self.tools = tool_passage(intent, prompt, plan)
         trace.routed(self._plan)
         return prompt
-
-    async def _admit(self, max_output_tokens: int | None) -> None:
-        """The key's limits; a narrowing cannot change what its policy says of a limits
-        store that does not answer (`limits_fail`)."""
-        policy = self._context.policies.get(self._key_policy)
-        limits_fail = policy.limits_fail if policy is not None else LimitsFail.OPEN
-        serving = self._context.upstreams.catalog.serving(self._model)
-        ceiling = CallCeiling.of(serving, max_output_tokens)
-        await self._state.accounting.admit(self._state.prompt_tokens, ceiling, limits_fail)
 
     def restore(self, text: str) -> str:
         """A whole answer's text with the values a masking took out put back."""

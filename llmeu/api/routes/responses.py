@@ -125,7 +125,7 @@ def _intent(req: ResponsesRequest, chat: ChatRequest, hosted: list[HostedTool]) 
         prompt_tokens=lambda sent: estimate_prompt_tokens(sent[1]),
         subject=asked.subject,
         max_output_tokens=asked.max_output_tokens,
-        hosted=hosted,
+        hosted=lambda _: hosted,  # their options go upstream in `sent`, screened with it
         runs_hosted=responses_native,
     )
 
