@@ -18,7 +18,7 @@ from typing import Any
 
 from msgspec import UNSET, Struct, UnsetType
 
-from llmeu.calls.request import AnyToolCall, CustomCall, CustomToolCall, FunctionCall, ToolCall
+from llmeu.calls.tools import AnyToolCall, CustomCall, CustomToolCall, FunctionCall, ToolCall
 
 
 class ToolCallFunctionDelta(Struct, omit_defaults=True):

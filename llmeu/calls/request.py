@@ -7,18 +7,28 @@ top-level fields fail with a message that names the offending path
 because SDKs commonly echo response objects back as messages (with
 `annotations`, `audio`, ...). Optional fields default to `UNSET`, so
 re-encoding a request forwards exactly the fields the caller set, but for
-the `GATEWAY_FIELDS` (`upstream_fields`).
+the `GATEWAY_FIELDS` (`upstream_fields`). The tools a request offers and the
+calls of them are `llmeu.calls.tools`.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from operator import attrgetter
 from typing import Annotated, Any, Literal
 
 from msgspec import UNSET, Meta, Struct, UnsetType
 from msgspec.structs import replace
+
+from llmeu.calls.tools import (
+    AnyToolCall,
+    CustomTool,
+    FunctionCall,
+    FunctionDefinition,
+    NamedFunction,
+    Tool,
+    ToolChoice,
+)
 
 NonNegative = Annotated[int, Meta(ge=0)]
 Positive = Annotated[int, Meta(ge=1)]
@@ -69,36 +79,6 @@ class RefusalPart(_In, tag_field="type", tag="refusal"):
 
 
 ContentPart = TextPart | ImagePart | AudioPart | FilePart | RefusalPart
-
-
-class FunctionCall(_In):
-    name: str
-    arguments: str
-
-
-class CustomCall(_In):
-    name: str
-    input: str
-
-
-class ToolCall(_In, tag_field="type", tag="function"):
-    id: str
-    function: FunctionCall
-
-
-class CustomToolCall(_In, tag_field="type", tag="custom"):
-    """A call of a custom tool: its free-form `input`, as OpenAI's chat wire carries it."""
-
-    id: str
-    custom: CustomCall
-
-    @property
-    def function(self) -> FunctionCall:
-        """The call as the function form of its tool takes it (`CustomTool.function`)."""
-        return FunctionCall(self.custom.name, custom_arguments(self.custom.input))
-
-
-AnyToolCall = ToolCall | CustomToolCall
 
 
 class ThinkingBlock(_In, tag_field="type", tag="thinking"):
@@ -175,105 +155,6 @@ def text_of(message: Message) -> str:
     if not isinstance(content, list):
         return ""
     return "".join(getattr(part, "text", "") or getattr(part, "refusal", "") for part in content)
-
-
-class FunctionDefinition(_In):
-    name: Annotated[str, Meta(min_length=1, max_length=64)]
-    description: str | UnsetType = UNSET
-    parameters: dict[str, Any] | UnsetType = UNSET
-    strict: bool | UnsetType | None = UNSET
-
-
-class Tool(_In, tag_field="type", tag="function"):
-    function: FunctionDefinition
-
-
-class CustomText(_In, tag_field="type", tag="text"):
-    """A custom tool's input: any text."""
-
-
-class Grammar(_In):
-    definition: str
-    syntax: Literal["lark", "regex"]
-
-
-class CustomGrammar(_In, tag_field="type", tag="grammar"):
-    """A custom tool's input: text its grammar accepts."""
-
-    grammar: Grammar
-
-
-class CustomDefinition(_In):
-    name: Annotated[str, Meta(min_length=1, max_length=64)]
-    description: str | UnsetType = UNSET
-    format: CustomText | CustomGrammar | UnsetType = UNSET
-
-
-class CustomTool(_In, tag_field="type", tag="custom"):
-    """A tool the caller's code runs on free-form text (OpenAI's custom tools: Codex's
-    `apply_patch`). An upstream that has no such tools is offered its function form."""
-
-    custom: CustomDefinition
-
-    @property
-    def function(self) -> FunctionDefinition:
-        """The function form: one string argument, `input` (`llmeu.calls.tool_forms`)."""
-        custom = self.custom
-        return FunctionDefinition(custom.name, custom.description, input_schema(custom.format))
-
-
-CUSTOM_INPUT = "input"
-"""The one argument of a custom tool's function form."""
-
-
-def input_schema(format: CustomText | CustomGrammar | UnsetType) -> dict[str, Any]:
-    """The parameters of a custom tool's function form: the input as one string, described by
-    its grammar where it has one (an upstream without custom tools cannot enforce it, but the
-    model can follow it)."""
-    what = "The tool's input, as free-form text."
-    if isinstance(format, CustomGrammar):
-        grammar = format.grammar
-        what = f"The tool's input: text in this {grammar.syntax} grammar:\n{grammar.definition}"
-    return {
-        "type": "object",
-        "properties": {CUSTOM_INPUT: {"type": "string", "description": what}},
-        "required": [CUSTOM_INPUT],
-        "additionalProperties": False,
-    }
-
-
-def custom_arguments(text: str) -> str:
-    """A custom tool's input as the arguments of its function form."""
-    return json.dumps({CUSTOM_INPUT: text}, ensure_ascii=False)
-
-
-class NamedFunction(_In):
-    name: str
-
-
-class ToolChoiceFunction(_In, tag_field="type", tag="function"):
-    function: NamedFunction
-
-
-class AllowedTools(_In):
-    mode: Literal["auto", "required"]
-    tools: list[dict[str, Any]]
-
-
-class ToolChoiceAllowed(_In, tag_field="type", tag="allowed_tools"):
-    """A subset of `tools` the model may call (`mode` as `auto` or `required`); the gateway
-    serves it as those tools alone (`llmeu.protocol.chat_wire.accepted_chat`)."""
-
-    allowed_tools: AllowedTools
-
-
-class ToolChoiceCustom(_In, tag_field="type", tag="custom"):
-    custom: NamedFunction
-
-
-ToolChoice = (
-    Literal["none", "auto", "required"] | ToolChoiceFunction | ToolChoiceAllowed | ToolChoiceCustom
-)
 
 
 class ResponseFormat(_In):

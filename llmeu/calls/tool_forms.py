@@ -28,15 +28,13 @@ from msgspec import UNSET
 from msgspec.structs import replace
 
 from llmeu.calls.output import Delta, ToolCallCustomDelta, ToolCallDelta, ToolCallFunctionDelta
-from llmeu.calls.request import (
+from llmeu.calls.request import AssistantMessage, ChatRequest, Message
+from llmeu.calls.tools import (
     CUSTOM_INPUT,
     AnyToolCall,
-    AssistantMessage,
-    ChatRequest,
     CustomCall,
     CustomTool,
     CustomToolCall,
-    Message,
     NamedFunction,
     Tool,
     ToolCall,

@@ -17,7 +17,8 @@ from collections.abc import Callable
 from msgspec import UnsetType
 from msgspec.structs import replace
 
-from llmeu.calls.request import AnyToolCall, ChatRequest, CustomToolCall
+from llmeu.calls.request import ChatRequest
+from llmeu.calls.tools import AnyToolCall, CustomToolCall
 from llmeu.personal import fields
 
 NOT_FORWARDED = frozenset({"model", "llmeu"})

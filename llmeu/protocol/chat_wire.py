@@ -21,11 +21,10 @@ from msgspec import UNSET, Struct, UnsetType
 from msgspec.structs import replace
 
 from llmeu.calls.output import AssistantOutput, Delta, ToolCallFunctionDelta, Usage
-from llmeu.calls.request import (
-    ChatRequest,
+from llmeu.calls.request import ChatRequest, StreamOptions
+from llmeu.calls.tools import (
     CustomTool,
     NamedFunction,
-    StreamOptions,
     Tool,
     ToolChoiceAllowed,
     ToolChoiceCustom,

@@ -20,28 +20,30 @@ from msgspec import UNSET, UnsetType
 
 from llmeu.calls.hosted_tools import HostedTool
 from llmeu.calls.request import (
-    AnyToolCall,
     AssistantMessage,
     ChatRequest,
     ContentPart,
     FilePart,
     FileRef,
-    FunctionCall,
-    FunctionDefinition,
     ImagePart,
     ImageURL,
     Message,
-    NamedFunction,
     RedactedThinkingBlock,
     ResponseFormat,
     SystemMessage,
     TextPart,
     ThinkingBlock,
+    ToolMessage,
+    UserMessage,
+)
+from llmeu.calls.tools import (
+    AnyToolCall,
+    FunctionCall,
+    FunctionDefinition,
+    NamedFunction,
     Tool,
     ToolCall,
     ToolChoiceFunction,
-    ToolMessage,
-    UserMessage,
 )
 from llmeu.errors import InvalidRequest, NotFound
 from llmeu.protocol.json_codec import encoder

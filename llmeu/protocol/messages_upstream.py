@@ -19,12 +19,10 @@ from msgspec import UNSET, Struct
 
 from llmeu.calls.output import AssistantOutput, Completion, Usage
 from llmeu.calls.request import (
-    AnyToolCall,
     AssistantMessage,
     ChatRequest,
     DeveloperMessage,
     FilePart,
-    FunctionCall,
     ImagePart,
     Message,
     RedactedThinkingBlock,
@@ -33,11 +31,10 @@ from llmeu.calls.request import (
     TextPart,
     Thinking,
     ThinkingBlock,
-    ToolCall,
-    ToolChoiceFunction,
     ToolMessage,
     text_of,
 )
+from llmeu.calls.tools import AnyToolCall, FunctionCall, ToolCall, ToolChoiceFunction
 from llmeu.protocol.messages_codec import FINISH_REASONS
 from llmeu.protocol.messages_stream import usage_of
 

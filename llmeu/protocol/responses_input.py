@@ -21,11 +21,8 @@ from msgspec import UNSET, Meta, Struct, UnsetType
 from llmeu.calls.request import (
     AssistantMessage,
     ContentPart,
-    CustomCall,
-    CustomToolCall,
     FilePart,
     FileRef,
-    FunctionCall,
     ImagePart,
     ImageURL,
     Message,
@@ -34,10 +31,10 @@ from llmeu.calls.request import (
     SystemMessage,
     TextPart,
     ThinkingBlock,
-    ToolCall,
     ToolMessage,
     UserMessage,
 )
+from llmeu.calls.tools import CustomCall, CustomToolCall, FunctionCall, ToolCall
 from llmeu.errors import InvalidRequest
 from llmeu.protocol.error_shape import describe_validation_error
 

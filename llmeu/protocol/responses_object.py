@@ -17,7 +17,7 @@ from typing import Any
 import msgspec
 from msgspec import UNSET, Struct, UnsetType
 
-from llmeu.calls.request import AnyToolCall, CustomToolCall
+from llmeu.calls.tools import AnyToolCall, CustomToolCall
 from llmeu.protocol.responses_tools import sent_tools
 from llmeu.protocol.responses_wire import ReasoningConfig, ResponsesRequest, TextConfig
 from llmeu.protocol.routing_block import RoutingBlock

@@ -35,7 +35,7 @@ from typing import Annotated, Any, Literal
 from msgspec import UNSET, Meta, Struct, UnsetType
 
 from llmeu.calls.hosted_tools import HostedTool
-from llmeu.calls.request import (
+from llmeu.calls.tools import (
     CustomDefinition,
     CustomGrammar,
     CustomText,

@@ -43,7 +43,6 @@ from llmeu.calls.output import (
 from llmeu.calls.request import (
     AssistantMessage,
     ChatRequest,
-    CustomToolCall,
     FilePart,
     ImagePart,
     Message,
@@ -56,6 +55,7 @@ from llmeu.calls.request import (
     UserMessage,
     text_of,
 )
+from llmeu.calls.tools import CustomToolCall
 from llmeu.errors import UpstreamError
 from llmeu.protocol.json_codec import encoder
 from llmeu.protocol.responses_input import flat_name

@@ -22,16 +22,18 @@ from msgspec import UNSET, Meta, Struct, UnsetType
 
 from llmeu.calls.hosted_tools import RESPONSES_HOSTED, hosted_name
 from llmeu.calls.request import (
-    AllowedTools,
     ChatRequest,
     Message,
-    NamedFunction,
     Probability,
     ResponseFormat,
     RoutingRequest,
     ShortString,
     SystemMessage,
     Temperature,
+)
+from llmeu.calls.tools import (
+    AllowedTools,
+    NamedFunction,
     ToolChoiceAllowed,
     ToolChoiceCustom,
     ToolChoiceFunction,

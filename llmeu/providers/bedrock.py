@@ -41,7 +41,8 @@ from llmeu.calls.output import (
     ToolCallFunctionDelta,
     Usage,
 )
-from llmeu.calls.request import AnyToolCall, ChatRequest, FunctionCall, ToolCall
+from llmeu.calls.request import ChatRequest
+from llmeu.calls.tools import AnyToolCall, FunctionCall, ToolCall
 from llmeu.errors import ConfigError, UpstreamError, UpstreamRejected, UpstreamUnavailable
 from llmeu.protocol.json_codec import encoder
 from llmeu.providers import chat_mapping as mapping

@@ -20,11 +20,11 @@ from llmeu.calls.request import (
     RedactedThinkingBlock,
     TextPart,
     ThinkingBlock,
-    ToolChoiceFunction,
     ToolMessage,
     UserMessage,
     text_of,
 )
+from llmeu.calls.tools import ToolChoiceFunction
 from llmeu.errors import UpstreamRejected
 from llmeu.protocol.json_codec import encoder
 from llmeu.providers import chat_mapping as mapping

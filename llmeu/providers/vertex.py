@@ -34,7 +34,8 @@ from llmeu.calls.output import (
     ToolCallDelta,
     ToolCallFunctionDelta,
 )
-from llmeu.calls.request import AnyToolCall, ChatRequest, FunctionCall, ToolCall
+from llmeu.calls.request import ChatRequest
+from llmeu.calls.tools import AnyToolCall, FunctionCall, ToolCall
 from llmeu.errors import ConfigError, UpstreamError, UpstreamUnavailable
 from llmeu.protocol.json_codec import encoder
 from llmeu.protocol.sse import SSEDecoder

@@ -15,16 +15,9 @@ import msgspec
 import pytest
 
 from llmeu.calls.output import Delta, ToolCallCustomDelta, ToolCallDelta, ToolCallFunctionDelta
-from llmeu.calls.request import (
-    CUSTOM_INPUT,
-    AssistantMessage,
-    ChatRequest,
-    CustomCall,
-    CustomToolCall,
-    FunctionCall,
-    ToolCall,
-)
+from llmeu.calls.request import AssistantMessage, ChatRequest
 from llmeu.calls.tool_forms import CustomCalls, custom_names, function_form
+from llmeu.calls.tools import CUSTOM_INPUT, CustomCall, CustomToolCall, FunctionCall, ToolCall
 
 decode = msgspec.json.Decoder(ChatRequest).decode
 PATCH = '*** Begin Patch\n*** Add File: a.txt\n+héllo "wörld" \\ \U0001f600\n*** End Patch\n'

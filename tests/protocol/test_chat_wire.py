@@ -18,13 +18,8 @@ from llmeu.calls.output import (
     ToolCallFunctionDelta,
     Usage,
 )
-from llmeu.calls.request import (
-    GATEWAY_FIELDS,
-    ChatRequest,
-    FunctionCall,
-    ToolCall,
-    upstream_fields,
-)
+from llmeu.calls.request import GATEWAY_FIELDS, ChatRequest, upstream_fields
+from llmeu.calls.tools import FunctionCall, ToolCall
 from llmeu.errors import InvalidRequest
 from llmeu.protocol.chat_stream import ChatFrames
 from llmeu.protocol.chat_wire import (

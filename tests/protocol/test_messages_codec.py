@@ -22,10 +22,10 @@ from llmeu.calls.request import (
     ImagePart,
     SystemMessage,
     ThinkingBlock,
-    ToolChoiceFunction,
     ToolMessage,
     UserMessage,
 )
+from llmeu.calls.tools import ToolChoiceFunction
 from llmeu.errors import InvalidRequest, NotFound, UpstreamError, UpstreamUnavailable
 from llmeu.protocol.messages_codec import check_state, to_chat_request
 from llmeu.protocol.messages_reply import MessageAssembler

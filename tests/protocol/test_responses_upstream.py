@@ -20,17 +20,16 @@ from llmeu.calls.output import (
 )
 from llmeu.calls.request import (
     AssistantMessage,
-    FunctionCall,
     ImagePart,
     ImageURL,
     RedactedThinkingBlock,
     SystemMessage,
     TextPart,
     ThinkingBlock,
-    ToolCall,
     ToolMessage,
     UserMessage,
 )
+from llmeu.calls.tools import FunctionCall, ToolCall
 from llmeu.errors import UpstreamError
 from llmeu.protocol.responses_upstream import (
     UpstreamEvents,

@@ -67,12 +67,12 @@ def chat_answer(chat: ChatRequest) -> Operation[Completion]:
 def messages_stream(chat: ChatRequest, hosted: Hosted) -> Operation[ChatStream]:
     """A chat stream; on an endpoint that speaks Anthropic's wire, with the server tools it
     gets (`hosted`: the governance step's `ToolPassage.passed`), whole as sent."""
-    streamed = chat_stream(chat)
+    streamed, upstream = chat_stream(chat), function_form(chat)
 
     async def ask(provider: Provider, hangup: Hangup) -> ChatStream:
         tools = [tool.as_sent() for tool in hosted(provider.endpoint)]
         if tools and isinstance(provider, AnthropicWire):
-            return await provider.stream_chat(chat, hangup, server_tools=tools)
+            return await provider.stream_chat(upstream, hangup, server_tools=tools)
         return await streamed(provider, hangup)
 
     return ask
