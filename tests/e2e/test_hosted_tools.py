@@ -312,3 +312,11 @@ def test_under_reject_a_server_tool_not_allowed_is_an_anthropic_400_naming_it(
     assert error["type"] == "invalid_request_error" and error["param"] == "tools[1]"
     assert "code_execution_20250825" in error["message"]
     assert anthropic_upstream.stats() == []
+
+
+def test_the_platform_lists_the_hosted_tools_an_endpoint_runs(gateway: Gateway) -> None:
+    listed = httpx.get(f"{gateway.base_url}/platform/endpoints", timeout=10,
+                       headers={"authorization": f"Bearer {gateway.admin_key}"})  # fmt: skip
+    capabilities = {e["endpoint_id"]: e["capabilities"] for e in listed.json()["data"]}
+    assert capabilities["nativeprov-fr-a"] == ["chat", "responses", "tools", "web_search"]
+    assert capabilities["fakeprov-fr-a"] == ["chat", "tools"]
