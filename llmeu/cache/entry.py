@@ -24,10 +24,12 @@ from llmeu.calls.output import (
     DeltaAnswer,
     Embeddings,
     StreamOutput,
+    ToolCallCustomDelta,
     ToolCallDelta,
     ToolCallFunctionDelta,
     Usage,
 )
+from llmeu.calls.tools import CustomToolCall
 
 
 class Streamed(Struct, tag="streamed", omit_defaults=True):
@@ -116,9 +118,14 @@ def streamed_of(answer: Chat) -> Streamed:
         deltas.append(Delta(refusal=message.refusal))
     tool_calls = message.tool_calls if isinstance(message.tool_calls, list) else []
     for index, call in enumerate(tool_calls):
-        function = ToolCallFunctionDelta(name=call.function.name,
-                                         arguments=call.function.arguments)  # fmt: skip
-        call_delta = ToolCallDelta(index=index, id=call.id, type=call.type, function=function)
+        if isinstance(call, CustomToolCall):
+            custom = ToolCallCustomDelta(name=call.custom.name, input=call.custom.input)
+            call_delta = ToolCallDelta(index=index, id=call.id, type="custom", custom=custom)
+        else:
+            function = ToolCallFunctionDelta(name=call.function.name,
+                                             arguments=call.function.arguments)  # fmt: skip
+            call_delta = ToolCallDelta(index=index, id=call.id, type="function",
+                                       function=function)  # fmt: skip
         deltas.append(Delta(tool_calls=[call_delta]))
     return Streamed(deltas, answer.finish_reason or "stop", answer.usage)
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from msgspec import UNSET, Struct, UnsetType
 
-from llmeu.calls.request import FunctionCall, ToolCall
+from llmeu.calls.tools import AnyToolCall, CustomCall, CustomToolCall, FunctionCall, ToolCall
 
 
 class ToolCallFunctionDelta(Struct, omit_defaults=True):
@@ -27,11 +27,22 @@ class ToolCallFunctionDelta(Struct, omit_defaults=True):
     arguments: str | UnsetType = UNSET
 
 
+class ToolCallCustomDelta(Struct, omit_defaults=True):
+    """A piece of a custom tool's call: its name first, then pieces of its free-form input."""
+
+    name: str | UnsetType = UNSET
+    input: str | UnsetType = UNSET
+
+
 class ToolCallDelta(Struct, omit_defaults=True):
+    """A piece of one tool call (by `index`): a function's (`function`) or, with `type:
+    custom`, a custom tool's (`custom`), in the shape of OpenAI's chat stream."""
+
     index: int
     id: str | UnsetType = UNSET
     type: str | UnsetType = UNSET
     function: ToolCallFunctionDelta | UnsetType = UNSET
+    custom: ToolCallCustomDelta | UnsetType = UNSET
 
 
 class Delta(Struct, omit_defaults=True):
@@ -74,7 +85,7 @@ class AssistantOutput(Struct):
     role: str
     content: str | None
     refusal: str | None = None
-    tool_calls: list[ToolCall] | UnsetType = UNSET
+    tool_calls: list[AnyToolCall] | UnsetType = UNSET
     # The deprecated form of one tool call, for a request that used `functions`.
     function_call: FunctionCall | UnsetType = UNSET
 
@@ -124,19 +135,26 @@ class StreamOutput:
             self._refusal.append(delta.refusal)
         if delta.tool_calls:
             for call in delta.tool_calls:
-                slot = self._tools.setdefault(
-                    call.index, {"id": "", "type": "function", "name": "", "arguments": ""}
-                )
-                if isinstance(call.id, str):
-                    slot["id"] = call.id
-                if isinstance(call.type, str):
-                    slot["type"] = call.type
-                function = call.function
-                if isinstance(function, ToolCallFunctionDelta):
-                    if isinstance(function.name, str):
-                        slot["name"] += function.name
-                    if isinstance(function.arguments, str):
-                        slot["arguments"] += function.arguments
+                self._tool_call(call)
+
+    def _tool_call(self, call: ToolCallDelta) -> None:
+        slot = self._tools.setdefault(
+            call.index, {"id": "", "type": "function", "name": "", "arguments": ""}
+        )
+        if isinstance(call.id, str):
+            slot["id"] = call.id
+        if isinstance(call.type, str):
+            slot["type"] = call.type
+        name: str | UnsetType = UNSET
+        text: str | UnsetType = UNSET  # a custom call's input is kept as its `arguments`
+        if isinstance(call.custom, ToolCallCustomDelta):
+            name, text = call.custom.name, call.custom.input
+        elif isinstance(call.function, ToolCallFunctionDelta):
+            name, text = call.function.name, call.function.arguments
+        if isinstance(name, str):
+            slot["name"] += name
+        if isinstance(text, str):
+            slot["arguments"] += text
 
     @property
     def content(self) -> str:
@@ -146,13 +164,12 @@ class StreamOutput:
     def refusal(self) -> str | None:
         return "".join(self._refusal) or None
 
-    def tool_calls(self) -> list[ToolCall]:
+    def tool_calls(self) -> list[AnyToolCall]:
+        """The calls made, a custom tool's with its input as `arguments`."""
         return [
-            ToolCall(
-                type="function",
-                id=slot["id"],
-                function=FunctionCall(name=slot["name"], arguments=slot["arguments"]),
-            )
+            CustomToolCall(slot["id"], CustomCall(slot["name"], slot["arguments"]))
+            if slot["type"] == "custom"
+            else ToolCall(slot["id"], FunctionCall(slot["name"], slot["arguments"]))
             for _, slot in sorted(self._tools.items())
         ]
 

@@ -7,7 +7,8 @@ top-level fields fail with a message that names the offending path
 because SDKs commonly echo response objects back as messages (with
 `annotations`, `audio`, ...). Optional fields default to `UNSET`, so
 re-encoding a request forwards exactly the fields the caller set, but for
-the `GATEWAY_FIELDS` (`upstream_fields`).
+the `GATEWAY_FIELDS` (`upstream_fields`). The tools a request offers and the
+calls of them are `llmeu.calls.tools`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,17 @@ from typing import Annotated, Any, Literal
 from msgspec import UNSET, Meta, Struct, UnsetType
 from msgspec.structs import replace
 
+from llmeu.calls.tools import (
+    AnyToolCall,
+    CacheControl,
+    CustomTool,
+    FunctionCall,
+    FunctionDefinition,
+    NamedFunction,
+    Tool,
+    ToolChoice,
+)
+
 NonNegative = Annotated[int, Meta(ge=0)]
 Positive = Annotated[int, Meta(ge=1)]
 Temperature = Annotated[float, Meta(ge=0, le=2)]
@@ -29,15 +41,6 @@ ShortString = Annotated[str, Meta(max_length=256)]
 
 class _In(Struct, omit_defaults=True):
     """Base of nested request objects: unknown fields ignored."""
-
-
-class CacheControl(_In):
-    """A prompt-cache breakpoint (Anthropic's `cache_control`): the upstream may cache the
-    prompt up to and including what carries it. Passed to the upstreams that cache prompts
-    this way (`anthropic`, `vertex_anthropic`, Bedrock's `cachePoint`), left out for others."""
-
-    type: Literal["ephemeral"]
-    ttl: ShortString | UnsetType = UNSET
 
 
 class TextPart(_In, tag_field="type", tag="text"):
@@ -80,17 +83,6 @@ class RefusalPart(_In, tag_field="type", tag="refusal"):
 ContentPart = TextPart | ImagePart | AudioPart | FilePart | RefusalPart
 
 
-class FunctionCall(_In):
-    name: str
-    arguments: str
-
-
-class ToolCall(_In):
-    type: Literal["function"]
-    id: str
-    function: FunctionCall
-
-
 class ThinkingBlock(_In, tag_field="type", tag="thinking"):
     """A reasoning step of an earlier assistant turn, with the signature its upstream made."""
 
@@ -123,7 +115,7 @@ class AssistantMessage(_In, tag_field="role", tag="assistant"):
     content: str | list[TextPart | RefusalPart] | UnsetType | None = UNSET
     refusal: str | UnsetType | None = UNSET
     name: str | UnsetType | None = UNSET
-    tool_calls: list[ToolCall] | UnsetType | None = UNSET
+    tool_calls: list[AnyToolCall] | UnsetType | None = UNSET
     function_call: FunctionCall | UnsetType | None = UNSET
     # Reasoning the turn carried, to hand back to an upstream that takes it (Anthropic's
     # thinking with signatures, Responses' reasoning items); in the field and shape other
@@ -167,48 +159,6 @@ def text_of(message: Message) -> str:
     return "".join(getattr(part, "text", "") or getattr(part, "refusal", "") for part in content)
 
 
-class FunctionDefinition(_In):
-    name: Annotated[str, Meta(min_length=1, max_length=64)]
-    description: str | UnsetType = UNSET
-    parameters: dict[str, Any] | UnsetType = UNSET
-    strict: bool | UnsetType | None = UNSET
-
-
-class Tool(_In):
-    type: Literal["function"]
-    function: FunctionDefinition
-    cache_control: CacheControl | UnsetType = UNSET
-
-
-class NamedFunction(_In):
-    name: str
-
-
-class ToolChoiceFunction(_In, tag_field="type", tag="function"):
-    function: NamedFunction
-
-
-class AllowedTools(_In):
-    mode: Literal["auto", "required"]
-    tools: list[dict[str, Any]]
-
-
-class ToolChoiceAllowed(_In, tag_field="type", tag="allowed_tools"):
-    """A subset of `tools` the model may call (`mode` as `auto` or `required`); the gateway
-    serves it as those tools alone (`llmeu.protocol.chat_wire.accepted_chat`)."""
-
-    allowed_tools: AllowedTools
-
-
-class ToolChoiceCustom(_In, tag_field="type", tag="custom"):
-    custom: NamedFunction
-
-
-ToolChoice = (
-    Literal["none", "auto", "required"] | ToolChoiceFunction | ToolChoiceAllowed | ToolChoiceCustom
-)
-
-
 class ResponseFormat(_In):
     type: Literal["text", "json_object", "json_schema"]
     json_schema: dict[str, Any] | UnsetType = UNSET
@@ -249,6 +199,7 @@ class RoutingRequest(Struct, forbid_unknown_fields=True, omit_defaults=True):
     require_jurisdictions: list[str] | UnsetType = UNSET
     require_certifications: list[str] | UnsetType = UNSET
     min_seal: int | UnsetType = UNSET
+    allow_hosted_tools: list[str] | UnsetType = UNSET
     receipt: bool | UnsetType = UNSET
     """Ask for the call's signed receipt: `x-llmeu-receipt` on a whole answer, `receipt`
     in the routing block of a stream's final frame. Narrows nothing."""
@@ -286,7 +237,7 @@ class ChatRequest(Struct, forbid_unknown_fields=True, omit_defaults=True):
     logit_bias: dict[str, float] | UnsetType | None = UNSET
     logprobs: bool | UnsetType | None = UNSET
     top_logprobs: Annotated[int, Meta(ge=0, le=20)] | UnsetType | None = UNSET
-    tools: list[Tool] | UnsetType | None = UNSET
+    tools: list[Tool | CustomTool] | UnsetType | None = UNSET
     tool_choice: ToolChoice | UnsetType | None = UNSET
     parallel_tool_calls: bool | UnsetType | None = UNSET
     response_format: ResponseFormat | UnsetType | None = UNSET

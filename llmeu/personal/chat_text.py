@@ -17,7 +17,8 @@ from collections.abc import Callable
 from msgspec import UnsetType
 from msgspec.structs import replace
 
-from llmeu.calls.request import ChatRequest, ToolCall
+from llmeu.calls.request import ChatRequest
+from llmeu.calls.tools import AnyToolCall, CustomToolCall
 from llmeu.personal import fields
 
 NOT_FORWARDED = frozenset({"model", "llmeu"})
@@ -34,12 +35,17 @@ def rewritten(chat: ChatRequest, edit: fields.Edit) -> ChatRequest:
 
 
 def restored_tool_calls(
-    calls: list[ToolCall] | UnsetType, restore: Callable[[str], str]
-) -> list[ToolCall] | UnsetType:
-    """An answer's tool calls with the values of a masking put back into their arguments."""
+    calls: list[AnyToolCall] | UnsetType, restore: Callable[[str], str]
+) -> list[AnyToolCall] | UnsetType:
+    """An answer's tool calls with the values of a masking put back into their arguments (a
+    custom tool's call: its input)."""
     if not isinstance(calls, list):
         return calls
     return [
-        replace(call, function=replace(call.function, arguments=restore(call.function.arguments)))
+        replace(call, custom=replace(call.custom, input=restore(call.custom.input)))
+        if isinstance(call, CustomToolCall)
+        else replace(
+            call, function=replace(call.function, arguments=restore(call.function.arguments))
+        )
         for call in calls
     ]

@@ -1,7 +1,7 @@
 """Restoring a streamed answer delta by delta.
 
 Each text field of the stream (content, refusal, reasoning, each tool call's
-arguments) has its own `Restorer`, so a placeholder split across deltas is
+arguments or custom input) has its own `Restorer`, so a placeholder split across deltas is
 put together within its field. A delta keeps its frame even when all of its
 text is held back (it then carries an empty string), so the stream keeps one
 frame per upstream delta; what is still held when the upstream ends (never a
@@ -14,7 +14,7 @@ from __future__ import annotations
 from msgspec import UNSET
 from msgspec.structs import replace
 
-from llmeu.calls.output import Delta, ToolCallDelta, ToolCallFunctionDelta
+from llmeu.calls.output import Delta, ToolCallCustomDelta, ToolCallDelta, ToolCallFunctionDelta
 from llmeu.personal.masking import Masking, Restorer
 
 _TEXT_FIELDS = ("content", "refusal", "reasoning_content")
@@ -25,6 +25,7 @@ class StreamRestorer:
         self._masking = masking
         self._fields: dict[str, Restorer] = {}
         self._tools: dict[int, Restorer] = {}
+        self._custom: set[int] = set()  # the indexes of custom tools' calls
 
     def push(self, delta: Delta) -> Delta:
         changes: dict[str, object] = {}
@@ -42,7 +43,9 @@ class StreamRestorer:
             name: held for name, r in self._fields.items() if (held := r.flush())
         }
         tools = [
-            ToolCallDelta(index=index, function=ToolCallFunctionDelta(arguments=held))
+            ToolCallDelta(index=index, custom=ToolCallCustomDelta(input=held))
+            if index in self._custom
+            else ToolCallDelta(index=index, function=ToolCallFunctionDelta(arguments=held))
             for index, r in sorted(self._tools.items())
             if (held := r.flush())
         ]
@@ -57,12 +60,19 @@ class StreamRestorer:
         return restorer
 
     def _tool_call(self, call: ToolCallDelta) -> ToolCallDelta:
+        custom = call.custom
+        if isinstance(custom, ToolCallCustomDelta) and isinstance(custom.input, str):
+            self._custom.add(call.index)
+            restored = self._tool(call.index).push(custom.input)
+            return replace(call, custom=replace(custom, input=restored))
         function = call.function
         if function is UNSET or not isinstance(function.arguments, str):
             return call
-        restorer = self._tools.get(call.index)
+        restored = self._tool(call.index).push(function.arguments)
+        return replace(call, function=replace(function, arguments=restored))
+
+    def _tool(self, index: int) -> Restorer:
+        restorer = self._tools.get(index)
         if restorer is None:
-            restorer = self._tools[call.index] = self._masking.restorer()
-        return replace(
-            call, function=replace(function, arguments=restorer.push(function.arguments))
-        )
+            restorer = self._tools[index] = self._masking.restorer()
+        return restorer

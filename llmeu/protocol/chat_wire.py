@@ -4,7 +4,10 @@ The request body decodes straight into the canonical `ChatRequest`
 (`llmeu.calls.request`), whose shape is this surface's; `accepted_chat` then
 refuses what llmeu cannot serve and turns OpenAI's alternative spellings
 (legacy `functions`, `allowed_tools`, `safety_identifier`) into the fields
-every upstream takes. `ignored_fields` names what the call asked for that
+every upstream takes. Custom tools stay as they are: every chat attempt
+offers their function form and answers their calls as custom calls
+(`llmeu.calls.tool_forms`), which a chunk carries as OpenAI's chat stream
+does (`{type: custom, custom: {name, input}}`). `ignored_fields` names what the call asked for that
 llmeu accepts without effect: the trace records it (`ignored_features`).
 """
 
@@ -18,10 +21,10 @@ from msgspec import UNSET, Struct, UnsetType
 from msgspec.structs import replace
 
 from llmeu.calls.output import AssistantOutput, Delta, ToolCallFunctionDelta, Usage
-from llmeu.calls.request import (
-    ChatRequest,
+from llmeu.calls.request import ChatRequest, StreamOptions
+from llmeu.calls.tools import (
+    CustomTool,
     NamedFunction,
-    StreamOptions,
     Tool,
     ToolChoiceAllowed,
     ToolChoiceCustom,
@@ -126,7 +129,10 @@ def accepted_chat(chat: ChatRequest) -> ChatRequest:
     choice = chat.tool_choice
     if isinstance(choice, ToolChoiceAllowed):
         changes.update(allowed_tools(chat.tools, choice))
-    elif isinstance(choice, ToolChoiceCustom):
+    elif isinstance(choice, ToolChoiceCustom) and not any(
+        isinstance(tool, CustomTool) and tool.custom.name == choice.custom.name
+        for tool in chat.tools or ()
+    ):
         raise InvalidRequest(
             f"tool_choice names custom tool {choice.custom.name!r}, which is not among the tools",
             param="tool_choice",
@@ -138,25 +144,32 @@ def accepted_chat(chat: ChatRequest) -> ChatRequest:
 
 
 def allowed_tools(
-    tools: list[Tool] | UnsetType | None,
+    tools: list[Tool | CustomTool] | UnsetType | None,
     choice: ToolChoiceAllowed,
     param: str = "tool_choice.allowed_tools.tools",
 ) -> dict[str, Any]:
     """`allowed_tools` served as it is meant: the model sees only the tools it names (in the
-    order of `tools`); `param` is where the list is in the caller's request."""
-    present = {tool.function.name for tool in tools or ()}
+    order of `tools`); `param` is where the list is in the caller's request. An entry names
+    a tool by kind and name, `{type: function, function: {name}}` (chat's spelling) or
+    `{type: custom, name}` (the Responses API's)."""
+    present = {(_kind(tool), tool.function.name) for tool in tools or ()}
     named = set()
     for i, entry in enumerate(choice.allowed_tools.tools):
-        function = entry.get("function")
-        name = function.get("name") if isinstance(function, dict) else entry.get("name")
-        if entry.get("type") != "function" or name not in present:
+        kind = entry.get("type")
+        inner = entry.get(kind) if isinstance(kind, str) else None
+        name = inner.get("name") if isinstance(inner, dict) else entry.get("name")
+        if (kind, name) not in present:
             raise InvalidRequest(
-                "allowed_tools names function tools among `tools`, by name",
+                "allowed_tools names function or custom tools among `tools`, by name",
                 param=f"{param}[{i}]",
             )
         named.add(name)
     kept = [tool for tool in tools or () if tool.function.name in named]
     return {"tools": kept, "tool_choice": choice.allowed_tools.mode}
+
+
+def _kind(tool: Tool | CustomTool) -> str:
+    return "custom" if isinstance(tool, CustomTool) else "function"
 
 
 def _legacy_functions(chat: ChatRequest) -> dict[str, Any]:
@@ -174,7 +187,7 @@ def _legacy_functions(chat: ChatRequest) -> dict[str, Any]:
     if isinstance(call, NamedFunction):
         choice = ToolChoiceFunction(NamedFunction(call.name))
     return {
-        "tools": [Tool("function", function) for function in chat.functions],
+        "tools": [Tool(function) for function in chat.functions],
         "tool_choice": choice,
         "parallel_tool_calls": False,
     }

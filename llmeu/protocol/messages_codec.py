@@ -2,11 +2,14 @@
 
 Shared by the `/v1/messages` surface (which turns a client's decoded request,
 `llmeu.protocol.messages_request`, into the canonical `ChatRequest`) and by
-every upstream speaking the wire (`FINISH_REASONS`). A server tool
-(`web_search_…`), a document by URL or a file reference cannot be served
-through a gateway that keeps no files and runs no tools: a 400 naming it.
-Structured output (`output_config.format`) becomes the chat call's
-`response_format`.
+every upstream speaking the wire (`FINISH_REASONS`). Client tools become the
+chat call's function tools; a server tool (`web_search_20250305`, a toolset…)
+is not on the chat call: `server_tools` gives it whole, a hosted tool whose
+way the governance step decides (`llmeu.calls.hosted_tools`), and a
+`tool_choice` naming one is `auto` on the chat call. A document by URL or a
+file reference cannot be served through a gateway that keeps no files: a 400
+naming it. Structured output (`output_config.format`) becomes the chat
+call's `response_format`.
 
 Prompt-cache breakpoints (`cache_control`) on system and user text blocks,
 tool results and tools stay on the canonical request's text parts and tools,
@@ -21,29 +24,33 @@ from typing import Any
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from llmeu.calls.hosted_tools import HostedTool
 from llmeu.calls.request import (
     AssistantMessage,
-    CacheControl,
     ChatRequest,
     ContentPart,
     FilePart,
     FileRef,
-    FunctionCall,
-    FunctionDefinition,
     ImagePart,
     ImageURL,
     Message,
-    NamedFunction,
     RedactedThinkingBlock,
     ResponseFormat,
     SystemMessage,
     TextPart,
     ThinkingBlock,
+    ToolMessage,
+    UserMessage,
+)
+from llmeu.calls.tools import (
+    AnyToolCall,
+    CacheControl,
+    FunctionCall,
+    FunctionDefinition,
+    NamedFunction,
     Tool,
     ToolCall,
     ToolChoiceFunction,
-    ToolMessage,
-    UserMessage,
 )
 from llmeu.errors import InvalidRequest, NotFound
 from llmeu.protocol.json_codec import encoder
@@ -73,6 +80,7 @@ from llmeu.protocol.messages_request import (
     result_text,
     system_text,
 )
+from llmeu.protocol.responses_input import convert
 
 FINISH_REASONS = {
     "end_turn": "stop",
@@ -87,7 +95,7 @@ FINISH_REASONS = {
 
 
 def to_chat_request(request: MessagesRequest) -> ChatRequest:
-    """The canonical request of a Messages call (validated: a server tool or an unservable
+    """The canonical request of a Messages call (validated: a malformed tool or an unservable
     block is a 400 naming it)."""
     messages: list[Message] = []
     system = _system(request)
@@ -221,14 +229,14 @@ def _assistant_message(content: str | list[BlockIn], path: str) -> AssistantMess
     if isinstance(content, str):
         return AssistantMessage(content=content)
     texts: list[str] = []
-    calls: list[ToolCall] = []
+    calls: list[AnyToolCall] = []
     thinking: list[ThinkingBlock | RedactedThinkingBlock] = []
     for j, block in enumerate(content):
         if isinstance(block, TextBlockIn):
             texts.append(block.text)
         elif isinstance(block, ToolUseBlockIn):
             arguments = encoder.encode(block.input).decode()
-            calls.append(ToolCall("function", block.id, FunctionCall(block.name, arguments)))
+            calls.append(ToolCall(block.id, FunctionCall(block.name, arguments)))
         elif isinstance(block, ThinkingBlockIn):
             thinking.append(ThinkingBlock(block.thinking, block.signature))
         elif isinstance(block, RedactedThinkingBlockIn):
@@ -272,11 +280,27 @@ def _user_part(block: TextBlockIn | ImageBlockIn | DocumentBlockIn, path: str) -
     return FilePart(FileRef(file_data=data, filename=filename))
 
 
+def server_tools(request: MessagesRequest) -> list[HostedTool]:
+    """The request's server tools, each whole, with where it is (`tools[2]`)."""
+    return [
+        HostedTool.of(str(tool["type"]), f"tools[{i}]", _options(tool))
+        for i, tool in enumerate(request.tools or ())
+        if _is_server_tool(tool)
+    ]
+
+
+def _options(tool: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in tool.items() if k != "type"}
+
+
+def _is_server_tool(tool: dict[str, Any]) -> bool:
+    kind = tool.get("type")
+    return isinstance(kind, str) and kind != "custom"
+
+
 def _chat_tools(request: MessagesRequest) -> tuple[Any, Any, Any]:
-    if not isinstance(request.tools, list) or not request.tools:
-        tools: Any = UNSET
-    else:
-        tools = [_chat_tool(tool, i) for i, tool in enumerate(request.tools)]
+    tools = [_chat_tool(tool, i) for i, tool in enumerate(request.tools or ())
+             if not _is_server_tool(tool)]  # fmt: skip
     choice = request.tool_choice
     parallel: Any = UNSET
     if not isinstance(choice, UnsetType) and choice.__struct_config__.tag != "none":
@@ -290,21 +314,17 @@ def _chat_tools(request: MessagesRequest) -> tuple[Any, Any, Any]:
     elif isinstance(choice, ToolChoiceNone):
         chat_choice = "none"
     elif isinstance(choice, ToolChoiceTool):
-        chat_choice = ToolChoiceFunction(NamedFunction(choice.name))
+        named = any(tool.function.name == choice.name for tool in tools)
+        chat_choice = ToolChoiceFunction(NamedFunction(choice.name)) if named else "auto"
     else:
         chat_choice = UNSET
-    if tools is UNSET:
-        chat_choice = parallel = UNSET  # nothing to choose from: as Anthropic, no tools run
+    if not tools:
+        return UNSET, UNSET, UNSET  # nothing to choose from: as Anthropic, no tools run
     return tools, chat_choice, parallel
 
 
-def _chat_tool(tool: ToolIn, index: int) -> Tool:
-    if tool.type not in (UNSET, None, "custom"):
-        raise InvalidRequest(
-            f"server tool `{tool.type}` is not supported: llmeu runs no tools itself; "
-            "declare a client tool with an `input_schema` instead",
-            param=f"tools[{index}].type",
-        )
+def _chat_tool(raw: dict[str, Any], index: int) -> Tool:
+    tool = convert(raw, ToolIn, f"tools[{index}]")
     if not isinstance(tool.name, str):
         raise InvalidRequest("a client tool needs a `name`", param=f"tools[{index}].name")
     if not isinstance(tool.input_schema, dict):
@@ -312,7 +332,6 @@ def _chat_tool(tool: ToolIn, index: int) -> Tool:
             "a client tool needs an `input_schema`", param=f"tools[{index}].input_schema"
         )
     return Tool(
-        "function",
         FunctionDefinition(
             name=tool.name, description=tool.description, parameters=tool.input_schema
         ),

@@ -26,7 +26,8 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 
-from llmeu.calls.request import CacheControl, RoutingRequest, Thinking
+from llmeu.calls.request import RoutingRequest, Thinking
+from llmeu.calls.tools import CacheControl
 from llmeu.protocol.chat_wire import set_fields
 from llmeu.protocol.json_codec import encoder
 
@@ -110,7 +111,8 @@ class MessageIn(_In):
 
 class ToolIn(_In):
     """A client tool (`input_schema`), or a server tool by its `type` (some, such as a
-    toolset, have no name)."""
+    toolset, have no name). Tools decode as JSON values first (`MessagesRequest.tools`), so a
+    server tool keeps every option it was sent with."""
 
     name: Annotated[str, Meta(min_length=1, max_length=128)] | UnsetType = UNSET
     type: str | UnsetType | None = UNSET
@@ -162,7 +164,7 @@ class MessagesRequest(Struct, forbid_unknown_fields=True, omit_defaults=True):
     messages: Annotated[list[MessageIn], Meta(min_length=1)]
     max_tokens: Annotated[int, Meta(ge=1)] | UnsetType = UNSET
     system: str | list[TextBlockIn] | UnsetType = UNSET
-    tools: list[ToolIn] | UnsetType = UNSET
+    tools: list[dict[str, Any]] | UnsetType = UNSET
     tool_choice: ToolChoiceAuto | ToolChoiceAny | ToolChoiceTool | ToolChoiceNone | UnsetType = (
         UNSET
     )

@@ -183,6 +183,9 @@ class _Event(Struct, omit_defaults=True):
 _event_decoder = msgspec.json.Decoder(_Event)
 
 
+_CARRIED = frozenset({"text", "thinking", "redacted_thinking", "tool_use"})
+"""The blocks read into deltas; any other (a server tool's) is read past."""
+
 _DELTA_FIELDS = {
     "text_delta": "text",
     "thinking_delta": "thinking",
@@ -195,14 +198,18 @@ class MessagesEventDecoder:
     """Anthropic's events → canonical deltas; `usage`, `finish_reason` and `done` as they come.
 
     Tool calls are numbered in the order their blocks start (the canonical index), whatever
-    their content-block index is. An `error` event, invalid JSON or an event out of place
-    is an `UpstreamError`; `overloaded_error` keeps Anthropic's 529.
+    their content-block index is. The blocks of a server tool (its `server_tool_use`, its
+    result) are the record of what the provider ran: what it found comes back in the text
+    the model writes with it, so they are read past, not carried. An `error` event, invalid
+    JSON or an event out of place is an `UpstreamError`; `overloaded_error` keeps
+    Anthropic's 529.
     """
 
-    __slots__ = ("_tools", "_usage", "done", "finish_reason")
+    __slots__ = ("_server", "_tools", "_usage", "done", "finish_reason")
 
     def __init__(self) -> None:
         self._tools: dict[int, int] = {}  # content-block index → tool-call index
+        self._server: set[int] = set()  # content-block indexes of server tools' blocks
         self._usage = _Usage()
         self.done = False
         self.finish_reason: str | None = None
@@ -243,6 +250,9 @@ class MessagesEventDecoder:
         return None
 
     def _block_start(self, index: int, block: _Block) -> Delta | None:
+        if block.type not in _CARRIED:
+            self._server.add(index)
+            return None
         if block.type == "tool_use":
             tool = self._tools[index] = len(self._tools)
             function = ToolCallFunctionDelta(name=block.name or "", arguments="")
@@ -268,6 +278,8 @@ class MessagesEventDecoder:
             return Delta(reasoning_signature=value)
         tool = self._tools.get(item.index)
         if tool is None:
+            if item.index in self._server:
+                return None
             raise UpstreamError("upstream sent tool input outside a tool_use block")
         function = ToolCallFunctionDelta(arguments=value)
         return Delta(tool_calls=[ToolCallDelta(tool, function=function)])

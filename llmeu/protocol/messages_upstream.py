@@ -22,11 +22,9 @@ from msgspec import UNSET, Struct, UnsetType
 from llmeu.calls.output import AssistantOutput, Completion, Usage
 from llmeu.calls.request import (
     AssistantMessage,
-    CacheControl,
     ChatRequest,
     DeveloperMessage,
     FilePart,
-    FunctionCall,
     ImagePart,
     Message,
     RedactedThinkingBlock,
@@ -35,11 +33,10 @@ from llmeu.calls.request import (
     TextPart,
     Thinking,
     ThinkingBlock,
-    ToolCall,
-    ToolChoiceFunction,
     ToolMessage,
     text_of,
 )
+from llmeu.calls.tools import AnyToolCall, CacheControl, FunctionCall, ToolCall, ToolChoiceFunction
 from llmeu.protocol.messages_codec import FINISH_REASONS
 from llmeu.protocol.messages_stream import usage_of
 
@@ -241,8 +238,8 @@ def completion_of(raw: bytes) -> Completion:
     """Anthropic's `message` as a canonical completion (raises msgspec's errors)."""
     message = message_decoder.decode(raw)
     text = "".join(b.text for b in message.content if b.type == "text")
-    calls = [
-        ToolCall("function", b.id, FunctionCall(b.name, json.dumps(b.input or {})))
+    calls: list[AnyToolCall] = [
+        ToolCall(b.id, FunctionCall(b.name, json.dumps(b.input or {})))
         for b in message.content
         if b.type == "tool_use"
     ]

@@ -2,13 +2,17 @@
 
 Items arrive as JSON values (`ResponsesRequest.input`) and are converted here
 one at a time, so each error names its item (`input[2].call_id`). A `message`
-item becomes a chat message, a `function_call` an assistant tool call, a
-`function_call_output` a tool message, a `reasoning` item the thinking block
-of the next assistant turn. The tools are in `llmeu.protocol.responses_tools`.
+item becomes a chat message, a `function_call` (or `custom_tool_call`) an
+assistant tool call, a `function_call_output` (or `custom_tool_call_output`)
+a tool message, a `reasoning` item the thinking block of the next assistant
+turn. A call of a namespace's tool names its namespace; upstream that tool is
+one of its own, named `namespace__name` (`flat_name`). The tools are in
+`llmeu.protocol.responses_tools`.
 """
 
 from __future__ import annotations
 
+import hashlib
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -19,7 +23,6 @@ from llmeu.calls.request import (
     ContentPart,
     FilePart,
     FileRef,
-    FunctionCall,
     ImagePart,
     ImageURL,
     Message,
@@ -28,10 +31,10 @@ from llmeu.calls.request import (
     SystemMessage,
     TextPart,
     ThinkingBlock,
-    ToolCall,
     ToolMessage,
     UserMessage,
 )
+from llmeu.calls.tools import CustomCall, CustomToolCall, FunctionCall, ToolCall
 from llmeu.errors import InvalidRequest
 from llmeu.protocol.error_shape import describe_validation_error
 
@@ -62,11 +65,38 @@ class _FunctionCallItem(Lenient):
     call_id: Annotated[str, Meta(min_length=1)]
     name: Annotated[str, Meta(min_length=1, max_length=64)]
     arguments: str
+    namespace: Annotated[str, Meta(min_length=1, max_length=64)] | UnsetType | None = UNSET
+
+
+class _CustomCallItem(Lenient):
+    call_id: Annotated[str, Meta(min_length=1)]
+    name: Annotated[str, Meta(min_length=1, max_length=64)]
+    input: str
+    namespace: Annotated[str, Meta(min_length=1, max_length=64)] | UnsetType | None = UNSET
 
 
 class _FunctionCallOutputItem(Lenient):
     call_id: Annotated[str, Meta(min_length=1)]
     output: str | list[_Part]
+
+
+FUNCTION_NAME_LIMIT = 64
+"""The longest function name upstreams take (OpenAI's limit)."""
+
+
+def flat_name(namespace: str, name: str) -> str:
+    """The name upstream of a namespace's tool: `namespace__name`, or, when that is longer than
+    a function name may be, its start and a digest of the whole (so two stay apart)."""
+    flat = f"{namespace}__{name}"
+    if len(flat) <= FUNCTION_NAME_LIMIT:
+        return flat
+    digest = hashlib.sha256(flat.encode()).hexdigest()[:8]
+    return f"{flat[: FUNCTION_NAME_LIMIT - 9]}_{digest}"
+
+
+def _upstream_name(item: _FunctionCallItem | _CustomCallItem) -> str:
+    namespace = item.namespace
+    return flat_name(namespace, item.name) if isinstance(namespace, str) else item.name
 
 
 class _Text(Lenient):
@@ -157,11 +187,14 @@ class _Conversation:
         else:
             self.messages.append(message)
 
-    def function_call(self, call: _FunctionCallItem) -> None:
+    def tool_call(self, item: _FunctionCallItem | _CustomCallItem) -> None:
         turn = self._open_turn()
         calls = turn.tool_calls if isinstance(turn.tool_calls, list) else []
-        function = FunctionCall(name=call.name, arguments=call.arguments)
-        calls.append(ToolCall(type="function", id=call.call_id, function=function))
+        name = _upstream_name(item)
+        if isinstance(item, _CustomCallItem):
+            calls.append(CustomToolCall(item.call_id, CustomCall(name, item.input)))
+        else:
+            calls.append(ToolCall(item.call_id, FunctionCall(name, item.arguments)))
         turn.tool_calls = calls
 
     def reasoning(self, item: _ReasoningItem) -> None:
@@ -207,8 +240,10 @@ def input_messages(items: str | list[Any] | UnsetType) -> list[Message]:
         if kind == "message":
             conversation.add(_message(convert(raw, _MessageItem, param), param))
         elif kind == "function_call":
-            conversation.function_call(convert(raw, _FunctionCallItem, param))
-        elif kind == "function_call_output":
+            conversation.tool_call(convert(raw, _FunctionCallItem, param))
+        elif kind == "custom_tool_call":
+            conversation.tool_call(convert(raw, _CustomCallItem, param))
+        elif kind in ("function_call_output", "custom_tool_call_output"):
             output = convert(raw, _FunctionCallOutputItem, param)
             content = output.output
             if isinstance(content, list):
@@ -219,13 +254,15 @@ def input_messages(items: str | list[Any] | UnsetType) -> list[Message]:
         else:
             raise InvalidRequest(
                 f"input item type {kind!r} is not supported by llmeu (message, function_call, "
-                "function_call_output and reasoning are)",
+                "function_call_output, custom_tool_call, custom_tool_call_output and reasoning "
+                "are)",
                 param=f"{param}.type",
             )
     return conversation.done()
 
 
 _ITEM_PREFIXES = {"message": "msg", "function_call": "fc", "function_call_output": "fco",
+                  "custom_tool_call": "ctc", "custom_tool_call_output": "ctco",
                   "reasoning": "rs"}  # fmt: skip
 
 

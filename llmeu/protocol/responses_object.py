@@ -2,31 +2,28 @@
 
 The object echoes what the request set (OpenAI's shape, `llmeu` routing
 block at the top level) and holds the output items: a `reasoning` item, a
-`message` with `output_text` and `refusal` parts, one `function_call` per
-tool call. Ids: `resp_` and the trace id's digits for the response; the
-item's kind (`rs`, `msg`, `fc`), those digits and its index for an item.
+`message` with `output_text` and `refusal` parts, one `function_call` (or
+`custom_tool_call`) per tool call, a namespace's tool named by its namespace
+and name. Ids: `resp_` and the trace id's digits for the response; the
+item's kind (`rs`, `msg`, `fc`, `ctc`), those digits and its index for an
+item.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import msgspec
 from msgspec import UNSET, Struct, UnsetType
 
-from llmeu.calls.request import ToolCall
-from llmeu.protocol.responses_tools import function_tools
+from llmeu.calls.tools import AnyToolCall, CustomToolCall
+from llmeu.protocol.responses_tools import sent_tools
 from llmeu.protocol.responses_wire import ReasoningConfig, ResponsesRequest, TextConfig
 from llmeu.protocol.routing_block import RoutingBlock
 
-
-class FunctionToolOut(Struct):
-    type: str
-    name: str
-    description: str | None
-    parameters: dict[str, Any] | None
-    strict: bool | None
+Namespaced = Mapping[str, tuple[str, str]]
+"""A namespace's tools by their names upstream: (namespace, name)."""
 
 
 class TokensDetails(Struct):
@@ -75,7 +72,7 @@ class ResponseObject(Struct, kw_only=True):
     temperature: float | None
     text: dict[str, Any]
     tool_choice: Any
-    tools: list[FunctionToolOut]
+    tools: list[dict[str, Any]]
     top_p: float | None
     truncation: str
     usage: ResponseUsage | UnsetType = UNSET  # absent, never null, until known
@@ -91,9 +88,17 @@ def response_id(trace_id: str) -> str:
 
 
 def response_shell(
-    req: ResponsesRequest, *, response_id: str, created_at: int, model: str, store: bool
+    req: ResponsesRequest,
+    *,
+    response_id: str,
+    created_at: int,
+    model: str,
+    store: bool,
+    hosted: Collection[str] = (),
 ) -> ResponseObject:
-    """The response object before any output: what the request set, echoed as OpenAI does."""
+    """The response object before any output: what the request set, echoed as OpenAI does;
+    its tools those the call served (`hosted`: where the hosted tools that went upstream are
+    in the request)."""
     text = req.text if isinstance(req.text, TextConfig) else None
     text_format = msgspec.to_builtins(text.format) if text and text.format else {"type": "text"}
     reasoning = req.reasoning if isinstance(req.reasoning, ReasoningConfig) else None
@@ -117,16 +122,7 @@ def response_shell(
         temperature=_or_none(req.temperature),
         text={"format": text_format},
         tool_choice=_or_none(req.tool_choice) or "auto",
-        tools=[
-            FunctionToolOut(
-                "function",
-                t.name,
-                _or_none(t.description),
-                _or_none(t.parameters),
-                _or_none(t.strict),
-            )
-            for t in function_tools(req.tools)
-        ],
+        tools=[_echoed(tool) for tool in sent_tools(req.tools, hosted)],
         top_p=_or_none(req.top_p),
         truncation=_or_none(req.truncation) or "disabled",
         user=req.user if isinstance(req.user, str) else UNSET,
@@ -137,6 +133,14 @@ def response_shell(
 
 def _or_none(value: Any) -> Any:
     return None if value is UNSET else value
+
+
+def _echoed(tool: dict[str, Any]) -> dict[str, Any]:
+    """A tool as the response echoes it: a function tool with every field OpenAI's has."""
+    if tool.get("type") != "function":
+        return tool
+    fields = ("description", "parameters", "strict")
+    return {"type": "function", "name": tool.get("name"), **{k: tool.get(k) for k in fields}}
 
 
 def message_item(item_id: str, parts: list[dict[str, Any]], status: str) -> dict[str, Any]:
@@ -153,10 +157,29 @@ def refusal_part(refusal: str) -> dict[str, Any]:
 
 
 def function_call_item(
-    item_id: str, call_id: str, name: str, arguments: str, status: str
+    item_id: str, call_id: str, name: str, arguments: str, status: str, namespaced: Namespaced
 ) -> dict[str, Any]:
-    return {"id": item_id, "type": "function_call", "status": status, "call_id": call_id,
+    """A function call; `name` is the one it has upstream (a namespace's: `namespace__name`)."""
+    item = {"id": item_id, "type": "function_call", "status": status, "call_id": call_id,
             "name": name, "arguments": arguments}  # fmt: skip
+    return _named(item, namespaced)
+
+
+def custom_call_item(
+    item_id: str, call_id: str, name: str, text: str, namespaced: Namespaced
+) -> dict[str, Any]:
+    """A custom tool's call (OpenAI's has no status)."""
+    item = {"id": item_id, "type": "custom_tool_call", "call_id": call_id, "name": name,
+            "input": text}  # fmt: skip
+    return _named(item, namespaced)
+
+
+def _named(item: dict[str, Any], namespaced: Namespaced) -> dict[str, Any]:
+    """`item` named as the caller knows its tool: a namespace's by its namespace and name."""
+    found = namespaced.get(item["name"])
+    if found is not None:
+        item["namespace"], item["name"] = found
+    return item
 
 
 def reasoning_item(
@@ -187,7 +210,8 @@ def output_items(
     response_id: str,
     content: str | None,
     refusal: str | None,
-    tool_calls: list[ToolCall],
+    tool_calls: list[AnyToolCall],
+    namespaced: Namespaced,
     reasoning: str | None = None,
 ) -> list[dict[str, Any]]:
     """The `output` of a whole answer: reasoning, the message, then one item per tool call."""
@@ -200,11 +224,15 @@ def output_items(
         msg_id = item_id("msg", response_id, len(items))
         items.append(message_item(msg_id, parts, "completed"))
     for call in tool_calls:
+        if isinstance(call, CustomToolCall):
+            ctc_id = item_id("ctc", response_id, len(items))
+            custom = call.custom
+            items.append(custom_call_item(ctc_id, call.id, custom.name, custom.input, namespaced))
+            continue
         fc_id = item_id("fc", response_id, len(items))
         function = call.function
-        items.append(
-            function_call_item(fc_id, call.id, function.name, function.arguments, "completed")
-        )
+        items.append(function_call_item(fc_id, call.id, function.name, function.arguments,
+                                        "completed", namespaced))  # fmt: skip
     return items
 
 

@@ -11,6 +11,7 @@
                    response.reasoning_summary_text.delta… / .done,
                    response.reasoning_summary_part.done,
         function_call: response.function_call_arguments.delta… / .done,
+        custom_tool_call: response.custom_tool_call_input.delta… / .done,
       response.output_item.done,
     response.completed | response.incomplete (max_output_tokens) | response.failed.
 
@@ -37,12 +38,21 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
+from msgspec import UNSET
 
-from llmeu.calls.output import Delta, ToolCallFunctionDelta, Usage
+from llmeu.calls.output import (
+    Delta,
+    ToolCallCustomDelta,
+    ToolCallDelta,
+    ToolCallFunctionDelta,
+    Usage,
+)
 from llmeu.errors import ApiError
 from llmeu.protocol.json_codec import encoder
 from llmeu.protocol.responses_object import (
+    Namespaced,
     ResponseObject,
+    custom_call_item,
     final_status,
     function_call_item,
     item_id,
@@ -80,6 +90,11 @@ _SUMMARY = _PartKind(
 SUMMARIES = frozenset({"auto", "concise", "detailed"})
 """The `reasoning.summary` values that ask for one."""
 _TEXT_SUFFIX = b',"logprobs":[]}\n\n'
+_CALLS = {
+    "function_call": ("fc", "response.function_call_arguments"),
+    "custom_tool_call": ("ctc", "response.custom_tool_call_input"),
+}
+"""The items of tool calls: their id prefix and the stem of their input's events."""
 
 
 class _Item:
@@ -104,8 +119,9 @@ class _Item:
 class ResponsesEvents:
     """The stream encoder of the Responses surface (`StreamEncoder` of `api/lifecycle.py`)."""
 
-    def __init__(self, shell: ResponseObject) -> None:
+    def __init__(self, shell: ResponseObject, namespaced: Namespaced | None = None) -> None:
         self._shell = shell
+        self._namespaced = namespaced or {}
         self._sequence = 0
         self._output: list[dict[str, Any]] = []
         self._item: _Item | None = None
@@ -148,19 +164,33 @@ class ResponsesEvents:
             out += self._piece("message", _REFUSAL, delta.refusal)
         if delta.tool_calls:
             for call in delta.tool_calls:
-                function = call.function
-                item = self._item
-                if item is None or item.kind != "function_call" or item.tool_index != call.index:
-                    out += self._close_item()
-                    item = self._open_function_call(call.index, call.id, function)
-                    out += self._added(item)
-                elif isinstance(function, ToolCallFunctionDelta) and function.name:
-                    item.name += function.name
-                if isinstance(function, ToolCallFunctionDelta) and function.arguments:
-                    item.chunks.append(function.arguments)
-                    out += self._numbered() + encoder.encode(
-                        function.arguments
-                    ) + b"}\n\n"  # fmt: skip
+                out += self._tool_piece(call)
+        return out
+
+    def _tool_piece(self, call: ToolCallDelta) -> bytes:
+        """A piece of a tool call: a function's arguments or a custom tool's input, opening
+        its item when the call is new."""
+        out = b""
+        piece: ToolCallFunctionDelta | ToolCallCustomDelta | None = None
+        if isinstance(call.custom, ToolCallCustomDelta):
+            kind, piece = "custom_tool_call", call.custom
+        elif isinstance(call.function, ToolCallFunctionDelta):
+            kind, piece = "function_call", call.function
+        else:
+            kind = "function_call"
+        item = self._item
+        if item is None or item.kind != kind or item.tool_index != call.index:
+            out += self._close_item()
+            item = self._open_call(kind, call.index, call.id, piece)
+            out += self._added(item)
+        elif piece is not None and piece.name:
+            item.name += piece.name
+        text = piece.input if isinstance(piece, ToolCallCustomDelta) else (
+            piece.arguments if piece is not None else UNSET
+        )  # fmt: skip
+        if isinstance(text, str) and text:
+            item.chunks.append(text)
+            out += self._numbered() + encoder.encode(text) + b"}\n\n"
         return out
 
     def finish(self, finish_reason: str, usage: Usage, routing: RoutingBlock) -> bytes:
@@ -237,13 +267,21 @@ class ResponsesEvents:
         item = self._item = _Item(kind, item_id(prefix, self._shell.id, index), index)
         return item
 
-    def _open_function_call(self, tool_index: int, call_id: object, function: object) -> _Item:
-        item = self._open("function_call", "fc")
+    def _open_call(
+        self,
+        kind: str,
+        tool_index: int,
+        call_id: object,
+        piece: ToolCallFunctionDelta | ToolCallCustomDelta | None,
+    ) -> _Item:
+        prefix, stem = _CALLS[kind]
+        item = self._open(kind, prefix)
         item.tool_index = tool_index
-        item.call_id = call_id if isinstance(call_id, str) and call_id else "call_" + item.id[3:]
-        if isinstance(function, ToolCallFunctionDelta) and isinstance(function.name, str):
-            item.name = function.name
-        self._delta_head = self._item_head("response.function_call_arguments.delta", item)
+        digits = item.id[len(prefix) + 1 :]
+        item.call_id = call_id if isinstance(call_id, str) and call_id else "call_" + digits
+        if piece is not None and isinstance(piece.name, str):
+            item.name = piece.name
+        self._delta_head = self._item_head(f"{stem}.delta", item)
         return item
 
     def _open_part(self, item: _Item, part: _PartKind) -> bytes:
@@ -277,7 +315,14 @@ class ResponsesEvents:
             item.arguments = "".join(item.chunks)
             out += self._event(
                 "response.function_call_arguments.done", item_id=item.id,
-                output_index=item.index, name=item.name, arguments=item.arguments,
+                output_index=item.index, name=self._item_object(item, status)["name"],
+                arguments=item.arguments,
+            )  # fmt: skip
+        elif item.kind == "custom_tool_call":
+            item.arguments = "".join(item.chunks)
+            out += self._event(
+                "response.custom_tool_call_input.done", item_id=item.id,
+                output_index=item.index, input=item.arguments,
             )  # fmt: skip
         done = self._item_object(item, status)
         self._output.append(done)
@@ -292,9 +337,15 @@ class ResponsesEvents:
         )
 
     def _item_object(self, item: _Item, status: str) -> dict[str, Any]:
-        if item.kind == "function_call":
+        if item.kind in _CALLS:
             arguments = item.arguments or "".join(item.chunks)
-            return function_call_item(item.id, item.call_id, item.name, arguments, status)
+            if item.kind == "custom_tool_call":
+                return custom_call_item(
+                    item.id, item.call_id, item.name, arguments, self._namespaced
+                )
+            return function_call_item(
+                item.id, item.call_id, item.name, arguments, status, self._namespaced
+            )
         parts = list(item.parts)
         if self._part is not None and self._item is item and status != "in_progress":
             parts.append((self._part, "".join(item.chunks)))

@@ -14,18 +14,38 @@ a time, so each error names its tool (`tools[3].format.syntax`). The kinds:
                  for an upstream that could run it
 
 A type OpenAI does not define is a 400 naming `tools[i].type`, as on OpenAI.
-Which kinds a call may use is decided where the request becomes a chat call
-(`llmeu.protocol.responses_wire.to_chat`): today, function tools.
+
+`chat_tools` makes them what a chat call has: function and custom tools as
+they are (every chat attempt offers a custom tool's function form,
+`llmeu.calls.tool_forms`), a namespace's tools as tools of their own named
+`namespace__name` (`flat_name`: within the 64 characters a function name may
+have), and the hosted tools (`tool_search` among them) apart, as the data
+flow the governance step decides on (`llmeu.calls.hosted_tools`). Two tools
+whose names upstream would be the same are a 400 naming both. A native
+Responses upstream gets the tools as sent (`sent_tools`), but the hosted
+tools it does not receive.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from msgspec import UNSET, Meta, Struct, UnsetType
 
+from llmeu.calls.hosted_tools import HostedTool
+from llmeu.calls.tools import (
+    CustomDefinition,
+    CustomGrammar,
+    CustomText,
+    CustomTool,
+    FunctionDefinition,
+    Grammar,
+    Tool,
+)
 from llmeu.errors import InvalidRequest
-from llmeu.protocol.responses_input import Lenient, convert
+from llmeu.protocol.responses_input import Lenient, convert, flat_name
 
 ToolName = Annotated[str, Meta(min_length=1, max_length=64)]
 
@@ -118,16 +138,80 @@ def request_tools(tools: list[Any] | UnsetType | None) -> list[ResponsesTool]:
     return found
 
 
-def function_tools(tools: list[Any] | UnsetType | None) -> list[FunctionToolIn]:
-    """The request's tools, which must all be function tools: another kind is a 400 naming
-    `tools[i].type`."""
-    found: list[FunctionToolIn] = []
-    for i, tool in enumerate(request_tools(tools)):
-        if not isinstance(tool, FunctionToolIn):
-            raise InvalidRequest(
-                f"tool type {kind_of(tool)!r} is not supported by llmeu: only function tools, "
-                "which your code runs, are",
-                param=f"tools[{i}].type",
-            )
-        found.append(tool)
-    return found
+@dataclass(frozen=True, slots=True)
+class ChatTools:
+    """A Responses request's tools as a chat call has them: `tools` (function and custom, a
+    namespace's flattened), the `hosted` tools apart, and the name each namespaced tool has
+    upstream mapped to its namespace and name."""
+
+    tools: list[Tool | CustomTool] = field(default_factory=list)
+    hosted: list[HostedTool] = field(default_factory=list)
+    namespaced: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+
+def chat_tools(tools: list[Any] | UnsetType | None) -> ChatTools:
+    """The request's tools for a chat call; two whose names upstream are the same are a 400
+    naming both."""
+    mapped = ChatTools()
+    where: dict[str, str] = {}  # name upstream → where the request has it
+    for i, (raw, tool) in enumerate(zip(tools or (), request_tools(tools), strict=True)):
+        if isinstance(tool, HostedToolIn | ToolSearchToolIn):
+            options = {k: v for k, v in raw.items() if k != "type"}
+            mapped.hosted.append(HostedTool.of(kind_of(tool), f"tools[{i}]", options))
+            continue
+        for param, inner, namespace in _members(f"tools[{i}]", tool):
+            name = inner.name if namespace is None else flat_name(namespace.name, inner.name)
+            if name in where:
+                raise InvalidRequest(
+                    f"{param} and {where[name]} would both be the tool {name!r} upstream (a "
+                    "namespace's tools are named namespace__name): rename one",
+                    param=f"{param}.name",
+                )
+            where[name] = param
+            if namespace is not None:
+                mapped.namespaced[name] = (namespace.name, inner.name)
+            mapped.tools.append(_chat_tool(inner, name, namespace))
+    return mapped
+
+
+def _members(
+    param: str, tool: FunctionToolIn | CustomToolIn | NamespaceToolIn
+) -> Iterator[tuple[str, FunctionToolIn | CustomToolIn, NamespaceToolIn | None]]:
+    """A tool with where it is in the request; a namespace's tools, each with its namespace."""
+    if isinstance(tool, NamespaceToolIn):
+        for j, inner in enumerate(tool.tools):
+            yield f"{param}.tools[{j}]", inner, tool
+    else:
+        yield param, tool, None
+
+
+def _chat_tool(
+    tool: FunctionToolIn | CustomToolIn, name: str, namespace: NamespaceToolIn | None
+) -> Tool | CustomTool:
+    description = tool.description if isinstance(tool.description, str) else UNSET
+    group = namespace.description if namespace is not None else None
+    if isinstance(group, str) and group:
+        description = f"{group}\n\n{description}" if description else group
+    if isinstance(tool, FunctionToolIn):
+        parameters = tool.parameters if isinstance(tool.parameters, dict) else UNSET
+        return Tool(FunctionDefinition(name, description, parameters, tool.strict))
+    form = tool.format
+    grammar: CustomText | CustomGrammar | UnsetType = UNSET
+    if isinstance(form, GrammarInput):
+        grammar = CustomGrammar(Grammar(form.definition, form.syntax))
+    elif isinstance(form, TextInput):
+        grammar = CustomText()
+    return CustomTool(CustomDefinition(name, description, grammar))
+
+
+def sent_tools(
+    tools: list[Any] | UnsetType | None, passed: Collection[str] = ()
+) -> list[dict[str, Any]]:
+    """The tools as the caller sent them, without the hosted tools not in `passed` (where they
+    are in the request: `tools[3]`)."""
+    found = request_tools(tools)
+    return [
+        raw
+        for i, (raw, tool) in enumerate(zip(tools or (), found, strict=True))
+        if not isinstance(tool, HostedToolIn | ToolSearchToolIn) or f"tools[{i}]" in passed
+    ]

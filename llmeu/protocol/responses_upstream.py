@@ -3,8 +3,11 @@ upstream's events (or whole response) as the call's deltas.
 
 The request is built from the call's `ChatRequest` — the conversation llmeu
 resolved (`previous_response_id`'s stored turns in front) and screened (masked
-text where the policy masks) — turned back into input items, plus the
-caller's Responses settings (tools, `text`, `reasoning`, sampling, limits). The
+text where the policy masks) — turned back into input items (a namespace's
+tools by their namespace and name again), plus the caller's Responses
+settings (tools as sent, but the hosted tools this upstream does not
+receive, and a `tool_choice` naming one of those is `auto`; `text`,
+`reasoning`, sampling, limits). The
 endpoint's model replaces the caller's, and `store` is always false: the
 upstream keeps nothing, llmeu's own store and ids are the only state. With
 `reasoning` set, the upstream is asked for `reasoning.encrypted_content`, the
@@ -13,7 +16,8 @@ only way a stateless upstream's reasoning can be handed back on the next turn.
 The answer comes back as `Delta`s, so it goes through the same lifecycle and
 stream encoder as a translated call (llmeu's own ids and sequence numbers,
 restored masks, counts): text and refusal deltas, a function call's name and
-then its argument pieces (one tool index per call), reasoning text (summary or
+then its argument pieces (one tool index per call; a custom tool's call its
+name and input pieces; a namespace's tool by its name upstream), reasoning text (summary or
 raw; a summary's later parts after a blank line), and a reasoning item's
 `encrypted_content` as `reasoning_signature` when the item is done. An item
 the upstream sent whole, without deltas, comes as one delta. `UpstreamEvents`
@@ -22,12 +26,20 @@ is pure: SSE events in, deltas out; the provider module does the I/O.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 import msgspec
 from msgspec import UNSET, Struct
 
-from llmeu.calls.output import Delta, ToolCallDelta, ToolCallFunctionDelta, Usage
+from llmeu.calls.hosted_tools import RESPONSES_HOSTED, hosted_name
+from llmeu.calls.output import (
+    Delta,
+    ToolCallCustomDelta,
+    ToolCallDelta,
+    ToolCallFunctionDelta,
+    Usage,
+)
 from llmeu.calls.request import (
     AssistantMessage,
     ChatRequest,
@@ -43,22 +55,36 @@ from llmeu.calls.request import (
     UserMessage,
     text_of,
 )
+from llmeu.calls.tools import CustomToolCall
 from llmeu.errors import UpstreamError
 from llmeu.protocol.json_codec import encoder
-from llmeu.protocol.responses_tools import function_tools
+from llmeu.protocol.responses_input import flat_name
+from llmeu.protocol.responses_object import Namespaced
+from llmeu.protocol.responses_tools import sent_tools
 from llmeu.protocol.responses_wire import ENCRYPTED_REASONING, ReasoningConfig, ResponsesRequest
 
-_PASSED = ("tool_choice", "parallel_tool_calls", "text", "reasoning", "max_output_tokens",
-           "temperature", "top_p", "metadata", "safety_identifier", "user", "prompt_cache_key",
+_PASSED = ("parallel_tool_calls", "text", "reasoning", "max_output_tokens", "temperature",
+           "top_p", "metadata", "safety_identifier", "user", "prompt_cache_key",
            "truncation")  # fmt: skip
 
 
-def native_body(req: ResponsesRequest, chat: ChatRequest, model: str, *, stream: bool) -> bytes:
-    """The request a Responses upstream gets for `req`, whose conversation is `chat`'s."""
-    body: dict[str, Any] = {"model": model, "input": input_items(chat.messages)}
-    tools = function_tools(req.tools)
+def native_body(
+    req: ResponsesRequest,
+    chat: ChatRequest,
+    model: str,
+    *,
+    stream: bool,
+    namespaced: Namespaced,
+    hosted: Collection[str] = (),
+) -> bytes:
+    """The request a Responses upstream gets for `req`, whose conversation is `chat`'s;
+    `hosted` says where the hosted tools it receives are in the request (`tools[3]`)."""
+    body: dict[str, Any] = {"model": model, "input": input_items(chat.messages, namespaced)}
+    tools = sent_tools(req.tools, hosted)
     if tools:
-        body["tools"] = msgspec.to_builtins(tools)
+        body["tools"] = tools
+    if req.tool_choice is not UNSET and req.tool_choice is not None:
+        body["tool_choice"] = _tool_choice(req.tool_choice, tools)
     for name in _PASSED:
         value = getattr(req, name)
         if value is not UNSET and value is not None:
@@ -70,23 +96,41 @@ def native_body(req: ResponsesRequest, chat: ChatRequest, model: str, *, stream:
     return encoder.encode(body)
 
 
-def input_items(messages: list[Message]) -> list[dict[str, Any]]:
+def _tool_choice(choice: Any, tools: list[dict[str, Any]]) -> Any:
+    """The caller's `tool_choice`, but a hosted tool the upstream does not get: a choice of it
+    is `auto`, and `allowed_tools` leaves it out."""
+    sent = {hosted_name(str(tool.get("type"))) for tool in tools}
+
+    def kept(entry: object) -> bool:
+        kind = entry.get("type") if isinstance(entry, dict) else None
+        name = hosted_name(kind) if isinstance(kind, str) else ""
+        return name not in RESPONSES_HOSTED or name in sent
+
+    if not isinstance(choice, dict):
+        return choice
+    if choice.get("type") == "allowed_tools" and isinstance(choice.get("tools"), list):
+        return {**choice, "tools": [entry for entry in choice["tools"] if kept(entry)]}
+    return choice if kept(choice) else "auto"
+
+
+def input_items(messages: list[Message], namespaced: Namespaced) -> list[dict[str, Any]]:
     """Chat messages as Responses input items. Reasoning goes back only where it carries the
     upstream's opaque token (a thinking block's signature, redacted data): plain reasoning
     text is nothing a stateless Responses upstream can take back."""
     items: list[dict[str, Any]] = []
+    custom: set[str] = set()  # the ids of custom tools' calls, whose outputs say so
     for message in messages:
         if isinstance(message, SystemMessage):
             items.append({"type": "message", "role": "system", "content": text_of(message)})
         elif isinstance(message, UserMessage):
             items.append({"type": "message", "role": "user", "content": _user_content(message)})
         elif isinstance(message, ToolMessage):
-            items.append(
-                {"type": "function_call_output", "call_id": message.tool_call_id,
-                 "output": text_of(message)}
-            )  # fmt: skip
+            call_id = message.tool_call_id
+            kind = "custom_tool_call_output" if call_id in custom else "function_call_output"
+            items.append({"type": kind, "call_id": call_id, "output": text_of(message)})
         elif isinstance(message, AssistantMessage):
-            items += _assistant_items(message)
+            items += _assistant_items(message, namespaced)
+            custom.update(c.id for c in message.tool_calls or () if isinstance(c, CustomToolCall))
         else:  # developer and function messages do not come out of a Responses request
             items.append({"type": "message", "role": "developer", "content": text_of(message)})
     return items
@@ -111,7 +155,7 @@ def _user_content(message: UserMessage) -> str | list[dict[str, Any]]:
     return parts
 
 
-def _assistant_items(message: AssistantMessage) -> list[dict[str, Any]]:
+def _assistant_items(message: AssistantMessage, namespaced: Namespaced) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     for block in message.thinking_blocks or ():
         if isinstance(block, ThinkingBlock) and isinstance(block.signature, str):
@@ -132,10 +176,16 @@ def _assistant_items(message: AssistantMessage) -> list[dict[str, Any]]:
     if parts:
         items.append({"type": "message", "role": "assistant", "content": parts})
     for call in message.tool_calls or ():
-        items.append(
-            {"type": "function_call", "call_id": call.id, "name": call.function.name,
-             "arguments": call.function.arguments}
-        )  # fmt: skip
+        if isinstance(call, CustomToolCall):
+            item = {"type": "custom_tool_call", "call_id": call.id, "name": call.custom.name,
+                    "input": call.custom.input}  # fmt: skip
+        else:
+            item = {"type": "function_call", "call_id": call.id, "name": call.function.name,
+                    "arguments": call.function.arguments}  # fmt: skip
+        found = namespaced.get(item["name"])
+        if found is not None:
+            item["namespace"], item["name"] = found
+        items.append(item)
     return items
 
 
@@ -180,9 +230,9 @@ class UpstreamEvents:
         if kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
             self._streamed.add(event.output_index)
             return Delta(reasoning_content=event.delta) if event.delta else None
-        if kind == "response.function_call_arguments.delta" and event.delta:
+        if kind in _CALL_DELTAS and event.delta:
             self._streamed.add(event.output_index)
-            return _arguments(self._tools.get(event.output_index, 0), event.delta)
+            return _arguments(self._tools.get(event.output_index, 0), event.delta, kind)
         if kind == "response.refusal.delta" and event.delta:
             self._streamed.add(event.output_index)
             return Delta(refusal=event.delta)
@@ -200,10 +250,10 @@ class UpstreamEvents:
         return None
 
     def _added(self, index: int, item: dict[str, Any]) -> Delta | None:
-        if item.get("type") != "function_call":
+        if item.get("type") not in _CALLS:
             return None
         tool = self._tools[index] = len(self._tools)
-        return _function_call(tool, item, arguments="")
+        return _call(tool, item)
 
     def _end(self, response: dict[str, Any]) -> None:
         self.ended = True
@@ -225,8 +275,8 @@ def whole_deltas(raw: bytes) -> tuple[list[Delta], str, Usage | None]:
     for item in response.get("output") or ():
         if not isinstance(item, dict):
             continue
-        if item.get("type") == "function_call":
-            deltas.append(_function_call(tools, item, arguments=""))
+        if item.get("type") in _CALLS:
+            deltas.append(_call(tools, item))
             tools += 1
         delta = item_delta(item, tools - 1, streamed=False)
         if delta is not None:
@@ -255,10 +305,10 @@ def item_delta(item: dict[str, Any], tool: int, streamed: bool) -> Delta | None:
         refusal = "".join(str(p.get("refusal", "")) for p in parts if p.get("type") == "refusal")
         if text or refusal:
             return Delta(content=text or UNSET, refusal=refusal or UNSET)
-    elif kind == "function_call":
-        arguments = item.get("arguments")
-        if isinstance(arguments, str) and arguments:
-            return _arguments(tool, arguments)
+    elif kind in _CALLS:
+        sent = item.get(_CALLS[kind])
+        if isinstance(sent, str) and sent:
+            return _arguments(tool, sent, kind)
     return None
 
 
@@ -270,22 +320,32 @@ def _reasoning_text(item: dict[str, Any]) -> str:
     return "".join(str(t) for t in content)
 
 
-def _function_call(tool: int, item: dict[str, Any], arguments: str) -> Delta:
-    call_id, name = item.get("call_id"), item.get("name")
-    function = ToolCallFunctionDelta(
-        name=name if isinstance(name, str) else UNSET, arguments=arguments
-    )
-    return Delta(
-        tool_calls=[
-            ToolCallDelta(
-                index=tool, id=call_id if isinstance(call_id, str) else UNSET,
-                type="function", function=function,
-            )
-        ]
-    )  # fmt: skip
+_CALLS = {"function_call": "arguments", "custom_tool_call": "input"}
+"""The items of tool calls, and the field of what the call sends its tool."""
+_CALL_DELTAS = {
+    "response.function_call_arguments.delta": "function_call",
+    "response.custom_tool_call_input.delta": "custom_tool_call",
+}
 
 
-def _arguments(tool: int, piece: str) -> Delta:
+def _call(tool: int, item: dict[str, Any]) -> Delta:
+    """A call's first delta: its id and name (a namespace's tool: its name upstream)."""
+    call_id, name, namespace = item.get("call_id"), item.get("name"), item.get("namespace")
+    if isinstance(name, str) and isinstance(namespace, str) and namespace:
+        name = flat_name(namespace, name)
+    named = name if isinstance(name, str) else UNSET
+    call = ToolCallDelta(tool, id=call_id if isinstance(call_id, str) else UNSET)
+    if item.get("type") == "custom_tool_call":
+        call.type, call.custom = "custom", ToolCallCustomDelta(name=named, input="")
+    else:
+        call.type, call.function = "function", ToolCallFunctionDelta(name=named, arguments="")
+    return Delta(tool_calls=[call])
+
+
+def _arguments(tool: int, piece: str, kind: str = "function_call") -> Delta:
+    """A piece of a call's arguments (a custom tool's call: of its input)."""
+    if _CALL_DELTAS.get(kind, kind) == "custom_tool_call":
+        return Delta(tool_calls=[ToolCallDelta(tool, custom=ToolCallCustomDelta(input=piece))])
     function = ToolCallFunctionDelta(arguments=piece)
     return Delta(tool_calls=[ToolCallDelta(index=tool, function=function)])
 

@@ -5,8 +5,9 @@ A Responses call is served by the same upstreams as chat completions: its
 `instructions` a system message in front, `max_output_tokens`
 `max_completion_tokens`, `text.format` `response_format`, `reasoning.effort`
 `reasoning_effort`, and `safety_identifier` (else `user`) the end user. The
-tools are typed by kind in `llmeu.protocol.responses_tools`; only function
-tools are served. `check_request` refuses what llmeu cannot serve and
+tools are typed by kind and mapped onto the chat call's in
+`llmeu.protocol.responses_tools` (hosted tools apart: the governance step
+decides where they may go). `check_request` refuses what llmeu cannot serve and
 `ignored_fields` names what it accepts without effect (README, "Request
 fields"). The response object is in `llmeu.protocol.responses_object`, the
 stream in `responses_stream`.
@@ -19,26 +20,28 @@ from typing import Annotated, Any, Literal
 
 from msgspec import UNSET, Meta, Struct, UnsetType
 
+from llmeu.calls.hosted_tools import RESPONSES_HOSTED, hosted_name
 from llmeu.calls.request import (
-    AllowedTools,
     ChatRequest,
-    FunctionDefinition,
     Message,
-    NamedFunction,
     Probability,
     ResponseFormat,
     RoutingRequest,
     ShortString,
     SystemMessage,
     Temperature,
-    Tool,
+)
+from llmeu.calls.tools import (
+    AllowedTools,
+    NamedFunction,
     ToolChoiceAllowed,
+    ToolChoiceCustom,
     ToolChoiceFunction,
 )
 from llmeu.errors import InvalidRequest, NotFound
 from llmeu.protocol.chat_wire import allowed_tools, set_fields
 from llmeu.protocol.responses_input import Lenient, input_messages
-from llmeu.protocol.responses_tools import function_tools
+from llmeu.protocol.responses_tools import ChatTools, chat_tools
 
 Positive = Annotated[int, Meta(ge=1)]
 ToolChoice = Literal["none", "auto", "required"] | dict[str, Any]
@@ -214,23 +217,35 @@ def ignored_fields(req: ResponsesRequest, *, native: bool) -> list[str]:
     return found
 
 
-def _tool_choice(choice: ToolChoice | UnsetType | None, tools: list[Tool]) -> dict[str, Any]:
-    """`tool_choice` on the chat call: a named function, `allowed_tools` as the tools it
-    names; a choice of another kind of tool is a 400, as its tool would be."""
+def _tool_choice(choice: ToolChoice | UnsetType | None, tools: ChatTools) -> dict[str, Any]:
+    """`tool_choice` on the chat call: a named function or custom tool, `allowed_tools` as the
+    tools it names. A hosted tool is not on the chat call: a choice of one is `auto` there,
+    and `allowed_tools` leaves it out (a native upstream that gets the tool gets the choice
+    as sent)."""
     if not isinstance(choice, dict):
         return {"tool_choice": choice}
     kind, name = choice.get("type"), choice.get("name")
     if kind == "function" and isinstance(name, str):
         return {"tool_choice": ToolChoiceFunction(NamedFunction(name))}
+    if kind == "custom" and isinstance(name, str):
+        return {"tool_choice": ToolChoiceCustom(NamedFunction(name))}
     if kind == "allowed_tools" and choice.get("mode") in ("auto", "required"):
         entries = choice.get("tools")
-        allowed = AllowedTools(choice["mode"], entries if isinstance(entries, list) else [])
-        return allowed_tools(tools, ToolChoiceAllowed(allowed), "tool_choice.tools")
+        entries = [e for e in entries if not _hosted(e)] if isinstance(entries, list) else []
+        allowed = AllowedTools(choice["mode"], entries)
+        return allowed_tools(tools.tools, ToolChoiceAllowed(allowed), "tool_choice.tools")
+    if isinstance(kind, str) and hosted_name(kind) in RESPONSES_HOSTED:
+        return {"tool_choice": "auto"}
     raise InvalidRequest(
-        "tool_choice names a function tool ({type: function, name}), lists allowed_tools, or "
-        "is none, auto or required",
+        "tool_choice names a function or custom tool ({type: function, name}), a hosted tool "
+        "({type: web_search}), lists allowed_tools, or is none, auto or required",
         param="tool_choice",
     )
+
+
+def _hosted(entry: object) -> bool:
+    kind = entry.get("type") if isinstance(entry, dict) else None
+    return isinstance(kind, str) and hosted_name(kind) in RESPONSES_HOSTED
 
 
 def _response_format(text: TextConfig | UnsetType | None) -> Any:
@@ -249,8 +264,11 @@ def _response_format(text: TextConfig | UnsetType | None) -> Any:
     return ResponseFormat(type="json_schema", json_schema=schema)
 
 
-def to_chat(req: ResponsesRequest, history: list[Message], stream: bool) -> ChatRequest:
-    """The chat call that serves `req`; `history` is the stored conversation it continues."""
+def to_chat(
+    req: ResponsesRequest, history: list[Message], stream: bool, tools: ChatTools | None = None
+) -> ChatRequest:
+    """The chat call that serves `req`; `history` is the stored conversation it continues,
+    `tools` the request's tools as `chat_tools` maps them (mapped here when not given)."""
     messages: list[Message] = []
     if isinstance(req.instructions, str) and req.instructions:
         messages.append(SystemMessage(content=req.instructions))
@@ -258,20 +276,9 @@ def to_chat(req: ResponsesRequest, history: list[Message], stream: bool) -> Chat
     messages += input_messages(req.input)
     if not messages:
         raise InvalidRequest("input is empty: give a string or at least one item", param="input")
-    tools = [
-        Tool(
-            type="function",
-            function=FunctionDefinition(
-                name=t.name,
-                description=t.description if isinstance(t.description, str) else UNSET,
-                parameters=t.parameters if isinstance(t.parameters, dict) else UNSET,
-                strict=t.strict,
-            ),
-        )
-        for t in function_tools(req.tools)
-    ]
+    mapped = tools if tools is not None else chat_tools(req.tools)
     effort = req.reasoning.effort if isinstance(req.reasoning, ReasoningConfig) else UNSET
-    choice = _tool_choice(req.tool_choice, tools) if tools else {}
+    choice = _tool_choice(req.tool_choice, mapped) if mapped.tools else {}
     return ChatRequest(
         model=req.model,
         messages=messages,
@@ -280,9 +287,9 @@ def to_chat(req: ResponsesRequest, history: list[Message], stream: bool) -> Chat
         temperature=req.temperature,
         top_p=req.top_p,
         max_completion_tokens=req.max_output_tokens,
-        tools=choice.get("tools", tools) or UNSET,
+        tools=choice.get("tools", mapped.tools) or UNSET,
         tool_choice=choice.get("tool_choice", UNSET),
-        parallel_tool_calls=req.parallel_tool_calls if tools else UNSET,
+        parallel_tool_calls=req.parallel_tool_calls if mapped.tools else UNSET,
         response_format=_response_format(req.text),
         reasoning_effort=effort,
         user=req.end_user or UNSET,

@@ -31,11 +31,12 @@ class CacheHit(Struct):
 class RoutingBlock(Struct, omit_defaults=True):
     """The `llmeu` block of docs/design.md §3, in every response and in a stream's final frame.
 
-    `receipt`, the call's signed receipt (compact JWS), is there only in a stream's final
-    frame, when the request set `llmeu: {"receipt": true}`. `cache` is there only when the
-    answer came from the answer cache: the rest of the block is then the producing call's
-    (where it ran, under which policy), but for the trace id, which is this call's own, and
-    the cost, which is none."""
+    `dropped_tools`, the hosted tools the call was served without (by type, as sent), is there
+    only when there are some. `receipt`, the call's signed receipt (compact JWS), is there only
+    in a stream's final frame, when the request set `llmeu: {"receipt": true}`. `cache` is
+    there only when the answer came from the answer cache: the rest of the block is then the
+    producing call's (where it ran, under which policy), but for the trace id, which is this
+    call's own, and the cost, which is none."""
 
     trace_id: str
     model_used: str
@@ -47,5 +48,6 @@ class RoutingBlock(Struct, omit_defaults=True):
     policy_id: str
     retention: str
     cost_estimate: CostEstimate
+    dropped_tools: list[str] | None = None
     receipt: str | None = None
     cache: CacheHit | None = None

@@ -1,7 +1,8 @@
 """Anthropic's Messages API, natively: `x-api-key`, `anthropic-version`, Anthropic's events.
 
-The canonical request is written as Anthropic's (`protocol.messages_upstream`)
-and its streamed events read into canonical deltas
+The canonical request is written as Anthropic's (`protocol.messages_upstream`),
+with the server tools a Messages call may pass on to it (`server_tools`, whole
+as the caller sent them), and its streamed events read into canonical deltas
 (`protocol.messages_stream.MessagesEventDecoder`): text, tool use, thinking
 with its signature, usage with the cache's share. A stream is complete only
 at `message_stop`; one that ends before it, or sends an `error` event, is a
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import time
 from abc import abstractmethod
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -59,8 +61,15 @@ class AnthropicWire(Provider):
     async def _post(self, body: bytes, *, stream: bool, hangup: Hangup) -> Response:
         """Send `body` for a streamed or a whole answer; an HTTP error leaves as raised."""
 
-    async def stream_chat(self, request: ChatRequest, hangup: Hangup) -> ChatStream:
-        body = encoder.encode(self._payload(request, stream=True))
+    async def stream_chat(
+        self, request: ChatRequest, hangup: Hangup, server_tools: Sequence[dict[str, Any]] = ()
+    ) -> ChatStream:
+        """The streamed answer; `server_tools` (Anthropic's, as a Messages caller sent them)
+        go with the request's own tools."""
+        payload = self._payload(request, stream=True)
+        if server_tools:
+            payload["tools"] = [*payload.get("tools", ()), *server_tools]
+        body = encoder.encode(payload)
         started = time.monotonic()
         response = await self._post(body, stream=True, hangup=hangup)
         return _AnthropicStream(self.endpoint, response, started, hangup)

@@ -41,7 +41,8 @@ from llmeu.calls.output import (
     ToolCallFunctionDelta,
     Usage,
 )
-from llmeu.calls.request import ChatRequest, FunctionCall, ToolCall
+from llmeu.calls.request import ChatRequest
+from llmeu.calls.tools import AnyToolCall, FunctionCall, ToolCall
 from llmeu.errors import ConfigError, UpstreamError, UpstreamRejected, UpstreamUnavailable
 from llmeu.protocol.json_codec import encoder
 from llmeu.providers import chat_mapping as mapping
@@ -198,7 +199,7 @@ _response_decoder = msgspec.json.Decoder(_ConverseResponse)
 
 def _completion(parsed: _ConverseResponse) -> Completion:
     texts: list[str] = []
-    calls: list[ToolCall] = []
+    calls: list[AnyToolCall] = []
     for block in parsed.output.message.content:
         if block.text:
             texts.append(block.text)
@@ -206,7 +207,7 @@ def _completion(parsed: _ConverseResponse) -> Completion:
             use = block.toolUse
             arguments = encoder.encode(use.input or {}).decode()
             function = FunctionCall(name=use.name, arguments=arguments)
-            calls.append(ToolCall(type="function", id=use.toolUseId, function=function))
+            calls.append(ToolCall(id=use.toolUseId, function=function))
     message = AssistantOutput(role="assistant", content="".join(texts) or None)
     if calls:
         message.tool_calls = calls

@@ -17,7 +17,6 @@ from msgspec import UNSET
 
 from llmeu.calls.request import (
     AssistantMessage,
-    CacheControl,
     ChatRequest,
     DeveloperMessage,
     ImagePart,
@@ -25,11 +24,11 @@ from llmeu.calls.request import (
     SystemMessage,
     TextPart,
     ThinkingBlock,
-    ToolChoiceFunction,
     ToolMessage,
     UserMessage,
     text_of,
 )
+from llmeu.calls.tools import CacheControl, ToolChoiceFunction
 from llmeu.errors import UpstreamRejected
 from llmeu.protocol.json_codec import encoder
 from llmeu.providers import chat_mapping as mapping

@@ -34,7 +34,8 @@ from llmeu.calls.output import (
     ToolCallDelta,
     ToolCallFunctionDelta,
 )
-from llmeu.calls.request import ChatRequest, FunctionCall, ToolCall
+from llmeu.calls.request import ChatRequest
+from llmeu.calls.tools import AnyToolCall, FunctionCall, ToolCall
 from llmeu.errors import ConfigError, UpstreamError, UpstreamUnavailable
 from llmeu.protocol.json_codec import encoder
 from llmeu.protocol.sse import SSEDecoder
@@ -167,14 +168,14 @@ def _completion(parsed: GenerateResponse) -> Completion:
         raise UpstreamError("vertex answered without a candidate")
     candidate = parsed.candidates[0]
     texts: list[str] = []
-    calls: list[ToolCall] = []
+    calls: list[AnyToolCall] = []
     for part in candidate.content.parts if candidate.content else ():
         if part.text and not part.thought:
             texts.append(part.text)
         if part.functionCall is not None:
             arguments = encoder.encode(part.functionCall.args or {}).decode()
             function = FunctionCall(name=part.functionCall.name, arguments=arguments)
-            calls.append(ToolCall(type="function", id=new_call_id(), function=function))
+            calls.append(ToolCall(id=new_call_id(), function=function))
     message = AssistantOutput("assistant", "".join(texts) or None)
     if calls:
         message.tool_calls = calls

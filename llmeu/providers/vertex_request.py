@@ -21,11 +21,11 @@ from llmeu.calls.request import (
     ChatRequest,
     ImagePart,
     TextPart,
-    ToolChoiceFunction,
     ToolMessage,
     UserMessage,
     text_of,
 )
+from llmeu.calls.tools import ToolChoiceFunction
 from llmeu.errors import UpstreamRejected
 from llmeu.protocol.json_codec import encoder
 from llmeu.providers import chat_mapping as mapping

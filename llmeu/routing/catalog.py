@@ -164,6 +164,9 @@ class Endpoint:
     default_max_tokens: int | None = None
     """The answer's length limit when a request sets neither `max_tokens` nor
     `max_completion_tokens` (`kind: local` only; None: the model's context)."""
+    hosted_tools: frozenset[str] = frozenset()
+    """The hosted tools its provider runs, by name (`web_search`: `llmeu.calls.hosted_tools`),
+    declared among its `capabilities`."""
 
     def serves(self, model: str) -> bool:
         return model in self.aliases or model == self.model or model == self.endpoint_id

@@ -38,7 +38,7 @@ from llmeu.routing.catalog import (
     Timeouts,
 )
 from llmeu.routing.durations import Duration
-from llmeu.routing.policy import LimitsFail, Policy
+from llmeu.routing.policy import HostedToolsMode, LimitsFail, Policy
 from llmeu.routing.predicates import RULES, seal_level
 from llmeu.routing.yaml_nodes import Node
 
@@ -151,6 +151,7 @@ def _endpoint(node: Node) -> Endpoint:
         ),
         priority=nodes.optional(fields, "priority", int, 100),
         capabilities=endpoint_kinds.capabilities(fields, kind, model),
+        hosted_tools=endpoint_kinds.hosted_tools(fields, kind),
         timeouts=_timeouts(fields.get("timeouts")),
         jurisdiction=nodes.country(fields["jurisdiction"], "jurisdiction")
         if "jurisdiction" in fields
@@ -175,7 +176,14 @@ def _timeouts(node: Node | None) -> Timeouts:
     return Timeouts(**values)
 
 
-_OWN_POLICY_FIELDS = ("policy_id", "limits_fail", "keep_metadata", "personal_data", "cache")
+_OWN_POLICY_FIELDS = (
+    "policy_id",
+    "limits_fail",
+    "keep_metadata",
+    "personal_data",
+    "hosted_tools",
+    "cache",
+)
 _POLICY_FIELDS = {*_OWN_POLICY_FIELDS, *(rule.name for rule in RULES)}
 _POLICY_REQUIRED = ("policy_id", *(rule.name for rule in RULES if rule.required))
 
@@ -195,6 +203,9 @@ def _policy(node: Node) -> Policy:
         ),
         keep_metadata=_optional_duration(fields.get("keep_metadata"), "keep_metadata"),
         personal_data=_personal_data(fields.get("personal_data")),
+        hosted_tools=nodes.enum(
+            fields.get("hosted_tools"), "hosted_tools", HostedToolsMode, HostedToolsMode.DROP
+        ),
         cache=parse_cache(fields.get("cache"), ruled["store_content"]),
         **ruled,
     )

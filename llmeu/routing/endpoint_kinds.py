@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from datetime import date
 
+from llmeu.calls.hosted_tools import HOSTED_NAMES, MESSAGES_HOSTED, RESPONSES_HOSTED
 from llmeu.errors import ConfigError
 from llmeu.routing import yaml_nodes as nodes
 from llmeu.routing.catalog import (
@@ -20,6 +21,7 @@ from llmeu.routing.catalog import (
     LOCAL_DEFAULT_MAX_TOKENS,
     AzureAuth,
     Capability,
+    Endpoint,
     EndpointKind,
     UpstreamOptions,
 )
@@ -28,6 +30,19 @@ from llmeu.routing.yaml_nodes import NULL_TAG, Node
 RESPONSES_NATIVE_KINDS = frozenset({EndpointKind.OPENAI, EndpointKind.AZURE_OPENAI})
 """The kinds whose upstream takes Responses calls natively (`responses` capability); on
 any other kind the capability changes nothing: its Responses calls are translated."""
+MESSAGES_NATIVE_KINDS = frozenset({EndpointKind.ANTHROPIC, EndpointKind.VERTEX_ANTHROPIC})
+"""The kinds whose upstream speaks Anthropic's Messages wire: where its server tools run."""
+
+
+def responses_native(endpoint: Endpoint) -> bool:
+    """Whether `endpoint` takes Responses calls on its own Responses API."""
+    return endpoint.kind in RESPONSES_NATIVE_KINDS and Capability.RESPONSES in endpoint.capabilities
+
+
+def messages_native(endpoint: Endpoint) -> bool:
+    """Whether `endpoint` speaks Anthropic's Messages wire."""
+    return endpoint.kind in MESSAGES_NATIVE_KINDS
+
 
 _GOOGLE = frozenset({EndpointKind.VERTEX, EndpointKind.VERTEX_ANTHROPIC})
 _KIND_FIELDS: dict[str, frozenset[EndpointKind]] = {
@@ -144,7 +159,8 @@ def default_max_tokens(fields: dict[str, Node], kind: EndpointKind, model: str) 
 
 
 def capabilities(fields: dict[str, Node], kind: EndpointKind, model: str) -> frozenset[Capability]:
-    """Declared capabilities; a `local` endpoint serves a bundled model and only what it can do."""
+    """Declared capabilities (the hosted tools among them are `hosted_tools`'s); a `local`
+    endpoint serves a bundled model and only what it can do."""
     bundled = BUNDLED_MODELS.get(model) if kind is EndpointKind.LOCAL else None
     if kind is EndpointKind.LOCAL and bundled is None:
         raise ConfigError(
@@ -161,11 +177,56 @@ def capabilities(fields: dict[str, Node], kind: EndpointKind, model: str) -> fro
             field="capabilities",
             line=nodes.line(fields["capabilities"]),
         )
-    declared = frozenset(nodes.enum(n, "capabilities", Capability) for n in items)
+    known = {c.value for c in Capability}
+    declared: set[Capability] = set()
+    for item in items:
+        name = nodes.scalar(item, "capabilities", str)
+        if name in known:
+            declared.add(Capability(name))
+        elif name not in HOSTED_NAMES:
+            raise ConfigError(
+                f"unknown capability `{name}` (known: {', '.join(sorted(known))}, and the hosted "
+                f"tools {', '.join(sorted(HOSTED_NAMES))})",
+                field="capabilities",
+                line=nodes.line(item),
+            )
     if bundled is not None and not declared <= bundled:
         raise ConfigError(
             f"the bundled model `{model}` offers only {', '.join(sorted(bundled))}",
             field="capabilities",
             line=nodes.line(fields["capabilities"]),
         )
-    return declared
+    return frozenset(declared)
+
+
+def hosted_tools(fields: dict[str, Node], kind: EndpointKind) -> frozenset[str]:
+    """The hosted tools an endpoint declares among its `capabilities` (by name,
+    `llmeu.calls.hosted_tools`): those of the Responses API on a kind that passes Responses
+    calls through (with `responses`), Anthropic's on a kind that speaks its wire."""
+    node = fields.get("capabilities")
+    items = nodes.sequence(node, "capabilities") if node is not None else []
+    named = {n: nodes.scalar(n, "capabilities", str) for n in items}
+    hosted = {n: name for n, name in named.items() if name in HOSTED_NAMES}
+    if not hosted:
+        return frozenset()
+    if kind in RESPONSES_NATIVE_KINDS and Capability.RESPONSES in named.values():
+        wire, known = "the Responses API", RESPONSES_HOSTED
+    elif kind in MESSAGES_NATIVE_KINDS:
+        wire, known = "Anthropic's Messages API", MESSAGES_HOSTED
+    else:
+        node, name = next(iter(hosted.items()))
+        raise ConfigError(
+            f"`{name}` is a hosted tool: only an endpoint that passes calls through to a "
+            "provider running it declares one (kind openai or azure_openai with `responses`, "
+            "kind anthropic or vertex_anthropic)",
+            field="capabilities",
+            line=nodes.line(node),
+        )
+    for node, name in hosted.items():
+        if name not in known:
+            raise ConfigError(
+                f"`{name}` is not a hosted tool of {wire} (those are: {', '.join(sorted(known))})",
+                field="capabilities",
+                line=nodes.line(node),
+            )
+    return frozenset(hosted.values())

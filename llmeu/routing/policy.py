@@ -21,6 +21,12 @@ gateway keeps serving), `closed` refuses them (a budget is never overspent).
 It governs the key's limits, not where a call runs, so a request's narrowing
 never changes it: the effective policy keeps the key's.
 
+`allow_hosted_tools` names the hosted tools (`llmeu.calls.hosted_tools`) a
+call may send to a provider that runs them; `hosted_tools` says what a call
+gets when one of its hosted tools cannot go: `drop` (the default) serves it
+without the tool and says so, `reject` refuses it. Like `limits_fail`, that
+choice is the key's: a request's narrowing keeps it.
+
 `personal_data` (see `llmeu.personal.rules`) says what happens to a call
 whose prompt carries personal data. Like `limits_fail`, it is the key's: a
 request's narrowing keeps it. Its `restrict` action narrows the route with
@@ -50,7 +56,8 @@ from llmeu.routing.predicates import (
 )
 
 __all__ = [
-    "DEFAULT_KEEP_METADATA", "EU_MEMBER_STATES", "LimitsFail", "Narrowing", "Policy",
+    "DEFAULT_KEEP_METADATA", "EU_MEMBER_STATES", "HostedToolsMode", "LimitsFail", "Narrowing",
+    "Policy",
     "expand_jurisdictions", "narrow", "parse_certifications", "policy_document", "restricted",
 ]  # fmt: skip
 
@@ -63,10 +70,17 @@ class LimitsFail(StrEnum):
     CLOSED = "closed"
 
 
+class HostedToolsMode(StrEnum):
+    """What a call gets when a hosted tool it sends cannot go where it is served."""
+
+    DROP = "drop"  # served without the tool, which the answer names
+    REJECT = "reject"  # refused (400), naming the tool
+
+
 @dataclass(frozen=True, slots=True)
 class Policy:
     """A policy: one field per rule of `llmeu.routing.predicates.RULES`, plus what is the
-    key's own (`limits_fail`, `keep_metadata`, `personal_data`)."""
+    key's own (`limits_fail`, `keep_metadata`, `personal_data`, `hosted_tools`)."""
 
     policy_id: str
     allow_classes: frozenset[SovereigntyClass]
@@ -79,6 +93,9 @@ class Policy:
     require_jurisdictions: frozenset[str] = frozenset()
     require_certifications: frozenset[Certification] = frozenset()
     min_seal: int | None = None
+    allow_hosted_tools: frozenset[str] = frozenset()
+    """The hosted tools a call may send to a provider that runs them; empty: none."""
+    hosted_tools: HostedToolsMode = HostedToolsMode.DROP
     keep_metadata: Duration | None = None
     """How long the metadata of its calls is kept; None: the gateway's `--keep-metadata`."""
     personal_data: PersonalDataRules | None = None
@@ -126,6 +143,7 @@ def policy_document(policy: Policy) -> dict[str, object]:
     for rule in RULES:
         document[rule.name] = rule.document(rule.value(policy))
     document["limits_fail"] = policy.limits_fail.value
+    document["hosted_tools"] = policy.hosted_tools.value
     document["keep_metadata"] = policy.keep_metadata.text if policy.keep_metadata else None
     document["personal_data"] = (
         rules_document(policy.personal_data) if policy.personal_data else None
@@ -178,9 +196,10 @@ def narrow(base: Policy, narrowing: Narrowing, policies: dict[str, Policy]) -> P
     """The effective policy: `base` narrowed by the request, or a refusal naming the field.
 
     A named policy brings its rules but keeps `base`'s `limits_fail`,
-    `keep_metadata` and `personal_data`: how the key's limits are enforced, how
-    long its calls are on record and what personal data may do are the
-    admin's choice, not the request's.
+    `keep_metadata`, `personal_data` and `hosted_tools`: how the key's limits
+    are enforced, how long its calls are on record, what personal data may do
+    and whether a tool that cannot go is dropped or refused are the admin's
+    choice, not the request's.
     """
     policy = base
     src = narrowing.source
@@ -210,14 +229,15 @@ def _named(base: Policy, policy_id: str, policies: dict[str, Policy], src: str) 
             param=f"{src}.policy_id",
             code="policy_widening",
         )
-    kept = (base.limits_fail, base.keep_metadata, base.personal_data)
-    if (named.limits_fail, named.keep_metadata, named.personal_data) == kept:
+    kept = (base.limits_fail, base.keep_metadata, base.personal_data, base.hosted_tools)
+    if (named.limits_fail, named.keep_metadata, named.personal_data, named.hosted_tools) == kept:
         return named
     return replace(
         named,
         limits_fail=base.limits_fail,
         keep_metadata=base.keep_metadata,
         personal_data=base.personal_data,
+        hosted_tools=base.hosted_tools,
     )
 
 

@@ -17,8 +17,10 @@ answers to, its certifications and its assurance level (`Site`). Each row of
   kind (`rules_document` is what the console is served), so the playground offers exactly
   the policies the gateway accepts.
 
-Two rows are the gateway's own rather than the site's (`store_content`, `fallback`): they
-have no exclusion but take part in widening. Adding a predicate is one row here, one field
+Three rows are the gateway's own rather than the site's (`store_content`, `fallback`,
+`allow_hosted_tools`): they have no exclusion but take part in widening (and a request may
+narrow the hosted tools a call may send; where each goes is the governance step's,
+`llmeu.api.call.governance`). Adding a predicate is one row here, one field
 on `Policy` and on the request's `RoutingRequest` when a request may narrow it
 (docs/extending.md walks through it).
 """
@@ -29,7 +31,8 @@ from collections.abc import Iterable
 from operator import attrgetter
 from typing import Any
 
-from llmeu.errors import InvalidRequest
+from llmeu.calls.hosted_tools import HOSTED_NAMES
+from llmeu.errors import ConfigError, InvalidRequest
 from llmeu.routing import yaml_nodes as nodes
 from llmeu.routing.catalog import SovereigntyClass
 from llmeu.routing.rule_kinds import (
@@ -116,6 +119,30 @@ REQUIRE_JURISDICTIONS = AllowedValues(
 REQUIRE_CERTIFICATIONS = IncludesAll("require_certifications", "certifications")
 MIN_SEAL = AtLeastSeal("min_seal", "SEAL")
 
+
+def _hosted_from_config(node: Node, what: str) -> str:
+    name: str = nodes.scalar(node, what, str)
+    if name not in HOSTED_NAMES:
+        raise ConfigError(
+            f"unknown hosted tool `{name}` (known: {', '.join(sorted(HOSTED_NAMES))})",
+            field=what,
+            line=nodes.line(node),
+        )
+    return name
+
+
+def _hosted_from_request(value: str, param: str) -> str:
+    if value not in HOSTED_NAMES:
+        known = ", ".join(sorted(HOSTED_NAMES))
+        raise InvalidRequest(f"unknown hosted tool {value!r}; known: {known}", param=param)
+    return value
+
+
+ALLOW_HOSTED_TOOLS = AllowedValues(
+    "allow_hosted_tools", "hosted tools", "hosted tool", None, _hosted_from_config,
+    _hosted_from_request, empty_is_any=False,
+)  # fmt: skip
+
 RULES: tuple[Rule[Any], ...] = (
     ALLOW_CLASSES,
     ALLOW_COUNTRIES,
@@ -126,6 +153,7 @@ RULES: tuple[Rule[Any], ...] = (
     REQUIRE_JURISDICTIONS,
     REQUIRE_CERTIFICATIONS,
     MIN_SEAL,
+    ALLOW_HOSTED_TOOLS,
 )
 """Every rule, in the order a refusal names the first that fails (exclusion, widening)."""
 

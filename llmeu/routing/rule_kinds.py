@@ -123,12 +123,14 @@ def _widening(policy_id: str, param: str, extra: Iterable[object]) -> Permission
 @dataclass(frozen=True)
 class AllowedValues(Rule[frozenset[Any]]):
     """The site's value must be one of the listed. With `empty_is_any`, an empty list admits
-    every value (and an unknown one); without, it admits none."""
+    every value (and an unknown one); without, it admits none. Without `read`, the list is of
+    what a call may use rather than of where it goes (the hosted tools it may send): it
+    excludes no site, and a policy that leaves it out allows none."""
 
     name: str
     label: str
     what: str
-    read: Callable[[Site], object]
+    read: Callable[[Site], object] | None
     item: Callable[[Node, str], Any]
     from_request: Callable[[str, str], Any]
     empty_is_any: bool
@@ -139,7 +141,7 @@ class AllowedValues(Rule[frozenset[Any]]):
 
     @property
     def required(self) -> bool:
-        return not self.empty_is_any
+        return not self.empty_is_any and self.read is not None
 
     @property
     def default(self) -> frozenset[Any]:
@@ -156,7 +158,7 @@ class AllowedValues(Rule[frozenset[Any]]):
         return sorted(str(v) for v in value)
 
     def exclusion(self, value: frozenset[Any], site: Site) -> str | None:
-        if self.empty_is_any and not value:
+        if (self.empty_is_any and not value) or self.read is None:
             return None
         got = self.read(site)
         if got in value:
@@ -164,7 +166,7 @@ class AllowedValues(Rule[frozenset[Any]]):
         return f"{self.what} {got or 'unknown'} is not in [{', '.join(sorted(map(str, value)))}]"
 
     def admits_every_site(self, value: frozenset[Any]) -> bool:
-        return self.empty_is_any and not value
+        return (self.empty_is_any and not value) or self.read is None
 
     def widens(self, base: frozenset[Any], other: frozenset[Any]) -> bool:
         if not self.empty_is_any:

@@ -18,7 +18,7 @@ from llmeu.cache.entry import (
     whole_of,
 )
 from llmeu.calls.output import AssistantOutput, Completion, Delta, Embeddings, Usage
-from llmeu.calls.request import FunctionCall, ToolCall
+from llmeu.calls.tools import CustomCall, CustomToolCall, FunctionCall, ToolCall
 
 USAGE = Usage(12, 5, 17)
 
@@ -43,7 +43,10 @@ def test_a_whole_answer_streams_in_word_sized_pieces_that_join_back(text: str) -
 
 
 def test_tool_calls_and_refusals_come_back_whole() -> None:
-    calls = [ToolCall("function", f"call_{i}", FunctionCall(f"f{i}", '{"x": 1}')) for i in (0, 1)]
+    calls: list[ToolCall | CustomToolCall] = [
+        ToolCall(f"call_{i}", FunctionCall(f"f{i}", '{"x": 1}')) for i in (0, 1)
+    ]
+    calls.append(CustomToolCall("call_2", CustomCall("apply_patch", "*** Begin Patch\n")))
     message = AssistantOutput("assistant", None, "no", calls)
     again = completion_of(streamed_of(whole_of(Completion(message, "tool_calls", None))))
     assert again.message == message

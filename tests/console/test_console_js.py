@@ -325,6 +325,11 @@ def test_policy_widening_matches_python(js: Page, console: Console) -> None:
          "require_certifications": ["secnumcloud"]},
         {"policy_id": "secnum-c5", "allow_classes": ["eu_sovereign", "on_premise"], "max_retention": "P0D",
          "require_certifications": ["secnumcloud", "bsi-c5"], "min_seal": 2},
+        # The hosted tools a call may send: a list where more is looser, none by default.
+        {"policy_id": "web", "allow_classes": ["eu_sovereign", "on_premise"], "max_retention": "P0D",
+         "allow_hosted_tools": ["web_search"]},
+        {"policy_id": "web-files", "allow_classes": ["eu_sovereign", "on_premise"], "max_retention": "P0D",
+         "allow_hosted_tools": ["web_search", "file_search"], "hosted_tools": "reject"},
     ]  # fmt: skip
     documents = console.api("GET", "/v1/platform/policies")["data"] + extra
     python = {d["policy_id"]: parse_policy(json.dumps(d)) for d in documents}

@@ -197,13 +197,12 @@ def test_thinking_on_a_chat_upstream_is_a_400_naming_it(client: anthropic.Anthro
     ("kwargs", "error"),
     [
         ({"extra_body": {"temperature": 3}}, anthropic.BadRequestError),
-        ({"tools": [{"type": "web_search_20250305", "name": "web_search"}]},
-         anthropic.BadRequestError),
+        ({"tools": [{"name": "get_weather"}]}, anthropic.BadRequestError),
         ({"model": "no-such-model"}, anthropic.NotFoundError),
         ({"extra_body": {"llmeu": {"allow_classes": ["on_premise"]}}},
          anthropic.PermissionDeniedError),
     ],
-    ids=["temperature-range", "server-tool", "unknown-model", "no-compliant-route"],
+    ids=["temperature-range", "tool-without-schema", "unknown-model", "no-compliant-route"],
 )  # fmt: skip
 def test_sdk_error_classes(
     client: anthropic.Anthropic, kwargs: dict[str, Any], error: type[anthropic.APIStatusError]

@@ -3,8 +3,7 @@
 What llmeu accepts without effect, or reads itself, never reaches the
 upstream and is named on the trace (`ignored_features`); the deprecated
 `functions` come back in their own form through the official SDK; Codex CLI's
-first request is answered once its tools can be (its function tools are
-today).
+first request is answered, its hosted tools dropped under the default policy.
 """
 
 from __future__ import annotations
@@ -112,14 +111,11 @@ def test_codex_first_request_with_its_function_tools_is_answered(gateway: Gatewa
     assert ignored(gateway, trace_id) == ["client_metadata", "prompt_cache_key", "text.verbosity"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Codex's custom, tool_search and web_search tools are served by the tool types' "
-    "mapping (issue 33, item 2); until then the first is a 400 naming tools[3].type",
-)
 def test_codex_first_request_is_answered(gateway: Gateway) -> None:
     status, events = _events(gateway, _codex_request())
     assert status == 200, events
+    assert events[-1]["type"] == "response.completed"
+    assert events[-1]["response"]["llmeu"]["dropped_tools"] == ["tool_search", "web_search"]
 
 
 def test_messages_fields_without_effect_are_on_the_trace_with_the_betas(gateway: Gateway) -> None:

@@ -145,10 +145,9 @@ def test_function_tool_round_trip(
     ("kwargs", "status", "param"),
     [
         ({"model": "no-such-model"}, 404, "model"),
-        ({"tools": [{"type": "web_search"}]}, 400, "tools[0].type"),
-        ({"tools": [{"type": "function", "name": "f"}, {"type": "file_search",
-                                                         "vector_store_ids": ["v"]}]},
-         400, "tools[1].type"),
+        ({"tools": [{"type": "frobnicator"}]}, 400, "tools[0].type"),
+        ({"tools": [{"type": "function", "name": "f"}, {"type": "custom", "name": "f"}]},
+         400, "tools[1].name"),
         ({"include": ["message.output_text.logprobs"]}, 400, "include[0]"),
         ({"temperature": 5}, 400, "temperature"),
         ({"input": [{"type": "item_reference", "id": "x"}]}, 400, "input[0].type"),
@@ -158,7 +157,7 @@ def test_function_tool_round_trip(
         ({"conversation": "conv_1"}, 404, "conversation"),
         ({"prompt": {"id": "pmpt_1"}}, 404, "prompt"),
     ],
-    ids=["unknown-model", "hosted-tool", "second-tool-hosted", "include", "temperature",
+    ids=["unknown-model", "unknown-tool-type", "tool-names-collide", "include", "temperature",
          "item-reference", "output-without-call-id", "unknown-field", "background",
          "conversation", "prompt"],
 )  # fmt: skip

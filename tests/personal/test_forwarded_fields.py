@@ -24,18 +24,23 @@ import pytest
 from msgspec import UNSET, inspect
 from msgspec.structs import replace
 
+from llmeu.api.call.governance import chat_intent, with_hosted
+from llmeu.calls.hosted_tools import HostedTool
 from llmeu.calls.request import ChatRequest
+from llmeu.calls.tool_forms import function_form
 from llmeu.errors import InvalidRequest
 from llmeu.personal import chat_text
 from llmeu.personal.chat_text import chat_parts, rewritten
 from llmeu.personal.responses_text import responses_parts, responses_rewritten
 from llmeu.personal.rules import Action, Detector, PersonalDataRules
 from llmeu.personal.scan import Screening, screen
-from llmeu.protocol.messages_codec import to_chat_request
+from llmeu.protocol.messages_codec import server_tools, to_chat_request
 from llmeu.protocol.messages_request import MessagesRequest
 from llmeu.protocol.messages_upstream import anthropic_request
+from llmeu.protocol.responses_tools import chat_tools
 from llmeu.protocol.responses_upstream import native_body
 from llmeu.protocol.responses_wire import ResponsesRequest, to_chat
+from llmeu.routing.endpoint_kinds import messages_native
 
 MARK = re.compile(r"k\d+@example\.eu")
 MASK = PersonalDataRules(actions=((Detector.EMAIL, Action.MASK),))
@@ -156,13 +161,15 @@ def opaque_markers(chat: ChatRequest, unscanned: list[str]) -> set[str]:
 
 
 def openai_body(chat: ChatRequest) -> bytes:
-    """What an OpenAI-compatible endpoint gets: the chat request, its model replaced."""
-    return msgspec.json.encode(replace(chat, model="upstream-model", llmeu=UNSET))
+    """What an OpenAI-compatible endpoint gets: the chat request (custom tools in their
+    function form), its model replaced."""
+    upstream = function_form(chat)
+    return msgspec.json.encode(replace(upstream, model="upstream-model", llmeu=UNSET))
 
 
 def anthropic_body(chat: ChatRequest) -> bytes:
-    return msgspec.json.encode(anthropic_request(chat, "upstream-model", stream=False,
-                                                 default_max_tokens=None))  # fmt: skip
+    return msgspec.json.encode(anthropic_request(function_form(chat), "upstream-model",
+                                                 stream=False, default_max_tokens=None))  # fmt: skip
 
 
 # Each surface: its generated request, what the scan reads of it, and the bodies it is sent
@@ -185,19 +192,40 @@ def chat_surface() -> Surface:
 
 
 def messages_surface() -> Surface:
-    sample = Sample({"tools[].type": lambda: "custom"}).of(MessagesRequest)
-    chat = accepted(lambda body: to_chat_request(msgspec.convert(body, MessagesRequest)), sample)
-    parts, unscanned = chat_parts(chat)
+    """Client tools go on the chat request; a server tool goes whole, with its options, to an
+    endpoint speaking Anthropic's wire (`with_hosted`: screened and masked with the prompt)."""
+    sample = Sample({"tools": _messages_tools}).of(MessagesRequest)
+
+    def translated(body: dict[str, Any]) -> tuple[ChatRequest, list[HostedTool]]:
+        wire = msgspec.convert(body, MessagesRequest)
+        return to_chat_request(wire), server_tools(wire)
+
+    chat, hosted = accepted(translated, sample)
+    intent = with_hosted(chat_intent(chat, stream=False, subject=None), hosted, messages_native)
+    parts, unscanned = intent.parts(intent.prompt)
 
     def sent(screening: Screening | None) -> list[bytes]:
-        masked = rewritten(chat, screening.masked) if screening else chat
-        return [anthropic_body(masked), openai_body(masked)]
+        masked, tools = intent.masked(intent.prompt, screening) if screening else intent.prompt
+        body = anthropic_request(function_form(masked), "upstream-model", stream=False,
+                                 default_max_tokens=None)  # fmt: skip
+        body["tools"] = [*body["tools"], *(tool.as_sent() for tool in tools)]
+        return [msgspec.json.encode(body), openai_body(masked)]
 
-    return parts, unscanned, chat, sent
+    return list(parts), list(unscanned), chat, sent
+
+
+def _messages_tools() -> list[dict[str, Any]]:
+    schema = {"type": "object", "properties": {"a": {"type": "string", "description": _mark()}}}
+    location = {"type": "approximate", "city": _mark(), "country": "FR"}
+    return [
+        {"name": _mark(), "description": _mark(), "input_schema": schema},
+        {"type": "web_search_20250305", "name": "web_search", "allowed_domains": [_mark()],
+         "user_location": location},
+    ]  # fmt: skip
 
 
 def responses_surface() -> Surface:
-    sample = Sample({"input": _input_items, "tools": _function_tools, "tool_choice": _choice})
+    sample = Sample({"input": _input_items, "tools": _tools, "tool_choice": _choice})
     made = sample.of(ResponsesRequest)
 
     def translated(body: dict[str, Any]) -> tuple[ResponsesRequest, ChatRequest]:
@@ -211,7 +239,9 @@ def responses_surface() -> Surface:
         forwarded, masked = (req, chat)
         if screening:
             forwarded, masked = responses_rewritten(req, chat, screening.masked)
-        return [native_body(forwarded, masked, "upstream-model", stream=False),
+        hosted = [f"tools[{i}]" for i in range(len(made["tools"]))]  # every one goes upstream
+        return [native_body(forwarded, masked, "upstream-model", stream=False,
+                            namespaced=chat_tools(forwarded.tools).namespaced, hosted=hosted),
                 openai_body(masked)]  # fmt: skip
 
     return parts, unscanned, chat, sent
@@ -237,12 +267,25 @@ def _input_items() -> list[dict[str, Any]]:
          "encrypted_content": _mark()},
         {"type": "function_call", "call_id": _mark(), "name": _mark(), "arguments": _mark()},
         {"type": "function_call_output", "call_id": _mark(), "output": _mark()},
+        {"type": "custom_tool_call", "call_id": _mark(), "name": _mark(), "input": _mark()},
+        {"type": "custom_tool_call_output", "call_id": _mark(), "output": _mark()},
+        {"type": "function_call", "call_id": _mark(), "name": "n", "namespace": "ns",
+         "arguments": _mark()},
     ]  # fmt: skip
 
 
-def _function_tools() -> list[dict[str, Any]]:
+def _tools() -> list[dict[str, Any]]:
+    """A tool of each kind: a function, a custom tool with a grammar, a namespace, a hosted
+    tool with options."""
     parameters = {"type": "object", "properties": {"a": {"type": "string", "description": _mark()}}}
-    return [{"type": "function", "name": _mark(), "description": _mark(), "parameters": parameters}]
+    grammar = {"type": "grammar", "syntax": "lark", "definition": f'start: "{_mark()}"'}
+    inner = {"type": "function", "name": "n", "description": _mark(), "parameters": parameters}
+    return [
+        {"type": "function", "name": _mark(), "description": _mark(), "parameters": parameters},
+        {"type": "custom", "name": "c", "description": _mark(), "format": grammar},
+        {"type": "namespace", "name": "ns", "description": _mark(), "tools": [inner]},
+        {"type": "web_search", "filters": {"allowed_domains": [_mark()]}},
+    ]
 
 
 def _choice() -> dict[str, Any]:

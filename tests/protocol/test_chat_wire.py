@@ -18,13 +18,8 @@ from llmeu.calls.output import (
     ToolCallFunctionDelta,
     Usage,
 )
-from llmeu.calls.request import (
-    GATEWAY_FIELDS,
-    ChatRequest,
-    FunctionCall,
-    ToolCall,
-    upstream_fields,
-)
+from llmeu.calls.request import GATEWAY_FIELDS, ChatRequest, upstream_fields
+from llmeu.calls.tools import FunctionCall, ToolCall
 from llmeu.errors import InvalidRequest
 from llmeu.protocol.chat_stream import ChatFrames
 from llmeu.protocol.chat_wire import (
@@ -124,7 +119,7 @@ def test_fields_without_effect_are_named_and_never_go_upstream() -> None:
 
 
 def test_a_legacy_answer_carries_function_call_whole_and_streamed() -> None:
-    call = ToolCall("function", "call_1", FunctionCall("get_weather", '{"city": "Paris"}'))
+    call = ToolCall("call_1", FunctionCall("get_weather", '{"city": "Paris"}'))
     choice = legacy_answer(
         Choice(0, AssistantOutput("assistant", None, None, [call]), "tool_calls")
     )

@@ -22,10 +22,10 @@ from llmeu.calls.request import (
     ImagePart,
     SystemMessage,
     ThinkingBlock,
-    ToolChoiceFunction,
     ToolMessage,
     UserMessage,
 )
+from llmeu.calls.tools import ToolChoiceFunction
 from llmeu.errors import InvalidRequest, NotFound, UpstreamError, UpstreamUnavailable
 from llmeu.protocol.messages_codec import check_state, to_chat_request
 from llmeu.protocol.messages_reply import MessageAssembler
@@ -118,7 +118,8 @@ def test_images_and_documents_become_content_parts() -> None:
         ({"messages": [{"role": "tool", "content": "x"}]}, "messages[0].role"),
         ({"messages": [{"role": "system", "content": [{"type": "image", "source": {
             "type": "url", "url": "https://x.eu/a.png"}}]}]}, "messages[0].content"),
-        ({"tools": [{"type": "web_search_20250305", "name": "web_search"}]}, "tools[0].type"),
+        ({"tools": [{"name": "f", "input_schema": {"type": "object"}, "description": 3}]},
+         "tools[0].description"),
         ({"tools": [{"name": "f"}]}, "tools[0].input_schema"),
         ({"messages": [{"role": "user", "content": [{"type": "document", "source": {
             "type": "url", "url": "https://x.eu/a.pdf"}}]}]}, "messages[0].content[0].source"),
@@ -127,7 +128,7 @@ def test_images_and_documents_become_content_parts() -> None:
         ({"thinking": {"type": "sometimes"}}, "thinking.type"),
     ],
     ids=["max-tokens-zero", "temperature-range", "unknown-field", "no-messages", "tool-role", "system-turn-image",
-         "server-tool", "no-input-schema", "document-url", "tool-use-from-user", "thinking-type"],
+         "tool-description-type", "no-input-schema", "document-url", "tool-use-from-user", "thinking-type"],
 )  # fmt: skip
 def test_invalid_requests_name_what_is_wrong(body: dict[str, Any], param: str) -> None:
     with pytest.raises(InvalidRequest) as caught:

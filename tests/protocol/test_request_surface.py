@@ -155,20 +155,8 @@ SURFACES = [
     ),
 ]
 
-PENDING = {
-    ("chat", "tools"): "custom tools on chat completions are mapped with the tool types' work",
-}
-"""Fields some of whose SDK alternatives llmeu does not decode yet, and why (strict xfail)."""
-
 CASES = [
-    pytest.param(
-        surface,
-        name,
-        id=f"{surface.name}-{name}",
-        marks=[pytest.mark.xfail(reason=PENDING[surface.name, name], strict=True)]
-        if (surface.name, name) in PENDING
-        else [],
-    )
+    pytest.param(surface, name, id=f"{surface.name}-{name}")
     for surface in SURFACES
     for name in surface.field_names()
 ]

@@ -8,10 +8,17 @@ import json
 from typing import Any
 
 import pytest
+from msgspec import UNSET
 from openai.types.responses import Response, ResponseStreamEvent
 from pydantic import TypeAdapter
 
-from llmeu.calls.output import Delta, ToolCallDelta, ToolCallFunctionDelta, Usage
+from llmeu.calls.output import (
+    Delta,
+    ToolCallCustomDelta,
+    ToolCallDelta,
+    ToolCallFunctionDelta,
+    Usage,
+)
 from llmeu.errors import UpstreamError
 from llmeu.protocol.responses_object import response_shell
 from llmeu.protocol.responses_stream import ResponsesEvents
@@ -30,6 +37,14 @@ def text(piece: str) -> Delta:
     return Delta(content=piece)
 
 
+def custom(index: int, *, call_id: str = "", name: str = "", text: str = "") -> Delta:
+    """A piece of a custom tool's call, as `llmeu.calls.tool_forms` makes it."""
+    piece = ToolCallCustomDelta(name=name or UNSET, input=text if text or name else UNSET)
+    call = ToolCallDelta(index, id=call_id or UNSET, type="custom" if call_id else UNSET,
+                         custom=piece)  # fmt: skip
+    return Delta(tool_calls=[call])
+
+
 def tool(index: int, *, call_id: str = "", name: str = "", arguments: str = "") -> Delta:
     function = ToolCallFunctionDelta()
     if name:
@@ -43,13 +58,17 @@ def tool(index: int, *, call_id: str = "", name: str = "", arguments: str = "") 
 
 
 def run(
-    deltas: list[Delta], finish: str = "stop", fail: bool = False, summary: str | None = None
+    deltas: list[Delta],
+    finish: str = "stop",
+    fail: bool = False,
+    summary: str | None = None,
+    namespaced: dict[str, tuple[str, str]] | None = None,
 ) -> list[dict[str, Any]]:
     request = ResponsesRequest(model="m")
     if summary is not None:
         request.reasoning = ReasoningConfig(summary=summary)
     shell = response_shell(request, response_id="resp_0123", created_at=1, model="m", store=False)
-    events = ResponsesEvents(shell)
+    events = ResponsesEvents(shell, namespaced)
     raw = events.start() + b"".join(events.delta(d) for d in deltas)
     if fail:
         raw += events.error(UpstreamError("upstream broke"), ROUTING)
@@ -100,6 +119,16 @@ CASES = [
          "output_item.added", "function_call_arguments.delta", "function_call_arguments.done",
          "output_item.done", "completed"],
         id="two-tool-calls",
+    ),
+    pytest.param(
+        [custom(0, call_id="call_p", name="apply_patch"), custom(0, text="*** Begin"),
+         custom(0, text=" Patch"), tool(1, call_id="call_f", name="f", arguments="{}")],
+        "tool_calls",
+        ["created", "in_progress", "output_item.added", "custom_tool_call_input.delta",
+         "custom_tool_call_input.delta", "custom_tool_call_input.done", "output_item.done",
+         "output_item.added", "function_call_arguments.delta", "function_call_arguments.done",
+         "output_item.done", "completed"],
+        id="custom-then-function",
     ),
     pytest.param(
         [Delta(refusal="no")], "stop",
@@ -213,3 +242,24 @@ def test_a_token_arriving_with_text_is_kept() -> None:
     output = events[-1]["response"]["output"]
     assert [i["type"] for i in output] == ["message", "reasoning", "message"]
     assert output[1]["encrypted_content"] == "sig"
+
+
+def test_a_custom_call_is_a_custom_tool_call_item_with_its_input() -> None:
+    events = run([custom(0, call_id="call_p", name="apply_patch"), custom(0, text="a\n"),
+                  custom(0, text="b")], "tool_calls")  # fmt: skip
+    done = next(e for e in events if e["type"] == "response.custom_tool_call_input.done")
+    assert done["input"] == "a\nb"
+    (item,) = events[-1]["response"]["output"]
+    assert item == {"id": done["item_id"], "type": "custom_tool_call", "call_id": "call_p",
+                    "name": "apply_patch", "input": "a\nb"}  # fmt: skip
+
+
+def test_a_namespace_s_tool_is_named_by_its_namespace_and_name() -> None:
+    events = run([tool(0, call_id="call_s", name="crm__find", arguments="{}"),
+                  custom(1, call_id="call_n", name="crm__note", text="hi")], "tool_calls",
+                 namespaced={"crm__find": ("crm", "find"), "crm__note": ("crm", "note")})  # fmt: skip
+    done = next(e for e in events if e["type"] == "response.function_call_arguments.done")
+    assert done["name"] == "find"
+    found, noted = events[-1]["response"]["output"]
+    assert (found["namespace"], found["name"]) == ("crm", "find")
+    assert (noted["type"], noted["namespace"], noted["name"]) == ("custom_tool_call", "crm", "note")

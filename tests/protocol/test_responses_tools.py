@@ -1,4 +1,5 @@
-"""The Responses request's tools, typed by kind; Codex CLI's first request, decoded whole.
+"""The Responses request's tools, typed by kind and mapped onto the chat call; Codex CLI's first
+request, decoded and served whole.
 
 Every tool type of the installed `openai` SDK (read from its request types)
 decodes into a typed tool. `tests/support/codex_exec_request.json` and
@@ -12,6 +13,7 @@ namespace, tool_search and hosted `web_search` tools, and `client_metadata`.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -28,8 +30,10 @@ from llmeu.protocol.responses_tools import (
     HostedToolIn,
     NamespaceToolIn,
     ToolSearchToolIn,
+    chat_tools,
     kind_of,
     request_tools,
+    sent_tools,
 )
 from llmeu.protocol.responses_wire import (
     ResponsesRequest,
@@ -116,13 +120,82 @@ def test_codex_request_without_its_other_tool_kinds_is_served_today() -> None:
     assert chat.tool_choice == "auto" and chat.reasoning_effort == "medium"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="custom, namespace, tool_search and hosted tools are served by the tool types' "
-    "mapping (issue 33, item 2); until then each is a 400 naming tools[i].type",
-)
 @pytest.mark.parametrize("name", CODEX)
 def test_codex_first_request_is_served(name: str) -> None:
     req = decode(codex(name))
     check_request(req)
-    to_chat(req, [], stream=True)
+    chat = to_chat(req, [], stream=True)
+    tools = {tool.function.name: tool for tool in chat.tools or ()}
+    assert "apply_patch" in tools and "exec_command" in tools
+    assert {t.type for t in chat_tools(req.tools).hosted} <= {"web_search", "tool_search"}
+
+
+FUNCTION = {"type": "function", "name": "f", "parameters": {"type": "object"}}
+LONG = "n" * 40
+
+
+@pytest.mark.parametrize(
+    ("tools", "names", "namespaced"),
+    [
+        ([FUNCTION, {"type": "custom", "name": "apply_patch"}], ["f", "apply_patch"], {}),
+        ([{"type": "namespace", "name": "crm", "description": "The CRM",
+           "tools": [FUNCTION, {"type": "custom", "name": "note"}]}],
+         ["crm__f", "crm__note"], {"crm__f": ("crm", "f"), "crm__note": ("crm", "note")}),
+        ([{"type": "namespace", "name": LONG, "tools": [{"type": "function", "name": LONG}]}],
+         [f"{LONG}__{LONG}"[:55] + "_" + hashlib.sha256(f"{LONG}__{LONG}".encode()).hexdigest()[:8]],
+         None),
+        ([FUNCTION, {"type": "web_search"}, {"type": "tool_search", "execution": "client"}],
+         ["f"], {}),
+    ],
+    ids=["function-and-custom", "namespace", "namespace-beyond-64", "hosted-apart"],
+)  # fmt: skip
+def test_tools_become_the_chat_call_s(
+    tools: list[Any], names: list[str], namespaced: dict[str, tuple[str, str]] | None
+) -> None:
+    mapped = chat_tools(tools)
+    assert [t.function.name for t in mapped.tools] == names
+    assert all(len(name) <= 64 for name in names)
+    if namespaced is not None:
+        assert mapped.namespaced == namespaced
+    else:
+        assert mapped.namespaced == {names[0]: (LONG, LONG)}
+
+
+def test_a_namespace_s_description_goes_with_each_of_its_tools() -> None:
+    namespace = {"type": "namespace", "name": "crm", "description": "The CRM",
+                 "tools": [{**FUNCTION, "description": "Finds a customer"}]}  # fmt: skip
+    (tool,) = chat_tools([namespace]).tools
+    assert tool.function.description == "The CRM\n\nFinds a customer"
+
+
+def test_hosted_tools_keep_their_options_and_place() -> None:
+    mapped = chat_tools([FUNCTION, {"type": "web_search_preview", "search_context_size": "low"}])
+    (search,) = mapped.hosted
+    assert (search.name, search.type, search.param) == ("web_search", "web_search_preview",
+                                                        "tools[1]")  # fmt: skip
+    assert search.as_sent() == {"type": "web_search_preview", "search_context_size": "low"}
+    assert sent_tools([FUNCTION, {"type": "web_search"}]) == [FUNCTION]
+    assert sent_tools([FUNCTION, {"type": "web_search"}], ["tools[1]"]) == [
+        FUNCTION, {"type": "web_search"}]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("tools", "param", "other"),
+    [
+        ([FUNCTION, {"type": "custom", "name": "f"}], "tools[1].name", "tools[0]"),
+        ([{"type": "function", "name": "crm__f"},
+          {"type": "namespace", "name": "crm", "tools": [FUNCTION]}],
+         "tools[1].tools[0].name", "tools[0]"),
+        ([{"type": "namespace", "name": "a", "tools": [{"type": "function", "name": "b__c"}]},
+          {"type": "namespace", "name": "a__b", "tools": [{"type": "function", "name": "c"}]}],
+         "tools[1].tools[0].name", "tools[0].tools[0]"),
+    ],
+    ids=["same-name", "namespace-and-function", "two-namespaces"],
+)  # fmt: skip
+def test_names_that_collide_upstream_are_a_400_naming_both(
+    tools: list[Any], param: str, other: str
+) -> None:
+    with pytest.raises(InvalidRequest) as caught:
+        chat_tools(tools)
+    assert caught.value.param == param
+    assert other in caught.value.message and param.removesuffix(".name") in caught.value.message

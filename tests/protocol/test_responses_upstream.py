@@ -10,20 +10,26 @@ from typing import Any
 import msgspec
 import pytest
 
-from llmeu.calls.output import Delta, ToolCallDelta, ToolCallFunctionDelta, Usage
+from llmeu.calls.output import (
+    Delta,
+    StreamOutput,
+    ToolCallCustomDelta,
+    ToolCallDelta,
+    ToolCallFunctionDelta,
+    Usage,
+)
 from llmeu.calls.request import (
     AssistantMessage,
-    FunctionCall,
     ImagePart,
     ImageURL,
     RedactedThinkingBlock,
     SystemMessage,
     TextPart,
     ThinkingBlock,
-    ToolCall,
     ToolMessage,
     UserMessage,
 )
+from llmeu.calls.tools import FunctionCall, ToolCall
 from llmeu.errors import UpstreamError
 from llmeu.protocol.responses_upstream import (
     UpstreamEvents,
@@ -43,7 +49,7 @@ def request(**fields: Any) -> ResponsesRequest:
 
 def body_of(req: ResponsesRequest, stream: bool = True) -> dict[str, Any]:
     body: dict[str, Any] = json.loads(
-        native_body(req, to_chat(req, [], stream), "up", stream=stream)
+        native_body(req, to_chat(req, [], stream), "up", stream=stream, namespaced={})
     )
     return body
 
@@ -93,11 +99,11 @@ def test_a_conversation_becomes_input_items() -> None:
                 ThinkingBlock(thinking="plain text, nothing to hand back"),
                 RedactedThinkingBlock(data="enc-b"),
             ],
-            tool_calls=[ToolCall(type="function", id="c1", function=FunctionCall("f", "{}"))],
+            tool_calls=[ToolCall(id="c1", function=FunctionCall("f", "{}"))],
         ),
         ToolMessage(content="42", tool_call_id="c1"),
     ]
-    assert input_items(messages) == [  # type: ignore[arg-type]
+    assert input_items(messages, {}) == [  # type: ignore[arg-type]
         {"type": "message", "role": "system", "content": "sys"},
         {"type": "message", "role": "user", "content": [
             {"type": "input_text", "text": "look"},
@@ -165,9 +171,36 @@ STREAMS = [
         id="function-call",
     ),
     pytest.param(
+        {"tools": "custom"},
+        [
+            Delta(tool_calls=[ToolCallDelta(0, id="call_up1", type="custom",
+                                            custom=ToolCallCustomDelta("apply_patch", ""))]),
+            *(Delta(tool_calls=[ToolCallDelta(0, custom=ToolCallCustomDelta(input=piece))])
+              for piece in ("*** Begin Patch\n", "*** Add File: hello.txt\n",
+                            '+Grüß "dich"\n*** End Patch\n')),
+        ],
+        "tool_calls",
+        id="custom-call",
+    ),
+    pytest.param(
+        {"tools": "namespace"},
+        [
+            Delta(tool_calls=[ToolCallDelta(0, id="call_up1", type="function",
+                  function=ToolCallFunctionDelta("collaboration__spawn_agent", ""))]),
+            arguments(0, '{"city": '),
+            arguments(0, '"Paris"}'),
+        ],
+        "tool_calls",
+        id="namespace-call",
+    ),
+    pytest.param(
+        {"web_search": "1", "chunks": "1"}, [Delta(content="tok0 ")], "stop",
+        id="hosted-item-read-past",
+    ),
+    pytest.param(
         {"chunks": "1", "fault": "incomplete"}, [Delta(content="tok0 ")], "length", id="incomplete"
     ),
-]
+]  # fmt: skip
 
 
 @pytest.mark.parametrize(("directives", "expected", "finish"), STREAMS)
@@ -193,6 +226,12 @@ def test_a_whole_response_becomes_the_same_text(
         assert "".join(getattr(d, name) or "" for d in deltas) == "".join(
             getattr(d, name) or "" for d in expected
         )
+    produced, wanted = StreamOutput(), StreamOutput()
+    for delta in deltas:
+        produced.add(delta)
+    for delta in expected:
+        wanted.add(delta)
+    assert produced.tool_calls() == wanted.tool_calls()
 
 
 def test_an_item_sent_whole_is_one_delta() -> None:

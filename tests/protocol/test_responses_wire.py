@@ -89,19 +89,18 @@ def test_sampling_tools_and_format_map_onto_chat_fields() -> None:
 @pytest.mark.parametrize(
     ("fields", "param"),
     [
-        ({"input": "x", "tools": [{"type": "web_search"}]}, "tools[0].type"),
         ({"input": [{"type": "item_reference", "id": "x"}]}, "input[0].type"),
         ({"input": [{"role": "user", "content": [{"type": "input_image", "file_id": "f"}]}]},
          "input[0].content[0].image_url"),
         ({"input": [{"type": "function_call", "name": "f", "arguments": "{}"}]},
          "input[0].call_id"),
         ({"input": []}, "input"),
-        ({"input": "x", "tool_choice": {"type": "web_search"},
+        ({"input": "x", "tool_choice": {"type": "frobnicate"},
           "tools": [{"type": "function", "name": "f"}]}, "tool_choice"),
         ({"input": "x", "text": {"format": {"type": "json_schema"}}}, "text.format"),
     ],
-    ids=["hosted-tool", "item-reference", "image-file-id", "call-without-id", "empty",
-         "hosted-tool-choice", "schema-without-name"],
+    ids=["item-reference", "image-file-id", "call-without-id", "empty", "unknown-tool-choice",
+         "schema-without-name"],
 )  # fmt: skip
 def test_what_cannot_be_served_is_a_400_naming_it(fields: dict[str, Any], param: str) -> None:
     with pytest.raises(InvalidRequest) as caught:
@@ -183,5 +182,6 @@ def test_allowed_tools_naming_an_unknown_tool_is_a_400_naming_it() -> None:
     with pytest.raises(InvalidRequest) as caught:
         chat_of(input="x", tools=[{"type": "function", "name": "a"}],
                 tool_choice={"type": "allowed_tools", "mode": "auto",
-                             "tools": [{"type": "function", "name": "a"}, {"type": "mcp"}]})  # fmt: skip
+                             "tools": [{"type": "function", "name": "a"},
+                                       {"type": "custom", "name": "a"}]})  # fmt: skip
     assert caught.value.param == "tool_choice.tools[1]"

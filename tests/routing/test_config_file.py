@@ -77,6 +77,25 @@ def test_a_valid_file_means_what_it_says() -> None:
     assert set(config.policies) == {"fr-only", "eu-strict", "eu", "open"}
 
 
+@pytest.mark.parametrize(
+    ("kind", "capabilities", "hosted"),
+    [
+        ("openai", "[chat, tools, responses, web_search, file_search]", {"web_search",
+                                                                       "file_search"}),
+        ("anthropic", "[chat, web_search, code_execution]", {"web_search", "code_execution"}),
+        ("openai", "[chat, tools]", set()),
+    ],
+    ids=["responses-native", "anthropic", "none"],
+)  # fmt: skip
+def test_an_endpoint_declares_the_hosted_tools_it_runs_among_its_capabilities(
+    kind: str, capabilities: str, hosted: set[str]
+) -> None:
+    text = edit("capabilities: [chat, tools]", f"capabilities: {capabilities}")
+    scw = parse_config(text.replace("kind: openai", f"kind: {kind}")).catalog.endpoints[0]
+    assert scw.hosted_tools == hosted
+    assert {c.value for c in scw.capabilities} <= {"chat", "tools", "responses"}
+
+
 def test_a_file_policy_replaces_a_built_in_one_of_the_same_id() -> None:
     text = VALID.replace("policy_id: fr-only", "policy_id: eu").replace(
         "default_policy: fr-only", "default_policy: eu"
@@ -162,9 +181,17 @@ INVALID = [
     pytest.param(edit("    kind: openai\n", "    kind: vllm\n"), "kind", 4, "unknown kind `vllm`",
                  id="unknown-kind"),
     pytest.param(edit("capabilities: [chat, tools]", "capabilities: [chat, vision]"), "capabilities",
-                 16, "unknown capabilities `vision`", id="unknown-capability"),
+                 16, "unknown capability `vision`", id="unknown-capability"),
     pytest.param(edit("capabilities: [chat, tools]", "capabilities: []"), "capabilities", 16,
                  "must not be empty", id="no-capability"),
+    pytest.param(edit("capabilities: [chat, tools]", "capabilities: [chat, web_search]"),
+                 "capabilities", 16, "only an endpoint that passes calls through",
+                 id="hosted-tool-without-responses"),
+    pytest.param(edit("capabilities: [chat, tools]", "capabilities: [responses, web_fetch]"),
+                 "capabilities", 16, "`web_fetch` is not a hosted tool of the Responses API",
+                 id="hosted-tool-of-another-wire"),
+    pytest.param(edit("allow_providers: []\n", "allow_providers: []\n    hosted_tools: silent\n"),
+                 "hosted_tools", 32, "unknown hosted_tools `silent`", id="unknown-hosted-tools-mode"),
     # duplicates
     pytest.param(edit("endpoint_id: local-chat", "endpoint_id: scw-small"), "endpoint_id", 18,
                  "duplicate endpoint_id `scw-small` (first defined on line 2)", id="duplicate-endpoint"),

@@ -15,6 +15,7 @@ import msgspec
 import pytest
 
 from llmeu.calls.request import RoutingRequest
+from llmeu.errors import ConfigError, InvalidRequest, PermissionDenied
 from llmeu.routing.config_file import parse_policy
 from llmeu.routing.policy import Narrowing, Policy, narrow, policy_document
 from llmeu.routing.predicates import NARROWABLE, RULES, Rule, rules_document
@@ -75,7 +76,8 @@ def test_each_site_rule_excludes_with_its_reason(field: str, value: object, reas
 
 
 def test_every_site_rule_has_an_exclusion_row() -> None:
-    site_rules = {r.name for r in RULES if r.name not in ("store_content", "fallback")}
+    gateways_own = ("store_content", "fallback", "allow_hosted_tools")
+    site_rules = {r.name for r in RULES if r.name not in gateways_own}
     assert {p.id for p in EXCLUDING} == site_rules
 
 
@@ -102,3 +104,58 @@ def test_a_request_field_narrows_through_the_table() -> None:
     assert {c.value for c in narrowed.require_certifications} == {"iso27001"}
     assert narrowed.min_seal == 1
     assert narrowed.exclusion(SITE) is None
+
+
+HOSTED = {**BASE, "allow_hosted_tools": ["web_search", "file_search"]}
+
+
+@pytest.mark.parametrize(
+    ("base", "other", "widens"),
+    [
+        ([], ["web_search"], True),
+        (["web_search"], [], False),
+        (["web_search", "file_search"], ["web_search"], False),
+        (["web_search"], ["web_search", "mcp"], True),
+    ],
+    ids=["from-none", "to-none", "fewer", "more"],
+)
+def test_allow_hosted_tools_widens_with_any_tool_more(
+    base: list[str], other: list[str], widens: bool
+) -> None:
+    looser = parse_policy(json.dumps({**BASE, "allow_hosted_tools": base}))
+    named = parse_policy(json.dumps({**BASE, "policy_id": "other", "allow_hosted_tools": other}))
+    assert (looser.widening_field(named) == "allow_hosted_tools") is widens
+    assert looser.exclusion(SITE) is None and named.exclusion(SITE) is None  # not about sites
+
+
+def test_a_request_narrows_the_hosted_tools_and_never_widens_them() -> None:
+    base = parse_policy(json.dumps(HOSTED))
+    narrowed = narrow(base, Narrowing(allow_hosted_tools=["web_search"]), {})
+    assert narrowed.allow_hosted_tools == {"web_search"}
+    with pytest.raises(PermissionDenied) as caught:
+        narrow(base, Narrowing(allow_hosted_tools=["code_interpreter"]), {})
+    assert caught.value.param == "llmeu.allow_hosted_tools"
+    with pytest.raises(InvalidRequest) as unknown:
+        narrow(base, Narrowing(allow_hosted_tools=["frobnicate"]), {})
+    assert unknown.value.param == "llmeu.allow_hosted_tools"
+
+
+def test_a_named_stricter_policy_keeps_the_keys_hosted_tools_mode() -> None:
+    base = parse_policy(json.dumps({**HOSTED, "hosted_tools": "reject"}))
+    named = parse_policy(json.dumps({**HOSTED, "policy_id": "named"}))
+    effective = narrow(base, Narrowing(policy_id="named"), {"named": named})
+    assert effective.policy_id == "named" and effective.hosted_tools.value == "reject"
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"allow_hosted_tools": ["web_serch"]}, "unknown hosted tool `web_serch`"),
+        ({"hosted_tools": "ignore"}, "unknown hosted_tools `ignore`"),
+    ],
+    ids=["unknown-tool", "unknown-mode"],
+)
+def test_a_policy_names_known_hosted_tools_and_modes(fields: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_policy(json.dumps({**BASE, **fields}))
+    assert message in str(caught.value)

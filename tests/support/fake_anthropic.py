@@ -14,6 +14,8 @@ in the last user text:
     text=WORD     the word of each delta       tools=1      answer with a tool_use block
     thinking=1    a thinking block (two deltas and a signature) before the text
     cache=1       usage with cache reads (5) and writes (3)
+    server=1      a server tool's blocks first (`server_tool_use`, its input streamed, and
+                  a `web_search_tool_result`), as a web search run by the provider makes
     fault=NAME    status_<code> | overloaded_event | reset_mid_stream | missing_stop
 
 `GET /_stats` returns every request seen (path, headers that matter, body,
@@ -128,6 +130,8 @@ class Upstream(FakeServer):
             await reply.chunk(block_delta(0, {"type": "signature_delta", "signature": SIGNATURE}))
             await reply.chunk(sse("content_block_stop", {"type": "content_block_stop", "index": 0}))
             index = 1
+        if d.get("server") == "1":
+            index = await server_blocks(reply, index)
         tools = d.get("tools") == "1"
         block = ({"type": "tool_use", "id": "toolu_fake1", "name": "get_weather", "input": {}}
                  if tools else {"type": "text", "text": ""})  # fmt: skip
@@ -159,6 +163,22 @@ class Upstream(FakeServer):
             await reply.chunk(sse("message_stop", {"type": "message_stop"}))
         await reply.chunk(b"")
         seen.completed = True
+
+
+async def server_blocks(reply: Reply, index: int) -> int:
+    """A web search the provider ran: its call (input streamed) and its result; the index of
+    the block after them."""
+    use = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}}
+    await reply.chunk(block_start(index, use))
+    for piece in ('{"query": ', '"weather Paris"}'):
+        await reply.chunk(block_delta(index, {"type": "input_json_delta", "partial_json": piece}))
+    await reply.chunk(sse("content_block_stop", {"type": "content_block_stop", "index": index}))
+    result = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": [
+        {"type": "web_search_result", "url": "https://meteo.example.eu", "title": "Météo",
+         "encrypted_content": "ZW5j", "page_age": None}]}  # fmt: skip
+    await reply.chunk(block_start(index + 1, result))
+    await reply.chunk(sse("content_block_stop", {"type": "content_block_stop", "index": index + 1}))
+    return index + 2
 
 
 def block_start(index: int, block: dict[str, Any]) -> bytes:

@@ -15,6 +15,9 @@ in the last input text; the input wins.
                     with `encrypted_content` `enc-<N>` when the request includes it
     parts=2         the reasoning summary in two parts
     tools=1         a function call (`get_weather`, arguments in 2 pieces) instead of text
+    tools=custom    a custom tool's call (`apply_patch`, its input `PATCH` in 3 pieces)
+    tools=namespace a call of a namespace's function (`collaboration`, `spawn_agent`)
+    web_search=1    a `web_search_call` item (a hosted tool's run) before the message
     delay=MS        pause before each delta
     fault=NAME      status_<code> (before any event) | error_mid_stream (an `error` event
                     after half the deltas) | missing_terminal (the body ends before
@@ -43,6 +46,14 @@ from tests.support.fake_server import (
 )
 
 ARGUMENTS = ['{"city": ', '"Paris"}']
+PATCH = '*** Begin Patch\n*** Add File: hello.txt\n+Grüß "dich"\n*** End Patch\n'
+CALLS = {
+    "1": {"type": "function_call", "name": "get_weather", "arguments": "".join(ARGUMENTS)},
+    "custom": {"type": "custom_tool_call", "name": "apply_patch", "input": PATCH},
+    "namespace": {"type": "function_call", "namespace": "collaboration", "name": "spawn_agent",
+                  "arguments": "".join(ARGUMENTS)},
+}  # fmt: skip
+"""The call each `tools=` directive makes."""
 
 
 @dataclass
@@ -88,10 +99,12 @@ def output_items(body: dict[str, Any], d: dict[str, str]) -> list[dict[str, Any]
         if "reasoning.encrypted_content" in (body.get("include") or ()):
             item["encrypted_content"] = f"enc-{steps}"
         items.append(item)
-    if d.get("tools") == "1":
-        items.append({"type": "function_call", "id": "fc_up", "call_id": "call_up1",
-                      "name": "get_weather", "arguments": "".join(ARGUMENTS),
-                      "status": "completed"})  # fmt: skip
+    if d.get("web_search") == "1":
+        items.append({"type": "web_search_call", "id": "ws_up", "status": "completed",
+                      "action": {"type": "search", "query": "weather"}})  # fmt: skip
+    call = CALLS.get(d.get("tools", ""))
+    if call is not None:
+        items.append({**call, "id": "fc_up", "call_id": "call_up1", "status": "completed"})
     else:
         text = "".join(text_pieces(body, d))
         part = {"type": "output_text", "text": text, "annotations": []}
@@ -141,13 +154,22 @@ def stream_events(body: dict[str, Any], d: dict[str, str]) -> list[dict[str, Any
                                "summary_index": s, "text": done})  # fmt: skip
                 events.append({"type": "response.reasoning_summary_part.done", **head,
                                "summary_index": s, "part": {**part, "text": done}})  # fmt: skip
-        elif kind == "function_call":
+        elif kind in ("function_call", "custom_tool_call"):
+            field, stem, pieces = (
+                ("arguments", "response.function_call_arguments", ARGUMENTS)
+                if kind == "function_call"
+                else ("input", "response.custom_tool_call_input", PATCH.split("\n", 2))
+            )  # fmt: skip
+            if kind == "custom_tool_call":
+                pieces = [pieces[0] + "\n", pieces[1] + "\n", pieces[2]]
             events.append({"type": "response.output_item.added", "output_index": index,
-                           "item": {**item, "arguments": "", "status": "in_progress"}})  # fmt: skip
-            events += [{"type": "response.function_call_arguments.delta", **head, "delta": a}
-                       for a in ARGUMENTS]  # fmt: skip
-            events.append({"type": "response.function_call_arguments.done", **head,
-                           "arguments": item["arguments"]})  # fmt: skip
+                           "item": {**item, field: "", "status": "in_progress"}})  # fmt: skip
+            events += [{"type": f"{stem}.delta", **head, "delta": a} for a in pieces]
+            events.append({"type": f"{stem}.done", **head, field: item[field]})
+        elif kind == "web_search_call":
+            events.append({"type": "response.output_item.added", "output_index": index,
+                           "item": {**item, "status": "in_progress"}})  # fmt: skip
+            events.append({"type": "response.web_search_call.completed", **head})
         else:
             events.append({"type": "response.output_item.added", "output_index": index,
                            "item": {**item, "content": [], "status": "in_progress"}})  # fmt: skip

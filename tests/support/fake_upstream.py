@@ -11,6 +11,9 @@ from the upstream model name (set per endpoint in the gateway's config, e.g.
     delay=MS        pause before each delta (default 0)
     text=WORD       the word each delta carries (default `tok`)
     tools=1         stream a tool call instead of text
+    call=NAME       the tool the call is of (default `get_weather`, with `{"city": "Paris"}`);
+                    a tool of one string argument `input` gets `{"input": PATCH}`, whose
+                    escapes the pieces split
     reasoning=N     stream N reasoning deltas (`reasoning_content`) before the answer
     finish=REASON   the finish reason to end with (default stop, or tool_calls)
     fault=NAME      status_<code> | echo | echo_mid_stream | reset_mid_stream | stall_first |
@@ -118,7 +121,7 @@ class Upstream(FakeServer):
             connection=connection,
             messages=list(body.get("messages") or []),
         )
-        if d.get("reply") == "echo" or request.path.endswith("/embeddings"):
+        if d.get("reply") == "echo" or request.path.endswith("/embeddings") or body.get("tools"):
             seen.body = request.body.decode()
         self.log(seen, connection)
         fault = d.get("fault", "")
@@ -164,9 +167,10 @@ class Upstream(FakeServer):
             message["content"] = echoed(body)
         finish = "stop"
         if d.get("tools") == "1":
+            name, arguments = called(body, d)
             message = {"role": "assistant", "content": None, "tool_calls": [
                 {"id": "call_1", "type": "function",
-                 "function": {"name": "get_weather", "arguments": ARGUMENTS}}]}  # fmt: skip
+                 "function": {"name": name, "arguments": arguments}}]}  # fmt: skip
             finish = "tool_calls"
         finish = d.get("finish", finish)
         response: dict[str, Any] = {
@@ -207,6 +211,7 @@ class Upstream(FakeServer):
         n = int(d.get("chunks", "6"))
         delay = float(d.get("delay", "200" if fault == "slow_drip" else "0")) / 1000
         word = d.get("text", "tok")
+        name, called_with = called(body, d)
         await reply.start("text/event-stream")
         await reply.chunk(chunk(model, {"role": "assistant", "content": ""}))
         for i in range(int(d.get("reasoning", "0"))):
@@ -250,11 +255,11 @@ class Upstream(FakeServer):
                 break
             if d.get("tools") == "1":  # the name first, then the arguments in n - 1 pieces
                 delta: dict[str, Any] = {"tool_calls": [{"index": 0, "id": "call_1",
-                    "type": "function", "function": {"name": "get_weather",
-                    "arguments": "" if n > 1 else ARGUMENTS}}]}  # fmt: skip
+                    "type": "function", "function": {"name": name,
+                    "arguments": "" if n > 1 else called_with}}]}  # fmt: skip
                 if i > 0:
-                    size = len(ARGUMENTS)
-                    piece = ARGUMENTS[(i - 1) * size // (n - 1) : i * size // (n - 1)]
+                    size = len(called_with)
+                    piece = called_with[(i - 1) * size // (n - 1) : i * size // (n - 1)]
                     delta = {"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}
             else:
                 text = ("x" * (1 << 20)) if fault == "huge_chunk" and i == 0 else f"{word}{i} "
@@ -290,6 +295,21 @@ def echoed(body: dict[str, Any]) -> str:
 
 
 ARGUMENTS = '{"city": "Paris"}'
+PATCH = '*** Begin Patch\n*** Add File: hello.txt\n+Grüß "dich" \\o/\n*** End Patch\n'
+
+
+def called(body: dict[str, Any], d: dict[str, str]) -> tuple[str, str]:
+    """The tool a call is of (`call=`) and its arguments: `{"input": PATCH}` for a function of
+    one string argument `input` (a custom tool's function form), else `ARGUMENTS`."""
+    name = d.get("call", "get_weather")
+    for tool in body.get("tools") or ():
+        function = tool.get("function") or {}
+        properties = (function.get("parameters") or {}).get("properties") or {}
+        if function.get("name") == name and set(properties) == {"input"}:
+            return name, json.dumps({"input": PATCH})
+    return name, ARGUMENTS
+
+
 ROLES = {"system", "developer", "user", "assistant", "tool", "function"}
 
 

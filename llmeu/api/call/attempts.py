@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from typing import TypeVar
 
 from llmeu.api.call.asks import Operation
@@ -29,7 +30,7 @@ T = TypeVar("T")
 class Attempts:
     """One call's attempts."""
 
-    __slots__ = ("_hangup", "_key_id", "_trace", "seconds")
+    __slots__ = ("_hangup", "_key_id", "_trace", "seconds", "started")
 
     def __init__(self, trace: TraceRecorder, hangup: Hangup, key_id: str):
         self._trace = trace
@@ -37,6 +38,8 @@ class Attempts:
         self._key_id = key_id
         self.seconds = 0.0
         """Spent inside attempts, for the overhead headers."""
+        self.started: Callable[[Endpoint], None] | None = None
+        """Told of each attempt as it starts (the hosted tools its endpoint drops)."""
 
     async def run(
         self, plan: RoutePlan, upstreams: Upstreams, operation: Operation[T]
@@ -53,6 +56,8 @@ class Attempts:
         provider = upstreams.provider(endpoint)
         upstreams.attempt_started(endpoint, self._key_id)
         attempt = trace.attempt_started(endpoint)
+        if self.started is not None:
+            self.started(endpoint)
         waiting = time.perf_counter()
         try:
             result = await operation(provider, hangup)

@@ -15,7 +15,8 @@ else happens here, once:
             await call.respond(body)
 
 (`calls` is the gateway's `llmeu.api.call.door.Calls`.) `govern` is the one
-governance step (`llmeu.api.call.governance`); `consult_cache` the cache step
+governance step (`llmeu.api.call.governance`), which also decides where the
+call's hosted tools may go (`Call.tools`); `consult_cache` the cache step
 (`llmeu.api.call.caching`). Endpoints are then tried in the plan's order, only
 inside the policy, falling back only before the first byte reaches the client
 (`llmeu.api.call.attempts`); the client's connection is watched while an
@@ -41,7 +42,7 @@ from llmeu.api.call.asks import Ask, Operation
 from llmeu.api.call.attempts import Attempts
 from llmeu.api.call.caching import CacheStep, directives
 from llmeu.api.call.context import CallContext, CallState, Phase, StreamEncoder
-from llmeu.api.call.governance import Governance, Intent
+from llmeu.api.call.governance import NO_HOSTED_TOOLS, Governance, Intent, tool_passage
 from llmeu.api.call.settlement import Settlement
 from llmeu.api.call.trace import TraceRecorder
 from llmeu.api.http.asgi import JSON_HEADERS, SSE_HEADERS, DisconnectWatch, Headers, Request
@@ -58,7 +59,6 @@ from llmeu.personal.streams import StreamRestorer
 from llmeu.protocol.routing_block import RoutingBlock
 from llmeu.providers.base import ChatStream, Provider
 from llmeu.routing.catalog import Endpoint
-from llmeu.routing.policy import LimitsFail
 from llmeu.routing.router import RoutePlan
 
 T = TypeVar("T")
@@ -71,7 +71,8 @@ class Call:
     __slots__ = ("_attempts", "_cache", "_context", "_credentials", "_governance", "_key_id",
                  "_key_policy", "_masking", "_model", "_narrowing", "_notices", "_opened",
                  "_plan", "_restorer", "_route", "_settlement", "_shape", "_state",
-                 "_upstreams", "_wants_receipt", "request", "trace", "trace_id")  # fmt: skip
+                 "_upstreams", "_wants_receipt", "request", "tools", "trace",
+                 "trace_id")  # fmt: skip
 
     def __init__(
         self,
@@ -100,6 +101,7 @@ class Call:
         self._narrowing: RoutingRequest | None = None
         self._notices: list[str] = []
         self._cache = CacheStep()
+        self.tools = NO_HOSTED_TOOLS  # where the call's hosted tools may go, once governed
         self.trace_id = ""
         self.trace: TraceRecorder
         self._state: CallState
@@ -181,7 +183,9 @@ class Call:
         if estimate is not None:
             state.prompt_tokens = lambda: estimate(prompt)
             state.prompt_tokens_known = True
-        await self._admit(intent.max_output_tokens)
+        serving = self._context.upstreams.catalog.serving(intent.model)
+        await governance.admit(self._key_policy, state.accounting, state.prompt_tokens,
+                               CallCeiling.of(serving, intent.max_output_tokens))  # fmt: skip
         restrict = governance.restriction(self._key_policy, screening) if screening else None
         header = self.request.header(b"x-llmeu-policy")
         policy = governance.policy(self._key_policy, intent.narrowing, header, restrict)
@@ -190,22 +194,20 @@ class Call:
         trace.governed_by(policy)
         # The configuration the call started with serves it to the end, reloads or not.
         self._upstreams = state.upstreams = self._context.upstreams
-        self._plan = self._upstreams.plan(intent.model, intent.needs, policy)
+        plan = self._upstreams.plan(intent.model, intent.needs, policy)
+        self._plan, self.tools = tool_passage(intent, prompt, plan)
+        if self.tools.hosted:
+            tools = self.tools
+            self._attempts.started = lambda ep: trace.dropped_tools(tools.dropped(ep))
         trace.routed(self._plan)
         return prompt
 
-    async def _admit(self, max_output_tokens: int | None) -> None:
-        """The key's limits; a narrowing cannot change what its policy says of a limits
-        store that does not answer (`limits_fail`)."""
-        policy = self._context.policies.get(self._key_policy)
-        limits_fail = policy.limits_fail if policy is not None else LimitsFail.OPEN
-        serving = self._context.upstreams.catalog.serving(self._model)
-        ceiling = CallCeiling.of(serving, max_output_tokens)
-        await self._state.accounting.admit(self._state.prompt_tokens, ceiling, limits_fail)
-
     async def consult_cache(self, request: Callable[[], Cacheable]) -> None:
         """The cache step (`llmeu.api.call.caching`), taken after `govern`: nothing unless the
-        effective policy has a `cache:` section (`request` is not even read)."""
+        effective policy has a `cache:` section (`request` is not even read), and nothing for
+        a call with hosted tools (what they run is not in the request's cache key)."""
+        if self.tools.hosted:
+            return
         self._cache = await CacheStep.consult(
             self._context.cache, self.trace, self._planned(), self._upstreams.catalog,
             request, directives(self.request.header(b"cache-control"), self._narrowing),
@@ -397,4 +399,6 @@ class Call:
         said = [*headers, (b"x-llmeu-trace-id", self.trace_id.encode()), *timing.headers()]
         if self._notices:
             said += [(b"x-llmeu-notice", n.encode("ascii", "replace")) for n in self._notices]
+        if dropped := self.trace.dropped:
+            said.append((b"x-llmeu-dropped-tools", ", ".join(dropped).encode()))
         return said

@@ -38,6 +38,7 @@ _DURABLE_WAIT = 10.0
 
 class TraceRecorder:
     __slots__ = (
+        "_dropped",
         "_ignored",
         "_keep_metadata",
         "_ledger",
@@ -79,6 +80,7 @@ class TraceRecorder:
         self._sensitive: list[str] = []  # prompt and output text, kept out of error messages
         self._quoting: list[Attempt] = []
         self._ignored: dict[str, str] = {}  # attempts whose error quotes what an upstream sent
+        self._dropped: list[str] = []
         observers.call_started(self.record, headers)
 
     @property
@@ -222,6 +224,16 @@ class TraceRecorder:
         said = "; ".join(text for text in self._ignored.values() if text)
         self.record.ignored_features = said[:500] or None
 
+    def dropped_tools(self, tools: list[str]) -> None:
+        """The hosted tools left out of what the attempt's endpoint got (the last attempt's are
+        the call's): in the routing block, and on the trace with the ignored features."""
+        self._dropped = tools
+        self.ignored(f"dropped tools: {', '.join(tools)}" if tools else "", kind="dropped_tools")
+
+    @property
+    def dropped(self) -> list[str]:
+        return self._dropped
+
     def finish_reason(self, reason: str | None) -> None:
         self.record.finish_reason = reason
 
@@ -264,6 +276,7 @@ class TraceRecorder:
             cache=None
             if record.cache_hit is None or record.cache_source is None
             else CacheHit(True, record.cache_hit, record.cache_source, record.saved_eur),
+            dropped_tools=self._dropped or None,
         )
 
     def error_routing(self) -> RoutingBlock | dict[str, str]:

@@ -7,7 +7,9 @@ OpenAI-compatible upstream, the local model, or an `anthropic` endpoint that
 speaks this wire natively. Streams are written by `MessagesFrames`
 (`llmeu.protocol.messages_stream`). A whole message is assembled from the
 upstream's stream too, so that thinking with its signature and tool use come
-back as the same blocks streamed or not.
+back as the same blocks streamed or not. Server tools go, whole, only to an
+endpoint that speaks this wire and runs them, where the policy allows them
+(the governance step decides; `Call.tools`).
 
 The key comes in `x-api-key` (Anthropic's SDKs) or `Authorization: Bearer`;
 errors have Anthropic's shape and statuses (`AnthropicErrors`).
@@ -25,7 +27,7 @@ from msgspec import UNSET
 from llmeu.api.call import asks
 from llmeu.api.call.accounting import streamed_counts, tokens_for_characters
 from llmeu.api.call.door import Calls
-from llmeu.api.call.governance import chat_intent
+from llmeu.api.call.governance import chat_intent, with_hosted
 from llmeu.api.call.lifecycle import Call
 from llmeu.api.http.asgi import Request
 from llmeu.api.http.bodies import decode_body
@@ -35,7 +37,7 @@ from llmeu.calls.output import StreamOutput, Usage
 from llmeu.calls.request import ChatRequest, end_user
 from llmeu.errors import ApiError, InvalidRequest, UpstreamError
 from llmeu.protocol.json_codec import MAX_NESTING, encoder, nesting_depth
-from llmeu.protocol.messages_codec import check_state, to_chat_request
+from llmeu.protocol.messages_codec import check_state, server_tools, to_chat_request
 from llmeu.protocol.messages_reply import MessageAssembler, error_body, message_id
 from llmeu.protocol.messages_request import (
     MessagesRequest,
@@ -45,6 +47,7 @@ from llmeu.protocol.messages_request import (
 )
 from llmeu.protocol.messages_stream import MessagesFrames
 from llmeu.routing.catalog import Endpoint
+from llmeu.routing.endpoint_kinds import messages_native
 
 ROUTE = "/v1/messages"
 
@@ -89,7 +92,7 @@ async def handle_messages(calls: Calls, request: Request) -> None:
             texts=prompt_texts(wire),
             prompt_tokens=lambda _: prompt_tokens,
         )
-        chat = await call.govern(intent)
+        chat, _ = await call.govern(with_hosted(intent, server_tools(wire), messages_native))
         await call.consult_cache(lambda: chat_cacheable(chat))
         if wire.stream:
             await _stream(call, chat, prompt_tokens)
@@ -104,10 +107,10 @@ def parse_messages(body: bytes, *, count_only: bool) -> MessagesRequest:
     if not count_only:
         check_state(wire)
     for i, tool in enumerate(wire.tools or ()):
-        if nesting_depth(tool.input_schema) > MAX_NESTING:
+        if nesting_depth(tool) > MAX_NESTING:
             raise InvalidRequest(
                 f"Invalid request: nested more than {MAX_NESTING} levels deep",
-                param=f"tools[{i}].input_schema",
+                param=f"tools[{i}]",
             )
     return wire
 
@@ -139,12 +142,12 @@ async def _stream(call: Call, chat: ChatRequest, prompt_tokens: int) -> None:
         input_tokens = known if known is not None else prompt_tokens
         return MessagesFrames(message_id(call.trace_id), endpoint.model, input_tokens)
 
-    await call.stream(asks.chat_stream(chat), frames)
+    await call.stream(asks.messages_stream(chat, call.tools.passed), frames)
 
 
 async def _complete(call: Call, chat: ChatRequest, prompt_tokens: int) -> None:
     """A whole message, assembled from the upstream's stream like a streamed one."""
-    endpoint, got = await call.complete(asks.gathered_answer(chat))
+    endpoint, got = await call.complete(asks.gathered_answer(chat, call.tools.passed))
     assembler, output = MessageAssembler(), StreamOutput()
     for delta in got.deltas:
         assembler.add(delta)

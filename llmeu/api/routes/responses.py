@@ -39,11 +39,14 @@ from llmeu.api.http.asgi import Request
 from llmeu.api.http.bodies import decode_body
 from llmeu.api.services.response_store import ResponseStore, keeps_nothing
 from llmeu.cache.lookups import chat_cacheable
+from llmeu.calls.hosted_tools import HostedTool
 from llmeu.calls.output import (
     AssistantOutput,
     Delta,
     DeltaAnswer,
     StreamOutput,
+    ToolCallCustomDelta,
+    ToolCallDelta,
     ToolCallFunctionDelta,
     Usage,
 )
@@ -54,6 +57,7 @@ from llmeu.personal.responses_text import responses_parts, responses_rewritten
 from llmeu.protocol.json_codec import MAX_NESTING, encoder, nesting_depth
 from llmeu.protocol.responses_input import input_item_list, input_messages
 from llmeu.protocol.responses_object import (
+    Namespaced,
     ResponseObject,
     final_status,
     output_items,
@@ -62,6 +66,7 @@ from llmeu.protocol.responses_object import (
     response_usage,
 )
 from llmeu.protocol.responses_stream import ResponsesEvents
+from llmeu.protocol.responses_tools import chat_tools
 from llmeu.protocol.responses_upstream import native_body
 from llmeu.protocol.responses_wire import (
     ResponsesRequest,
@@ -70,6 +75,7 @@ from llmeu.protocol.responses_wire import (
     to_chat,
 )
 from llmeu.routing.catalog import Endpoint
+from llmeu.routing.endpoint_kinds import responses_native
 
 _decoder = msgspec.json.Decoder(ResponsesRequest)
 
@@ -78,11 +84,12 @@ async def handle_responses(calls: Calls, stored: ResponseStore, request: Request
     async with calls.open(request, "responses") as call:
         req = parse_responses(await call.body())
         history = await _history(stored, req, call, calls)
-        chat = to_chat(req, history, stream=bool(req.stream))
+        tools = chat_tools(req.tools)
+        chat = to_chat(req, history, stream=bool(req.stream), tools=tools)
         # The policy's personal-data rules see all the upstream gets, the whole conversation
         # (stored turns included) and every setting; a masked prompt is what the trace keeps,
         # and what a native endpoint gets (`sent`) is masked as the chat request is.
-        sent, chat = await call.govern(_intent(req, chat))
+        sent, chat = await call.govern(_intent(req, chat, tools.hosted))
         # What a native upstream reads besides the chat it maps onto changes its answer too.
         extras = (sent.reasoning, sent.text, sent.truncation, sent.include)
         await call.consult_cache(lambda: chat_cacheable(chat, extras))
@@ -93,19 +100,21 @@ async def handle_responses(calls: Calls, stored: ResponseStore, request: Request
                 "can be continued under it",
                 param="previous_response_id",
             )
+        served = _Served(call, req, sent, chat, tools.namespaced)
         if req.stream:
-            await _stream(call, req, sent, chat, keep)
+            await _stream(served, keep)
         else:
-            await _complete(call, req, sent, chat, keep)
+            await _complete(served, keep)
 
 
 Sent = tuple[ResponsesRequest, ChatRequest]
 """What goes upstream: the request as a native endpoint gets it, and as chat completions."""
 
 
-def _intent(req: ResponsesRequest, chat: ChatRequest) -> Intent[Sent]:
+def _intent(req: ResponsesRequest, chat: ChatRequest, hosted: list[HostedTool]) -> Intent[Sent]:
     """The chat request's intent, but screened and masked together with every setting of the
-    Responses request that a native endpoint is sent."""
+    Responses request that a native endpoint is sent; its hosted tools go only to an endpoint
+    that takes Responses calls natively."""
     asked = chat_intent(chat, stream=bool(req.stream), subject=req.end_user)
     return Intent(
         model=asked.model,
@@ -120,6 +129,8 @@ def _intent(req: ResponsesRequest, chat: ChatRequest) -> Intent[Sent]:
         prompt_tokens=lambda sent: estimate_prompt_tokens(sent[1]),
         subject=asked.subject,
         max_output_tokens=asked.max_output_tokens,
+        hosted=lambda _: hosted,  # their options go upstream in `sent`, screened with it
+        runs_hosted=responses_native,
     )
 
 
@@ -200,46 +211,67 @@ class _Keeper:
         )
 
 
-def _shell(call: Call, req: ResponsesRequest, endpoint: Endpoint, store: bool) -> ResponseObject:
-    return response_shell(
-        req,
-        response_id=response_id(call.trace_id),
-        created_at=int(call.trace.record.received_at),
-        model=endpoint.model,
-        store=store,
-    )
+class _Served:
+    """What serving one call needs besides its request: the call, the request as a native
+    endpoint gets it (`sent`) and as chat completions, and its namespaced tools."""
+
+    __slots__ = ("call", "chat", "namespaced", "req", "sent")
+
+    def __init__(
+        self,
+        call: Call,
+        req: ResponsesRequest,
+        sent: ResponsesRequest,
+        chat: ChatRequest,
+        namespaced: Namespaced,
+    ) -> None:
+        self.call, self.req, self.sent, self.chat = call, req, sent, chat
+        self.namespaced = namespaced
+
+    def shell(self, endpoint: Endpoint, store: bool) -> ResponseObject:
+        call = self.call
+        return response_shell(
+            self.req,
+            response_id=response_id(call.trace_id),
+            created_at=int(call.trace.record.received_at),
+            model=endpoint.model,
+            store=store,
+            hosted=self.hosted(endpoint),
+        )
+
+    def hosted(self, endpoint: Endpoint) -> list[str]:
+        """Where the hosted tools `endpoint` gets are in the request."""
+        return [tool.param for tool in self.call.tools.passed(endpoint)]
+
+    def native_body(self, endpoint: Endpoint, model: str, stream: bool) -> bytes:
+        """The body for an endpoint that speaks the Responses API itself: the request as
+        screened (masked where the policy masks), with the hosted tools it gets."""
+        return native_body(self.sent, self.chat, model, stream=stream,
+                           namespaced=self.namespaced, hosted=self.hosted(endpoint))  # fmt: skip
 
 
-async def _stream(
-    call: Call, req: ResponsesRequest, sent: ResponsesRequest, chat: ChatRequest, keep: _Keeper
-) -> None:
+async def _stream(served: _Served, keep: _Keeper) -> None:
+    call = served.call
     events: list[ResponsesEvents] = []
 
     def frames(endpoint: Endpoint) -> ResponsesEvents:
-        events.append(ResponsesEvents(_shell(call, req, endpoint, keep.store)))
+        events.append(ResponsesEvents(served.shell(endpoint, keep.store), served.namespaced))
         return events[0]
 
     async def completing(finish_reason: str, usage: Usage) -> None:
         if keep.store:
             await keep.keep(events[0].response(finish_reason, usage, call.routing_block()))
 
-    ask = asks.responses_stream(chat, _native(sent, chat), _noted(call, req))
+    ask = asks.responses_stream(served.chat, served.native_body, _noted(call, served.req))
     await call.stream(ask, frames, completing)
 
 
-def _native(sent: ResponsesRequest, chat: ChatRequest) -> asks.NativeBody:
-    """The body of the request for an endpoint that speaks the Responses API itself: the
-    request as screened (masked where the policy masks)."""
-    return lambda model, stream: native_body(sent, chat, model, stream=stream)
-
-
-async def _complete(
-    call: Call, req: ResponsesRequest, sent: ResponsesRequest, chat: ChatRequest, keep: _Keeper
-) -> None:
-    ask = asks.responses_answer(chat, _native(sent, chat), _noted(call, req))
+async def _complete(served: _Served, keep: _Keeper) -> None:
+    call, chat = served.call, served.chat
+    ask = asks.responses_answer(chat, served.native_body, _noted(call, served.req))
     endpoint, completion = await call.complete(ask)
     if isinstance(completion, DeltaAnswer):
-        await _respond_native(call, req, chat, keep, endpoint, completion)
+        await _respond_native(served, keep, endpoint, completion)
         return
     message = completion.message
     message = msgspec.structs.replace(
@@ -252,15 +284,17 @@ async def _complete(
     call.reported(completion.usage)
     call.keep_content(message.content or "")
     call.finish_reason(completion.finish_reason)
-    shell = _shell(call, req, endpoint, keep.store)
+    shell = served.shell(endpoint, keep.store)
     status, details = final_status(completion.finish_reason)
     usage = call.usage()
     tool_calls = message.tool_calls if isinstance(message.tool_calls, list) else []
+    output = output_items(shell.id, message.content, message.refusal, tool_calls,
+                          served.namespaced)  # fmt: skip
     response = msgspec.structs.replace(
         shell,
         status=status,
         incomplete_details=details,
-        output=output_items(shell.id, message.content, message.refusal, tool_calls),
+        output=output,
         usage=response_usage(usage.prompt_tokens, usage.completion_tokens),
         llmeu=call.routing_block(),
     )
@@ -269,16 +303,12 @@ async def _complete(
 
 
 async def _respond_native(
-    call: Call,
-    req: ResponsesRequest,
-    chat: ChatRequest,
-    keep: _Keeper,
-    endpoint: Endpoint,
-    answer: DeltaAnswer,
+    served: _Served, keep: _Keeper, endpoint: Endpoint, answer: DeltaAnswer
 ) -> None:
     """A whole native answer, built by the stream encoder from its deltas: the same items,
     ids and restored text as the streamed answer."""
-    events = ResponsesEvents(_shell(call, req, endpoint, keep.store))
+    call = served.call
+    events = ResponsesEvents(served.shell(endpoint, keep.store), served.namespaced)
     produced = StreamOutput()
     for delta in answer.deltas:
         delta = _restored(delta, call.restore)
@@ -287,7 +317,8 @@ async def _respond_native(
     tool_calls = produced.tool_calls()
     message = AssistantOutput("assistant", produced.content or None, produced.refusal,
                               tool_calls or UNSET)  # fmt: skip
-    call.counted(completed_counts(answer.usage, message, lambda: estimate_prompt_tokens(chat)))
+    prompt = lambda: estimate_prompt_tokens(served.chat)  # noqa: E731
+    call.counted(completed_counts(answer.usage, message, prompt))
     call.reported(answer.usage)
     call.keep_content(produced.stored())
     call.finish_reason(answer.finish_reason)
@@ -305,14 +336,15 @@ def _restored(delta: Delta, restore: Callable[[str], str]) -> Delta:
         if isinstance(text := getattr(delta, name), str) and text
     }
     if isinstance(delta.tool_calls, list):
-        changes["tool_calls"] = [
-            msgspec.structs.replace(
-                call, function=msgspec.structs.replace(call.function,
-                                                      arguments=restore(call.function.arguments))
-            )
-            if isinstance(call.function, ToolCallFunctionDelta)
-            and isinstance(call.function.arguments, str)
-            else call
-            for call in delta.tool_calls
-        ]  # fmt: skip
+        changes["tool_calls"] = [_restored_call(call, restore) for call in delta.tool_calls]
     return msgspec.structs.replace(delta, **changes) if changes else delta
+
+
+def _restored_call(call: ToolCallDelta, restore: Callable[[str], str]) -> ToolCallDelta:
+    replace = msgspec.structs.replace
+    custom, function = call.custom, call.function
+    if isinstance(custom, ToolCallCustomDelta) and isinstance(custom.input, str):
+        return replace(call, custom=replace(custom, input=restore(custom.input)))
+    if isinstance(function, ToolCallFunctionDelta) and isinstance(function.arguments, str):
+        return replace(call, function=replace(function, arguments=restore(function.arguments)))
+    return call

@@ -175,7 +175,7 @@ class Platform:
             "retention": e.retention.text,
             "price_eur_per_mtok": {"input": e.prices.input, "output": e.prices.output},
             "priority": e.priority,
-            "capabilities": sorted(c.value for c in e.capabilities),
+            "capabilities": sorted([*(c.value for c in e.capabilities), *e.hosted_tools]),
             "configured": e.endpoint_id not in upstreams.unavailable,
             "unavailable_reason": upstreams.unavailable.get(e.endpoint_id),
             "health": upstreams.health(e),
