@@ -14,6 +14,8 @@ HTTP statuses and bodies in one place (`llmeu.api.http.error_responses`), a
     ├── ClientDisconnected          the client hung up: the call ends `cancelled`
     └── ApiError                    becomes an HTTP error response
         ├── InvalidRequest          400  invalid_request_error (names `param`)
+        │   └── ProtocolError       400  a message broke MCP's JSON-RPC: carries its
+        │                                JSON-RPC code (404 for an unknown method)
         ├── AuthenticationFailed    401  authentication_error
         ├── PermissionDenied        403  permission_error
         │   └── NoCompliantRoute    403  code `no_compliant_route`, per-endpoint reasons
@@ -30,8 +32,10 @@ HTTP statuses and bodies in one place (`llmeu.api.http.error_responses`), a
             ├── UpstreamUnavailable 503  connection refused/reset, upstream 5xx or 429
             ├── UpstreamTimeout     504  connect, first-token, idle or total timeout
             └── UpstreamRejected    400  the upstream refused the request itself
-                └── UnsupportedByEndpoint 400  a local endpoint cannot do what is asked:
-                                          the call is `rejected`, naming the endpoint
+                ├── UnsupportedByEndpoint 400  a local endpoint cannot do what is asked:
+                │                         the call is `rejected`, naming the endpoint
+                └── ToolServerError     an MCP tool server answered a call with a JSON-RPC
+                                        error: relayed to the caller with its code
 """
 
 from __future__ import annotations
@@ -108,6 +112,20 @@ class ApiError(LlmeuError):
 class InvalidRequest(ApiError):
     status = 400
     type = "invalid_request_error"
+
+
+class ProtocolError(InvalidRequest):
+    """An MCP message that breaks the protocol (JSON-RPC envelope, headers, version, an
+    unknown method): answered with the JSON-RPC error `rpc_code` and its `data`, and the
+    HTTP status the protocol gives that code (404 for an unknown method, else 400)."""
+
+    default_code = "mcp_protocol_error"
+
+    def __init__(self, message: str, *, rpc_code: int, data: Any = None, status: int = 400) -> None:
+        super().__init__(message)
+        self.rpc_code = rpc_code
+        self.data = data
+        self.status = status
 
 
 class AuthenticationFailed(ApiError):
@@ -256,3 +274,16 @@ class UnsupportedByEndpoint(UpstreamRejected):
     its trace names the endpoint that refused it."""
 
     quotes_upstream = False  # the gateway's own sentence
+
+
+class ToolServerError(UpstreamRejected):
+    """An MCP tool server answered a `tools/call` with a JSON-RPC error (an invalid
+    argument, its own failure): the caller gets that error, code and data, as the server
+    wrote it."""
+
+    default_code = "tool_server_error"
+
+    def __init__(self, message: str, *, rpc_code: int, data: Any = None) -> None:
+        super().__init__(message)
+        self.rpc_code = rpc_code
+        self.data = data

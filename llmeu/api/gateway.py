@@ -24,6 +24,7 @@ from llmeu.api.services.answer_cache import CHANGE, CacheService
 from llmeu.api.services.auth import KeyRing
 from llmeu.api.services.compliance_service import Compliance
 from llmeu.api.services.evidence_service import Evidence
+from llmeu.api.services.mcp_upstreams import ToolServers, breaker_id
 from llmeu.api.services.platform_service import Platform
 from llmeu.api.services.policies import PolicyBook
 from llmeu.api.services.receipt_issuer import Receipts
@@ -119,6 +120,7 @@ class Gateway:
             config.catalog, *self.providers.build(config.catalog), breaker=self.breaker
         )
         self.answers = CacheService.build(settings, lambda: self.upstreams, self.broadcast)
+        self.tool_servers = self._tool_servers()
         self.telemetry = Telemetry.build(
             settings,
             config.catalog,
@@ -126,6 +128,7 @@ class Gateway:
             breaker=self.breaker,
             limiter=self.limits.state,
             cache=self.answers.cache,
+            circuits=[breaker_id(s) for s in config.tool_servers.servers],
         )
         self.observers = Observers(self.telemetry.observers)
         self.receipts = Receipts(signing or SigningKeys(SigningKey.generate()))
@@ -141,15 +144,17 @@ class Gateway:
         self.calls = Calls(
             CallContext(
                 keys=self.keys, policies=self.policies, upstreams=self.upstreams,
-                ledger=self.ledger, limits=self.limits, observers=self.observers,
+                tool_servers=self.tool_servers, ledger=self.ledger, limits=self.limits,
+                observers=self.observers,
                 receipts=self.receipts, instance_id=self.instance_id,
                 max_body_bytes=settings.max_body_bytes,
                 keep_metadata=Duration.parse(settings.keep_metadata), cache=self.answers.cache,
+                cors_origins=frozenset(o.rstrip("/") for o in settings.cors_origins),
             )
         )  # fmt: skip
         self.platform = Platform(
             self.keys, self.policies, store, self.upstreams, self.broadcast, self.reload,
-            self.answers,
+            answers=self.answers, tool_servers=self.tool_servers,
         )  # fmt: skip
         self.evidence = Evidence(self.platform, self.receipts)
         self.compliance = Compliance(self.platform)
@@ -171,6 +176,9 @@ class Gateway:
         store = Store(open_database(settings.effective_database_url))
         config = load_gateway_config(settings)
         return cls(settings, config, store, instance_id, load_signing_keys(settings))
+
+    def _tool_servers(self) -> ToolServers:
+        return ToolServers(self.config.tool_servers, self.http, self.settings.environ, self.breaker)
 
     async def start(self) -> None:
         await self.store.db.open()
@@ -201,8 +209,9 @@ class Gateway:
         await self.policies.load()
         self.ledger.start()
         await self.limits.start(self.store.spend_by_key)
-        if isinstance(self.breaker, SharedCircuitBreaker):
-            self.breaker.start([e.endpoint_id for e in self.config.catalog.endpoints])
+        if isinstance(self.breaker, SharedCircuitBreaker):  # the endpoints' and tool servers'
+            self.breaker.start([*(e.endpoint_id for e in self.config.catalog.endpoints),
+                                *map(breaker_id, self.config.tool_servers.servers)])  # fmt: skip
         await start_providers(self.upstreams)
         self.answers.announce(self.policies.policies.values())
         self._tasks.append(asyncio.create_task(self._maintenance(), name="llmeu-maintenance"))
@@ -269,11 +278,13 @@ class Gateway:
             changed = self.policies.configure(config.policies, config.default_policy)
             await self.answers.policies_changed(changed)
             self.upstreams = self.calls.context.upstreams = self.platform.upstreams = upstreams
-            gone = [p for p in previous.providers.values() if p not in providers.values()]
-            if gone:
-                in_flight = set(self.calls.context.inflight.values())
-                grace = self.settings.shutdown_grace_seconds
-                self._spawn(retire_providers(gone, in_flight, grace))
+            gone: list[Provider | ToolServers] = [self.tool_servers]
+            gone += [p for p in previous.providers.values() if p not in providers.values()]
+            tools = self.tool_servers = self.calls.context.tool_servers = self._tool_servers()
+            self.platform.tool_servers = tools
+            in_flight = set(self.calls.context.inflight.values())
+            grace = self.settings.shutdown_grace_seconds
+            self._spawn(retire_providers(gone, in_flight, grace))
             log.warning("configuration reloaded: %d endpoints, %d policies",
                         len(config.catalog.endpoints), len(self.policies.policies))  # fmt: skip
         if tell_others:
@@ -374,5 +385,6 @@ class Gateway:
         await asyncio.to_thread(self.telemetry.shutdown)
         for provider in self.upstreams.providers.values():
             await provider.aclose()
+        await self.tool_servers.aclose()
         await self.http.aclose()
         await self.store.db.close()

@@ -107,6 +107,14 @@ class TraceRecord:
     policy_sha256: str | None = None
     request_sha256: str | None = None
     content_sha256: str | None = None
+    mcp_server: str | None = None
+    """A tool call's server (its catalog id); None for every other call."""
+    mcp_tool: str | None = None
+    """A tool call's tool, as its server names it."""
+    bytes_in: int | None = None
+    """A tool call's request as sent to its server, in bytes."""
+    bytes_out: int | None = None
+    """A tool call's answer as its server sent it, in bytes."""
 
     @property
     def ttft_ms(self) -> float | None:

@@ -200,6 +200,8 @@ class RoutingRequest(Struct, forbid_unknown_fields=True, omit_defaults=True):
     require_certifications: list[str] | UnsetType = UNSET
     min_seal: int | UnsetType = UNSET
     allow_hosted_tools: list[str] | UnsetType = UNSET
+    allow_mcp_servers: list[str] | UnsetType = UNSET
+    allow_tools: list[str] | UnsetType = UNSET
     receipt: bool | UnsetType = UNSET
     """Ask for the call's signed receipt: `x-llmeu-receipt` on a whole answer, `receipt`
     in the routing block of a stream's final frame. Narrows nothing."""

@@ -81,7 +81,7 @@ def run_export(args: argparse.Namespace) -> int:
         return 1
     args.out.mkdir(parents=True, exist_ok=True)
     for name in EXPORTS:
-        _, text = render(name, calls, keys, config.catalog, period)
+        _, text = render(name, calls, keys, config.catalog, period, config.tool_servers)
         path = args.out / name
         path.write_text(text, encoding="utf-8")
         print(f"{path} ({len(text.encode())} bytes)")

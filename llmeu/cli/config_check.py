@@ -1,8 +1,9 @@
 """`llmeu config check FILE`: validate a configuration file without starting the gateway.
 
-Prints `OK` and a summary (endpoints, models, policies, the default policy,
-which endpoints will be skipped because their API-key variable is unset, and
-warnings about what is valid but likely not meant), or the first error with
+Prints `OK` and a summary (endpoints, models, MCP tool servers, policies, the
+default policy, which endpoints and tool servers will be skipped because a
+credential variable is unset, and warnings about what is valid but likely not
+meant), or the first error with
 the field and line it concerns. Exit status: 0 when the file is valid (with
 or without warnings), 2 when it is not (or cannot be read).
 """
@@ -25,6 +26,7 @@ from llmeu.routing.config_file import GatewayConfig
 from llmeu.routing.endpoint_kinds import RESPONSES_NATIVE_KINDS
 from llmeu.routing.load import load_config
 from llmeu.routing.policy import DEFAULT_KEEP_METADATA
+from llmeu.routing.tool_servers import missing_tool_credentials
 
 
 def register(subparsers: Any) -> None:
@@ -49,7 +51,16 @@ def check_file(args: argparse.Namespace) -> int:
         print(f"{args.file}: {error}", file=sys.stderr)
         return 2
     print(f"OK {args.file}")
-    for line in summary(config, missing_credentials(config.catalog, settings.environ)):
+    unavailable = {
+        **missing_credentials(config.catalog, settings.environ),
+        **{
+            f"mcp server {server_id}": why
+            for server_id, why in missing_tool_credentials(
+                config.tool_servers, settings.environ
+            ).items()
+        },
+    }
+    for line in summary(config, unavailable):
         print(f"  {line}")
     return 0
 
@@ -62,9 +73,15 @@ def summary(config: GatewayConfig, unavailable: dict[str, str]) -> list[str]:
     lines = [
         f"{_many(len(endpoints), 'endpoint')} ({_counts(kinds)}; {_counts(classes)})",
         f"{_many(len(models), 'model')}: {', '.join(models) or 'none'}",
-        f"{_many(len(config.policies), 'policy', 'policies')}: {', '.join(config.policies)}; "
-        f"default policy: {config.default_policy}",
     ]
+    servers = config.tool_servers.servers
+    if servers:
+        listed = ", ".join(f"{s.server_id} ({s.sovereignty_class.value})" for s in servers)
+        lines.append(f"{_many(len(servers), 'MCP tool server')}: {listed}")
+    lines.append(
+        f"{_many(len(config.policies), 'policy', 'policies')}: {', '.join(config.policies)}; "
+        f"default policy: {config.default_policy}"
+    )
     lines += [
         f"policy {p.policy_id}: {describe_rules(p.personal_data)}"
         for p in config.policies.values()

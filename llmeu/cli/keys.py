@@ -1,6 +1,7 @@
 """`llmeu keys create|list|revoke`: API keys through the platform API (admin key).
 
     llmeu keys create --name ci --policy eu-strict --budget-eur 50 --rpm 600
+    llmeu keys create --name agent --allow-mcp-servers crm --allow-tools 'crm__get_*'
     llmeu keys list
     llmeu keys revoke k3f9a…
     llmeu keys reset-admin      (on the ledger itself: `llmeu.cli.admin_reset`)
@@ -44,6 +45,18 @@ def register(subparsers: Any) -> None:
     create.add_argument(
         "--purpose", help="what the key's calls are for (records of processing, GDPR Art. 30)"
     )
+    create.add_argument(
+        "--allow-mcp-servers",
+        type=_patterns,
+        metavar="A,B",
+        help="the MCP tool servers it may reach, within its policy's (* and ?)",
+    )
+    create.add_argument(
+        "--allow-tools",
+        type=_patterns,
+        metavar="A,B",
+        help="the MCP tools it may call (server__tool), within its policy's",
+    )
     add_connection_options(create)
     create.set_defaults(func=runner(_create))
 
@@ -67,9 +80,15 @@ def _row(key: dict[str, Any]) -> tuple[object, ...]:
     )  # fmt: skip
 
 
+def _patterns(text: str) -> list[str]:
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
 def _create(client: PlatformClient, args: argparse.Namespace) -> int:
     spec = {"name": args.name, "policy_id": args.policy, "budget_eur": args.budget_eur,
-            "rpm_limit": args.rpm, "tpm_limit": args.tpm, "purpose": args.purpose}  # fmt: skip
+            "rpm_limit": args.rpm, "tpm_limit": args.tpm, "purpose": args.purpose,
+            "allow_mcp_servers": args.allow_mcp_servers,
+            "allow_tools": args.allow_tools}  # fmt: skip
     created = client.call("POST", "/v1/platform/keys",
                           body={k: v for k, v in spec.items() if v is not None})  # fmt: skip
     if args.json:

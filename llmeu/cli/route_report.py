@@ -1,4 +1,5 @@
-"""`llmeu routes`: every endpoint, and whether a policy admits it and why — offline.
+"""`llmeu routes`: every endpoint and MCP tool server, and whether a policy admits it and why
+— offline.
 
 Reads the configuration (the built-in catalog without `--config`) and the
 environment (through `Settings`, for the API-key variables), contacts no
@@ -11,7 +12,9 @@ model are listed, numbered in the order the router would try them. The table
 shows what a routing question needs (endpoint, decision, class, region,
 retention, prices), fitted to the terminal; `--wide` adds the provider's law
 and assurance, the upstream kind, the default answer length and the models
-each endpoint serves (`--model` lists one model's endpoints in try order).
+each endpoint serves. Without `--model`, the MCP tool servers of the configuration
+follow in a table of their own, with the policies that admit each
+(`llmeu.cli.tool_server_report`).
 
 Exit status: 0; 1 when `--model` is given and no endpoint may serve it; 2 for
 an invalid configuration, an unknown policy or model, or a widening.
@@ -32,6 +35,7 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
+from llmeu.cli.tool_server_report import tool_server_table
 from llmeu.config import Settings
 from llmeu.errors import ApiError, ConfigError
 from llmeu.personal.rules import describe_rules
@@ -42,6 +46,7 @@ from llmeu.routing.load import load_config
 from llmeu.routing.policy import Narrowing, Policy, narrow
 from llmeu.routing.predicates import RULES, RULES_BY_NAME, Rule
 from llmeu.routing.router import Exclusion, assess, try_order
+from llmeu.routing.tool_servers import missing_tool_credentials
 
 
 def register(subparsers: Any) -> None:
@@ -108,6 +113,12 @@ def run(args: argparse.Namespace) -> int:
         Text(),
         Text(_summary(verdicts)),
     ]
+    if args.model is None and config.tool_servers:
+        missing = missing_tool_credentials(config.tool_servers, settings.environ)
+        lines += [
+            Text(),
+            tool_server_table(config.tool_servers, policy, config.policies, missing),
+        ]
     if args.model is not None and not admitted:
         lines.append(
             Text(f"No compliant route for `{args.model}` under policy `{policy.policy_id}`.")

@@ -89,7 +89,8 @@ PURGED_VALUES: dict[str, Any] = {
     "first_token_at": None, "finished_at": None, "ttft_ms": None, "tpot_ms": None,
     "subject_sha256": None, "personal_data": None, "cache_read_tokens": None,
     "cache_creation_tokens": None, "ignored_features": None, "cache_hit": None,
-    "cache_source": None, "saved_eur": None,
+    "cache_source": None, "saved_eur": None, "mcp_server": None, "mcp_tool": None,
+    "bytes_in": None, "bytes_out": None,
 }  # fmt: skip
 """The metadata a purge empties, and the value it leaves (`llmeu.ledger.retention`)."""
 METADATA_COLUMNS = tuple(PURGED_VALUES)

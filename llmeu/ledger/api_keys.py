@@ -20,6 +20,11 @@ class ApiKey:
     revoked_at: float | None = None
     purpose: str | None = None
     """What the key's calls are for (GDPR Art. 30 records of processing)."""
+    allow_mcp_servers: tuple[str, ...] = ()
+    """Patterns of the MCP tool servers the key may reach, within its policy's (empty: as
+    the policy says)."""
+    allow_tools: tuple[str, ...] = ()
+    """Patterns of the MCP tools (exposed names) the key may call, within its policy's."""
 
     def public(self) -> dict[str, Any]:
         """The key as the platform API shows it: never the hash."""
@@ -35,4 +40,6 @@ class ApiKey:
             "created_at": self.created_at,
             "revoked_at": self.revoked_at,
             "purpose": self.purpose,
+            "allow_mcp_servers": list(self.allow_mcp_servers),
+            "allow_tools": list(self.allow_tools),
         }

@@ -39,6 +39,9 @@ _OPEN_CALL_COLUMNS = ", ".join(name for name, _ in _OPEN_CALL_TYPES)
 _CACHE_HIT_TYPES = (
     ("cache_hit", "TEXT"), ("cache_source", "TEXT"), ("saved_eur", "DOUBLE PRECISION"),
 )  # fmt: skip
+_MCP_CALL_TYPES = (
+    ("mcp_server", "TEXT"), ("mcp_tool", "TEXT"), ("bytes_in", "BIGINT"), ("bytes_out", "BIGINT"),
+)  # fmt: skip
 _OPEN_CALLS = (
     "CREATE TABLE open_calls ("
     + ", ".join(f"{name} {kind}" for name, kind in _OPEN_CALL_TYPES)
@@ -341,6 +344,26 @@ MIGRATIONS: tuple[tuple[int, str, tuple[Step, ...]], ...] = (
                 for table in ("traces", "open_calls")
                 for name, kind in _CACHE_HIT_TYPES
             ),
+        ),
+    ),
+    (
+        14,
+        "MCP tool calls on traces, tool-server and tool lists on keys",
+        (
+            # A `/mcp` tool call's server (catalog id), tool (as the server names it) and
+            # the bytes of its request and of its answer. NULL on every other call. Both
+            # tables: an interrupted tool call still names its server.
+            *(
+                f"ALTER TABLE {table} ADD COLUMN {name} {kind}"
+                for table in ("traces", "open_calls")
+                for name, kind in _MCP_CALL_TYPES
+            ),
+            # Usage grouped by tool server reads only the tool calls.
+            "CREATE INDEX traces_mcp_server ON traces (mcp_server) WHERE mcp_server IS NOT NULL",
+            # A key's own patterns of tool servers and tools (JSON lists; NULL: none), which
+            # narrow its policy's on every MCP call.
+            "ALTER TABLE api_keys ADD COLUMN allow_mcp_servers TEXT",
+            "ALTER TABLE api_keys ADD COLUMN allow_tools TEXT",
         ),
     ),
 )

@@ -56,7 +56,8 @@ _CALL_COLUMNS = (
     "received_at", "first_token_at", "finished_at", "policy_id", "endpoint_id", "provider",
     "model_used", "model_version", "inference_region", "sovereignty_class", "retention",
     "input_tokens", "output_tokens", "tokens_estimated", "cost_eur", "finish_reason",
-    "http_status", "error_type", "error_code", "attempts", "metadata_purged_at",
+    "http_status", "error_type", "error_code", "attempts", "mcp_server", "mcp_tool", "bytes_in",
+    "bytes_out", "metadata_purged_at",
 )  # fmt: skip
 # Final traces, and the calls in progress (`open_calls`, which has no purge column) whose
 # final row is not there yet.

@@ -33,13 +33,16 @@ _GROUPS = {
     "key": "key_id",
     "status": "status",
     "sovereignty_class": "COALESCE(sovereignty_class, '')",
+    # MCP tool calls only, by their server (other calls have none and are left out).
+    "mcp_server": "mcp_server",
 }
 USAGE_GROUPS = ("day", *_GROUPS)
-TRACE_FILTERS = ("status", "model", "endpoint_id", "key_id", "sovereignty_class")
+TRACE_FILTERS = ("status", "model", "endpoint_id", "key_id", "sovereignty_class", "mcp_server")
 _KEY_COLUMNS = (
     "key_id, name, secret_hash, policy_id, is_admin, budget_eur, rpm_limit, tpm_limit, "
-    "created_at, revoked_at, purpose"
+    "created_at, revoked_at, purpose, allow_mcp_servers, allow_tools"
 )
+_KEY_VALUES = ", ".join("?" for _ in _KEY_COLUMNS.split(", "))
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,6 +199,8 @@ class Store:
         group = self.db.dialect.day("received_at") if group_by == "day" else _GROUPS[group_by]
         where, params = _time_window(since, until)
         where.append("status <> 'in_progress'")
+        if group_by == "mcp_server":
+            where.append("mcp_server IS NOT NULL")
         if key_id is not None:
             where.append("key_id = ?")
             params.append(key_id)
@@ -292,13 +297,13 @@ class Store:
 
     async def insert_key(self, key: ApiKey) -> None:
         await self.db.execute(
-            f"INSERT INTO api_keys ({_KEY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO api_keys ({_KEY_COLUMNS}) VALUES ({_KEY_VALUES})",
             _key_row(key),
         )
 
     async def upsert_key(self, key: ApiKey) -> None:
         await self.db.execute(
-            f"INSERT INTO api_keys ({_KEY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            f"INSERT INTO api_keys ({_KEY_COLUMNS}) VALUES ({_KEY_VALUES})"
             + self.db.dialect.upsert(
                 "key_id", ("secret_hash", "policy_id", "is_admin", "revoked_at")
             ),
@@ -377,6 +382,7 @@ def _key_row(key: ApiKey) -> tuple[Any, ...]:
     return (
         key.key_id, key.name, key.secret_hash, key.policy_id, int(key.is_admin), key.budget_eur,
         key.rpm_limit, key.tpm_limit, key.created_at, key.revoked_at, key.purpose,
+        _patterns_text(key.allow_mcp_servers), _patterns_text(key.allow_tools),
     )  # fmt: skip
 
 
@@ -393,4 +399,14 @@ def _key(row: Row) -> ApiKey:
         created_at=row["created_at"],
         revoked_at=row["revoked_at"],
         purpose=row["purpose"],
+        allow_mcp_servers=_patterns(row["allow_mcp_servers"]),
+        allow_tools=_patterns(row["allow_tools"]),
     )
+
+
+def _patterns_text(patterns: tuple[str, ...]) -> str | None:
+    return json.dumps(list(patterns)) if patterns else None
+
+
+def _patterns(text: str | None) -> tuple[str, ...]:
+    return tuple(json.loads(text)) if text else ()

@@ -47,7 +47,7 @@ TRACE_COLUMNS = (
     "attempts", "excluded", "prompt", "completion", "content_expires_at", "subject_sha256",
     "metadata_expires_at", "personal_data", "policy_sha256", "request_sha256", "content_sha256",
     "cache_read_tokens", "cache_creation_tokens", "ignored_features", "cache_hit",
-    "cache_source", "saved_eur",
+    "cache_source", "saved_eur", "mcp_server", "mcp_tool", "bytes_in", "bytes_out",
 )  # fmt: skip
 _INSERT_TRACE = (
     f"INSERT INTO traces ({', '.join(TRACE_COLUMNS)}) "
@@ -62,10 +62,11 @@ OPEN_COLUMNS = (
     "trace_id", "key_id", "route", "request_model", "stream", "status", "instance_id",
     "received_at", "policy_id", "tokens_estimated", "attempts", "excluded", "personal_data",
     "policy_sha256", "request_sha256", "subject_sha256", "ignored_features",
+    "mcp_server", "mcp_tool",
 )  # fmt: skip
 """The columns a call has before its upstream phase, when its in-progress row is written
-(`open_row`); the others of `open_calls` stay NULL. Binding all 45 cost three times as much
-per row. tests/api/test_open_row.py holds every route to it."""
+(`open_row`); the others of `open_calls` stay NULL. Binding all of them cost three times as
+much per row. tests/api/test_open_row.py holds every route to it."""
 # An in-progress row is stored unless its call's final row is there already.
 _BEGIN_OPEN = (
     f"INSERT INTO open_calls ({', '.join(OPEN_COLUMNS)}) "
@@ -105,6 +106,7 @@ def trace_row(record: TraceRecord) -> tuple[Any, ...]:
         record.content_sha256,
         record.cache_read_tokens, record.cache_creation_tokens, record.ignored_features,
         record.cache_hit, record.cache_source, record.saved_eur,
+        record.mcp_server, record.mcp_tool, record.bytes_in, record.bytes_out,
     ))  # fmt: skip
 
 
@@ -117,7 +119,7 @@ def open_row(record: TraceRecord) -> tuple[Any, ...]:
         json_text(record.excluded),
         None if record.personal_data is None else json_text(record.personal_data),
         record.policy_sha256, record.request_sha256, record.subject_sha256,
-        record.ignored_features,
+        record.ignored_features, record.mcp_server, record.mcp_tool,
     ))  # fmt: skip
 
 

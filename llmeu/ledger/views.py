@@ -91,6 +91,13 @@ def trace_view(row: Row, *, summary: bool = False) -> dict[str, Any]:
             view["usage"][column] = row[column]
     if row["ignored_features"]:
         view["ignored_features"] = row["ignored_features"]
+    if row.get("mcp_server") is not None:  # a tool call of `/mcp`
+        view["mcp"] = {
+            "server": row["mcp_server"],
+            "tool": row.get("mcp_tool"),
+            "bytes_in": row.get("bytes_in"),
+            "bytes_out": row.get("bytes_out"),
+        }
     if not summary:
         view["attempts"] = json.loads(row["attempts"])
         view["excluded"] = json.loads(row["excluded"])

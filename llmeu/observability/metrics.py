@@ -77,10 +77,22 @@ class MetricsObserver(CallObserver):
         self.fallbacks = CounterFamily(
             "llmeu_fallbacks", "Calls that tried more than one endpoint.", ("route", "status")
         )
+        self.tool_calls = CounterFamily(
+            "llmeu_mcp_tool_calls", "MCP tool calls by tool server and final status.",
+            ("server", "status"),
+        )  # fmt: skip
+        self.tool_duration = HistogramFamily(
+            "llmeu_mcp_tool_call_duration_seconds", "MCP tool calls, from open to final status.",
+            ("server",), LATENCY_BUCKETS,
+        )  # fmt: skip
+        self.tool_bytes = CounterFamily(
+            "llmeu_mcp_bytes", "Bytes of MCP tool calls: `in` sent to the server, `out` its "
+            "answers.", ("server", "direction"),
+        )  # fmt: skip
         registry.register(SeriesCollector([
             self.requests, self.in_progress, streams, self.duration, self.ttft, self.tpot,
             self.upstream_latency, self.overhead, self.tokens, self.cost, self.cancellations,
-            self.fallbacks,
+            self.fallbacks, self.tool_calls, self.tool_duration, self.tool_bytes,
         ]))  # fmt: skip
 
     def model(self, record: TraceRecord) -> str:
@@ -112,6 +124,9 @@ class MetricsObserver(CallObserver):
         tpot = record.tpot_ms
         if tpot is not None and record.status is CallStatus.COMPLETED:
             self.tpot(model, endpoint).observe(tpot / 1000)
+        if record.mcp_server is not None:
+            self._tool_call(record)
+            return
         for attempt in record.attempts:
             if attempt.finished_at is not None:
                 latency = attempt.finished_at - attempt.started_at
@@ -121,6 +136,19 @@ class MetricsObserver(CallObserver):
             self.cancellations(route, endpoint).inc()
         if len(record.attempts) > 1:
             self.fallbacks(route, status).inc()
+
+    def _tool_call(self, record: TraceRecord) -> None:
+        """An MCP tool call, by its server (a catalog id: the series stay bounded)."""
+        server = record.mcp_server or NONE
+        self.tool_calls(server, record.status.value).inc()
+        if record.finished_at is not None:
+            self.tool_duration(server).observe(record.finished_at - record.received_at)
+        if record.bytes_in:
+            self.tool_bytes(server, "in").inc(record.bytes_in)
+        if record.bytes_out:
+            self.tool_bytes(server, "out").inc(record.bytes_out)
+        if record.status is CallStatus.CANCELLED:
+            self.cancellations(record.route, NONE).inc()
 
     def _account(self, record: TraceRecord, model: str, endpoint: str) -> None:
         if record.input_tokens:

@@ -18,7 +18,10 @@ from llmeu.routing.catalog import Endpoint
 
 Attributes = dict[str, Any]
 
-OPERATIONS = {"chat.completions": "chat", "responses": "chat", "embeddings": "embeddings"}
+OPERATIONS = {
+    "chat.completions": "chat", "responses": "chat", "embeddings": "embeddings",
+    "/mcp": "execute_tool",
+}  # fmt: skip
 _RESPONSE_IDS = {"chat.completions": "chatcmpl-", "responses": "resp_"}
 
 
@@ -27,7 +30,10 @@ def operation(record: TraceRecord) -> str:
 
 
 def call_span_name(record: TraceRecord) -> str:
-    """`{gen_ai.operation.name} {gen_ai.request.model}`, as the conventions name spans."""
+    """`{gen_ai.operation.name} {gen_ai.request.model}`, as the conventions name spans; an
+    MCP tool call `tools/call {tool}`, as the MCP conventions do."""
+    if record.route == "/mcp":
+        return f"tools/call {record.request_model}"
     op = operation(record)
     return f"{op} {record.request_model}" if record.request_model else op
 
@@ -82,8 +88,24 @@ def call_attributes(record: TraceRecord, endpoint: Endpoint | None, content: boo
     if record.status in (CallStatus.FAILED, CallStatus.REJECTED):
         attributes["error.type"] = record.error_code or record.error_type or "error"
     attributes.update(server_attributes(endpoint))
+    if record.route == "/mcp":
+        attributes.update(tool_attributes(record))
     if content:
         attributes.update(content_attributes(record))
+    return attributes
+
+
+def tool_attributes(record: TraceRecord) -> Attributes:
+    """An MCP tool call's: the tool as the caller named it, its server, the bytes each way."""
+    attributes: Attributes = {"mcp.method.name": "tools/call"}
+    optional: Attributes = {
+        "gen_ai.tool.name": record.request_model or None,
+        "mcp.server": record.mcp_server,
+        "mcp.tool": record.mcp_tool,
+        "llmeu.bytes_in": record.bytes_in,
+        "llmeu.bytes_out": record.bytes_out,
+    }
+    attributes.update((k, v) for k, v in optional.items() if v is not None)
     return attributes
 
 

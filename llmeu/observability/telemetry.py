@@ -7,6 +7,7 @@ endpoint is configured, and then loads the OpenTelemetry SDK.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -45,11 +46,14 @@ class Telemetry:
         breaker: CircuitBreaker,
         limiter: LimitsState | None = None,
         cache: CacheState | None = None,
+        circuits: Sequence[str] = (),
     ) -> Telemetry:
+        """`circuits`: the breaker's circuits besides the endpoints' (the MCP tool servers',
+        `mcp:<server_id>`), shown by the same gauges."""
         registry = CollectorRegistry()
         known_models = {n for e in catalog.endpoints for n in (*e.aliases, e.model, e.endpoint_id)}
         observers: list[CallObserver] = [MetricsObserver(registry, known_models), CallLogObserver()]
-        endpoint_ids = [e.endpoint_id for e in catalog.endpoints]
+        endpoint_ids = [*(e.endpoint_id for e in catalog.endpoints), *circuits]
         registry.register(GatewayStateCollector(breaker, ledger, endpoint_ids))
         if limiter is not None:
             registry.register(LimitsCollector(limiter))

@@ -69,7 +69,8 @@ class TracingObserver(CallObserver):
         spans = self._calls.get(record.trace_id)
         if spans is None:
             return
-        endpoint = self._catalog.get(attempt.endpoint_id)
+        # An MCP tool call's attempt is at a tool server, not at an endpoint of the catalog.
+        endpoint = self._catalog.get(attempt.endpoint_id) if record.route != "/mcp" else None
         span = self._tracer.start_span(
             attempt_span_name(record, endpoint),
             context=set_span_in_context(spans.call),

@@ -156,6 +156,22 @@ class ThreadIn(_In):
     previous_message_id: str | UnsetType = UNSET
 
 
+class McpToolConfiguration(_In):
+    enabled: bool | UnsetType = UNSET
+    allowed_tools: list[str] | UnsetType | None = UNSET
+
+
+class McpServerIn(_In):
+    """A server of the MCP connector (`mcp_servers`): served by the gateway only when its
+    URL is a catalogued tool server the policy admits (`llmeu.api.call.hosted_mcp`)."""
+
+    url: str
+    name: str
+    type: str = "url"
+    authorization_token: str | UnsetType | None = UNSET
+    tool_configuration: McpToolConfiguration | UnsetType | None = UNSET
+
+
 class MessagesRequest(Struct, forbid_unknown_fields=True, omit_defaults=True):
     """`POST /v1/messages` (and `count_tokens`, which has no `max_tokens`): every field of
     Anthropic's request (README, "Request fields")."""
@@ -195,6 +211,7 @@ class MessagesRequest(Struct, forbid_unknown_fields=True, omit_defaults=True):
     billing_policy: dict[str, Any] | UnsetType | None = UNSET
     workspace_id: str | UnsetType | None = UNSET
     user_profile_id: str | UnsetType | None = UNSET
+    mcp_servers: list[McpServerIn] | UnsetType = UNSET
     llmeu: RoutingRequest | UnsetType | None = UNSET
 
 

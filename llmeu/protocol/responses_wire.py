@@ -7,7 +7,8 @@ A Responses call is served by the same upstreams as chat completions: its
 `reasoning_effort`, and `safety_identifier` (else `user`) the end user. The
 tools are typed by kind and mapped onto the chat call's in
 `llmeu.protocol.responses_tools` (hosted tools apart: the governance step
-decides where they may go). `check_request` refuses what llmeu cannot serve and
+decides where they may go; a hosted `mcp` tool is taken out before, the route
+serves it: `llmeu.api.call.hosted_mcp`). `check_request` refuses what llmeu cannot serve and
 `ignored_fields` names what it accepts without effect (README, "Request
 fields"). The response object is in `llmeu.protocol.responses_object`, the
 stream in `responses_stream`.

@@ -20,9 +20,10 @@ from llmeu.routing.catalog import (
     Prices,
     SovereigntyClass,
 )
-from llmeu.routing.config_file import parse_endpoints
+from llmeu.routing.config_file import parse_endpoints, parse_tool_servers
 from llmeu.routing.durations import ZERO, Duration
 from llmeu.routing.policy import Policy
+from llmeu.routing.tool_servers import ToolCatalog
 
 EU_STRICT = Policy(
     policy_id="eu-strict",
@@ -91,8 +92,17 @@ def local_endpoints(host: str, country: str = "") -> list[Endpoint]:
 
 def provider_endpoints() -> list[Endpoint]:
     """The EU provider endpoints shipped in `builtin.yaml`."""
-    text = resources.files("llmeu.routing").joinpath("builtin.yaml").read_text("utf-8")
-    return parse_endpoints(text)
+    return parse_endpoints(_builtin_text())
+
+
+def builtin_tool_servers() -> ToolCatalog:
+    """The MCP servers shipped in `builtin.yaml` (`mcp_servers:`; none today: a tool server
+    holds an operator's own data, so the operator catalogues it)."""
+    return parse_tool_servers(_builtin_text())
+
+
+def _builtin_text() -> str:
+    return resources.files("llmeu.routing").joinpath("builtin.yaml").read_text("utf-8")
 
 
 def builtin_catalog(host: str, country: str = "") -> Catalog:

@@ -10,7 +10,7 @@ value is `yaml_nodes`.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
@@ -40,6 +40,7 @@ from llmeu.routing.catalog import (
 from llmeu.routing.durations import Duration
 from llmeu.routing.policy import HostedToolsMode, LimitsFail, Policy
 from llmeu.routing.predicates import RULES, seal_level
+from llmeu.routing.tool_servers import ToolCatalog, normal_url, parse_tool_server
 from llmeu.routing.yaml_nodes import Node
 
 
@@ -48,6 +49,8 @@ class GatewayConfig:
     catalog: Catalog
     policies: dict[str, Policy]
     default_policy: str
+    tool_servers: ToolCatalog = field(default_factory=ToolCatalog)
+    """The MCP servers of `mcp_servers:` (`llmeu.routing.tool_servers`)."""
 
 
 def parse_config(text: str, *, base_policies: Iterable[Policy] = ()) -> GatewayConfig:
@@ -59,9 +62,12 @@ def parse_config(text: str, *, base_policies: Iterable[Policy] = ()) -> GatewayC
     root = nodes.compose(text)
     if root is None:
         raise ConfigError("the configuration file is empty")
-    top = nodes.mapping(root, "configuration", {"endpoints", "policies", "default_policy"})
+    top = nodes.mapping(
+        root, "configuration", {"endpoints", "mcp_servers", "policies", "default_policy"}
+    )
     endpoints = [_endpoint(n) for n in nodes.sequence(top.get("endpoints"), "endpoints")]
     nodes.refuse_duplicates(endpoints, top.get("endpoints"), lambda e: e.endpoint_id, "endpoint_id")
+    tool_servers = _tool_servers(top.get("mcp_servers"))
     own = [_policy(n) for n in nodes.sequence(top.get("policies"), "policies")]
     nodes.refuse_duplicates(own, top.get("policies"), lambda p: p.policy_id, "policy_id")
     policies = {p.policy_id: p for p in base_policies}
@@ -77,16 +83,33 @@ def parse_config(text: str, *, base_policies: Iterable[Policy] = ()) -> GatewayC
             field="default_policy",
             line=nodes.line(top["default_policy"]),
         )
-    return GatewayConfig(Catalog(endpoints), policies, default)
+    return GatewayConfig(Catalog(endpoints), policies, default, tool_servers)
 
 
 def parse_endpoints(text: str) -> list[Endpoint]:
-    """Endpoints from a YAML document holding only an `endpoints:` list."""
+    """Endpoints from a catalog document: an `endpoints:` list (and `mcp_servers:`, read by
+    `parse_tool_servers`)."""
     root = nodes.compose(text)
     if root is None:
         return []
-    top = nodes.mapping(root, "catalog", {"endpoints"})
+    top = nodes.mapping(root, "catalog", {"endpoints", "mcp_servers"})
     return [_endpoint(n) for n in nodes.sequence(top.get("endpoints"), "endpoints")]
+
+
+def parse_tool_servers(text: str) -> ToolCatalog:
+    """The tool servers of a catalog document's `mcp_servers:` list."""
+    root = nodes.compose(text)
+    if root is None:
+        return ToolCatalog()
+    top = nodes.mapping(root, "catalog", {"endpoints", "mcp_servers"})
+    return _tool_servers(top.get("mcp_servers"))
+
+
+def _tool_servers(node: Node | None) -> ToolCatalog:
+    servers = [parse_tool_server(n) for n in nodes.sequence(node, "mcp_servers")]
+    nodes.refuse_duplicates(servers, node, lambda s: s.server_id, "server_id")
+    nodes.refuse_duplicates(servers, node, lambda s: normal_url(s.url), "url")
+    return ToolCatalog(servers)
 
 
 def parse_policy(text: str) -> Policy:

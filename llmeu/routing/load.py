@@ -10,7 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from llmeu.errors import ConfigError
-from llmeu.routing.builtin import BUILTIN_POLICIES, DEFAULT_POLICY, builtin_catalog
+from llmeu.routing.builtin import (
+    BUILTIN_POLICIES,
+    DEFAULT_POLICY,
+    builtin_catalog,
+    builtin_tool_servers,
+)
 from llmeu.routing.config_file import GatewayConfig, parse_config
 
 
@@ -20,7 +25,8 @@ def load_config(path: Path | None, *, host: str, local_country: str = "") -> Gat
     EU providers of `builtin.yaml` — and the built-in policies."""
     if path is None:
         catalog = builtin_catalog(host, local_country)
-        return GatewayConfig(catalog, {p.policy_id: p for p in BUILTIN_POLICIES}, DEFAULT_POLICY)
+        policies = {p.policy_id: p for p in BUILTIN_POLICIES}
+        return GatewayConfig(catalog, policies, DEFAULT_POLICY, builtin_tool_servers())
     try:
         text = path.read_text("utf-8")
     except OSError as error:

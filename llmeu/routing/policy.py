@@ -9,7 +9,9 @@ countries whose law may reach the provider's controlling entity:
 `require_certifications` (every one listed must be held) and `min_seal` (the
 Cloud Sovereignty Framework's assurance level) are met. An endpoint whose
 jurisdiction, certifications or SEAL are unknown does not meet a requirement
-on them: unknown is not compliant. Each predicate is one row of the table in
+on them: unknown is not compliant. MCP tool servers are sites too, admitted by the
+same predicates and by `allow_mcp_servers`; `allow_tools` then says which of their tools
+(by exposed name, `crm__lookup`) a key may call. Each predicate is one row of the table in
 `llmeu.routing.predicates`; this module applies the table. Empty country or
 provider lists mean "any the classes allow". A request may narrow the policy
 of its key (name a stricter policy, or give allow-lists) but never widen it:
@@ -45,6 +47,7 @@ from llmeu.personal.rules import PersonalDataRules, RestrictTo, rules_document
 from llmeu.routing.cache_rules import CacheRules, cache_document
 from llmeu.routing.catalog import Certification, SovereigntyClass
 from llmeu.routing.durations import Duration
+from llmeu.routing.glob_rules import matches
 from llmeu.routing.predicates import (
     EU_MEMBER_STATES,
     NARROWABLE,
@@ -96,6 +99,10 @@ class Policy:
     allow_hosted_tools: frozenset[str] = frozenset()
     """The hosted tools a call may send to a provider that runs them; empty: none."""
     hosted_tools: HostedToolsMode = HostedToolsMode.DROP
+    allow_mcp_servers: frozenset[str] = frozenset()
+    """Patterns of the tool servers a key may reach (`llmeu.routing.glob_rules`); empty: any."""
+    allow_tools: frozenset[str] = frozenset()
+    """Patterns of the tools (exposed names) a key may call; empty: any."""
     keep_metadata: Duration | None = None
     """How long the metadata of its calls is kept; None: the gateway's `--keep-metadata`."""
     personal_data: PersonalDataRules | None = None
@@ -124,6 +131,10 @@ class Policy:
 
     def admits(self, site: Site) -> bool:
         return self.exclusion(site) is None
+
+    def admits_tool(self, name: str) -> bool:
+        """Whether `allow_tools` admits a tool by its exposed name (`crm__lookup`)."""
+        return not self.allow_tools or matches(name, self.allow_tools)
 
     def route_retention(self, site: Site) -> Duration:
         """The longest time any party on this route keeps content (docs/design.md §3)."""

@@ -20,7 +20,11 @@ answers to, its certifications and its assurance level (`Site`). Each row of
 Three rows are the gateway's own rather than the site's (`store_content`, `fallback`,
 `allow_hosted_tools`): they have no exclusion but take part in widening (and a request may
 narrow the hosted tools a call may send; where each goes is the governance step's,
-`llmeu.api.call.governance`). Adding a predicate is one row here, one field
+`llmeu.api.call.governance`). The last two list names by pattern
+(`llmeu.routing.glob_rules`): `allow_mcp_servers` excludes the tool servers whose id
+it does not match (an endpoint is not a tool server: the rule says nothing of it), and
+`allow_tools` the tools whose exposed name it does not match, which `/mcp` asks of
+`Policy.admits_tool` once it knows a tool's name. Adding a predicate is one row here, one field
 on `Policy` and on the request's `RoutingRequest` when a request may narrow it
 (docs/extending.md walks through it).
 """
@@ -35,6 +39,7 @@ from llmeu.calls.hosted_tools import HOSTED_NAMES
 from llmeu.errors import ConfigError, InvalidRequest
 from llmeu.routing import yaml_nodes as nodes
 from llmeu.routing.catalog import SovereigntyClass
+from llmeu.routing.glob_rules import AllowedGlobs
 from llmeu.routing.rule_kinds import (
     AllowedValues,
     AtLeastSeal,
@@ -46,6 +51,7 @@ from llmeu.routing.rule_kinds import (
     parse_certifications,
     seal_level,
 )
+from llmeu.routing.tool_servers import ToolServer
 from llmeu.routing.yaml_nodes import Node
 
 __all__ = [
@@ -143,6 +149,16 @@ ALLOW_HOSTED_TOOLS = AllowedValues(
     _hosted_from_request, empty_is_any=False,
 )  # fmt: skip
 
+
+def _tool_server_id(site: Site) -> str | None:
+    return site.server_id if isinstance(site, ToolServer) else None
+
+
+ALLOW_MCP_SERVERS = AllowedGlobs(
+    "allow_mcp_servers", "tool servers", "tool server", _tool_server_id
+)
+ALLOW_TOOLS = AllowedGlobs("allow_tools", "tools", "tool", None)
+
 RULES: tuple[Rule[Any], ...] = (
     ALLOW_CLASSES,
     ALLOW_COUNTRIES,
@@ -154,6 +170,8 @@ RULES: tuple[Rule[Any], ...] = (
     REQUIRE_CERTIFICATIONS,
     MIN_SEAL,
     ALLOW_HOSTED_TOOLS,
+    ALLOW_MCP_SERVERS,
+    ALLOW_TOOLS,
 )
 """Every rule, in the order a refusal names the first that fails (exclusion, widening)."""
 

@@ -111,7 +111,7 @@ class Rule(ABC, Generic[V]):
         """The field in words for `llmeu routes`; None where it says nothing worth saying."""
 
 
-def _widening(policy_id: str, param: str, extra: Iterable[object]) -> PermissionDenied:
+def widening(policy_id: str, param: str, extra: Iterable[object]) -> PermissionDenied:
     return PermissionDenied(
         f"`{param}` would widen policy `{policy_id}` with {', '.join(sorted(map(str, extra)))}; "
         "a request may only narrow its policy",
@@ -182,7 +182,7 @@ class AllowedValues(Rule[frozenset[Any]]):
             wanted.extend(parsed if isinstance(parsed, list) else [parsed])
         chosen = frozenset(wanted)
         if (current or not self.empty_is_any) and not chosen <= current:
-            raise _widening(policy_id, param, chosen - current)
+            raise widening(policy_id, param, chosen - current)
         return chosen
 
     def describe(self, value: frozenset[Any]) -> str | None:

@@ -56,6 +56,7 @@ CASES: list[Case] = [
     ("POST", "/v1/embeddings", _fixed("/v1/embeddings"), {"model": "fake-model", "input": "hi"}),
     ("POST", "/v1/messages", _fixed("/v1/messages"), MESSAGES),
     ("POST", "/v1/messages/count_tokens", _fixed("/v1/messages/count_tokens"), MESSAGES),
+    ("POST", "/mcp", _fixed("/mcp"), {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
     ("GET", "/v1/models", _fixed("/v1/models"), None),
     ("GET", "/v1/models/{model}", _fixed("/v1/models/fake-model"), None),
     ("GET", "/v1/platform/keys", _fixed("/v1/platform/keys"), None),

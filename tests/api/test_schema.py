@@ -3,7 +3,7 @@
 A real gateway process in front of the fake upstream; schemathesis derives
 requests from `GET /openapi.json` (bodies, path and query parameters, with
 the negative cases it generates) and every answer must be below 500 and,
-when it is an error, OpenAI-shaped.
+when it is an error, in its surface's shape (OpenAI's, Anthropic's, JSON-RPC's).
 """
 
 from __future__ import annotations
@@ -55,6 +55,15 @@ def assert_openai_error(status: int, body: bytes) -> None:
     assert isinstance(error["type"], str)
 
 
+def assert_json_rpc_error(body: bytes) -> None:
+    """MCP's errors (`/mcp`): JSON-RPC error objects."""
+    payload = json.loads(body)
+    assert isinstance(payload, dict) and payload.get("jsonrpc") == "2.0", payload
+    assert set(payload) <= {"jsonrpc", "id", "error"}, payload
+    assert isinstance(payload["error"]["code"], int)
+    assert isinstance(payload["error"]["message"], str) and payload["error"]["message"]
+
+
 def assert_anthropic_error(body: bytes) -> None:
     payload = json.loads(body)
     assert isinstance(payload, dict) and set(payload) <= {"type", "error", "llmeu"}, payload
@@ -75,6 +84,8 @@ def test_every_route_answers_generated_input_without_a_5xx(
     assert response.status_code < 500, (response.status_code, response.content[:500])
     if response.status_code >= 400 and case.path.startswith("/v1/messages"):
         assert_anthropic_error(response.content)
+    elif response.status_code >= 400 and case.path == "/mcp":
+        assert_json_rpc_error(response.content)
     elif response.status_code >= 400:
         assert_openai_error(response.status_code, response.content)
 

@@ -76,6 +76,32 @@ def test_a_valid_file_is_ok_with_a_summary(
     ]
 
 
+def test_tool_servers_are_summarised_and_skipped_without_their_variables(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("LLMEU_TEST_CRM_TOKEN", raising=False)
+    servers = """mcp_servers:
+  - server_id: crm
+    url: https://crm.example.eu/mcp
+    provider: example
+    country: FR
+    sovereignty_class: eu_sovereign
+    retention: P0D
+    api_key_env: LLMEU_TEST_CRM_TOKEN
+  - server_id: search
+    url: https://search.example.com/mcp
+    provider: example
+    country: US
+    sovereignty_class: global
+    retention: P30D
+"""
+    status, out, _, _ = check(capsys, tmp_path, VALID.replace("policies:", servers + "policies:"))
+    assert status == 0
+    lines = out.splitlines()
+    assert "  2 MCP tool servers: crm (eu_sovereign), search (global)" in lines
+    assert "  skipped until configured: mcp server crm (LLMEU_TEST_CRM_TOKEN not set)" in lines
+
+
 def test_a_set_key_is_not_reported_as_skipped(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -275,3 +275,43 @@ def test_the_table_fits_a_terminal_and_wide_shows_every_column(
     assert "law" not in next(iter(rows.values()))
     _, rows, _ = routes(capsys, "--wide")
     assert {"law", "upstream", "max tokens", "models"} <= set(next(iter(rows.values())))
+
+
+TOOL_SERVERS = """\
+mcp_servers:
+  - server_id: crm
+    url: https://crm.example.eu/mcp
+    provider: example
+    country: FR
+    sovereignty_class: eu_sovereign
+    retention: P0D
+  - server_id: search
+    url: https://search.example.com/mcp
+    provider: searchco
+    country: US
+    sovereignty_class: global
+    retention: P30D
+  - server_id: vault
+    url: https://vault.example.eu/mcp
+    provider: example
+    country: DE
+    sovereignty_class: eu_sovereign
+    retention: P0D
+    api_key_env: LLMEU_TEST_VAULT_TOKEN
+"""
+
+
+def test_tool_servers_are_listed_with_the_policies_that_admit_each(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("LLMEU_TEST_VAULT_TOKEN", raising=False)
+    path = tmp_path / "llmeu.yaml"
+    path.write_text(CONFIG.replace("policies:", TOOL_SERVERS + "policies:"))
+    status, _, out = routes(capsys, "--config", str(path))
+    assert status == 0
+    rows = {line.split()[0]: line for line in out.splitlines() if line.split()[:1] in (
+        ["crm"], ["search"], ["vault"])}  # fmt: skip
+    assert "admitted" in rows["crm"] and rows["crm"].endswith("eu-strict, eu, open")
+    assert "excluded by allow_classes" in rows["search"] and rows["search"].endswith("open")
+    assert "skipped: LLMEU_TEST_VAULT_TOKEN not set" in rows["vault"]
+    assert rows["vault"].endswith("eu-strict, eu, open, german")  # german: DE only

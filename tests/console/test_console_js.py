@@ -330,6 +330,13 @@ def test_policy_widening_matches_python(js: Page, console: Console) -> None:
          "allow_hosted_tools": ["web_search"]},
         {"policy_id": "web-files", "allow_classes": ["eu_sovereign", "on_premise"], "max_retention": "P0D",
          "allow_hosted_tools": ["web_search", "file_search"], "hosted_tools": "reject"},
+        # Tool servers and tools by pattern: a plain name narrows a pattern that matches it.
+        {"policy_id": "crm-tools", "allow_classes": ["eu_sovereign", "on_premise"], "max_retention": "P0D",
+         "allow_mcp_servers": ["crm*"], "allow_tools": ["crm__*", "docs__search"]},
+        {"policy_id": "crm-lookup", "allow_classes": ["eu_sovereign", "on_premise"], "max_retention": "P0D",
+         "allow_mcp_servers": ["crm-eu"], "allow_tools": ["crm__lookup"]},
+        {"policy_id": "crm-get", "allow_classes": ["eu_sovereign", "on_premise"], "max_retention": "P0D",
+         "allow_mcp_servers": ["crm*"], "allow_tools": ["crm__get?"]},
     ]  # fmt: skip
     documents = console.api("GET", "/v1/platform/policies")["data"] + extra
     python = {d["policy_id"]: parse_policy(json.dumps(d)) for d in documents}

@@ -99,8 +99,9 @@ def test_a_chain_continued_across_batches_and_processes_verifies() -> None:
         (0, "output_tokens", 1),
         (11, "endpoint_id", "openai-us"),
         (5, "chain_link", "f" * 64),
+        (5, "mcp_server", "crm-us"),
     ],
-    ids=["status", "cost", "class", "attempts", "first-row", "last-row", "link"],
+    ids=["status", "cost", "class", "attempts", "first-row", "last-row", "link", "tool-server"],
 )
 def test_one_changed_column_is_named_edited(position: int, column: str, value: Any) -> None:
     rows = ledger()

@@ -11,7 +11,12 @@ import pytest
 import llmeu.ledger.store as store_module
 from llmeu.calls.record import CallStatus
 from llmeu.ledger.database import Database
-from llmeu.ledger.migrations import _CACHE_HIT_TYPES, _OPEN_CALL_TYPES, MIGRATIONS
+from llmeu.ledger.migrations import (
+    _CACHE_HIT_TYPES,
+    _MCP_CALL_TYPES,
+    _OPEN_CALL_TYPES,
+    MIGRATIONS,
+)
 from llmeu.ledger.opening import open_database
 from llmeu.ledger.retention import calls_between
 from llmeu.ledger.store import Store
@@ -31,7 +36,8 @@ async def tables(db: Database, trace_id: str) -> dict[str, str]:
 
 
 def test_an_open_call_has_every_column_a_trace_row_writes() -> None:
-    assert tuple(name for name, _ in (*_OPEN_CALL_TYPES, *_CACHE_HIT_TYPES)) == TRACE_COLUMNS
+    added_since = (*_CACHE_HIT_TYPES, *_MCP_CALL_TYPES)  # migrations 13 and 14
+    assert tuple(name for name, _ in (*_OPEN_CALL_TYPES, *added_since)) == TRACE_COLUMNS
 
 
 def test_an_open_row_is_the_trace_row_of_its_columns() -> None:

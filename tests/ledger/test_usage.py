@@ -64,6 +64,7 @@ EXPECTED = {
     "sovereignty_class": {"eu_sovereign": (4, 1, 1, 1, 0, 1, 30, 27, 1),
                           "eu_resident": (1, 1, 0, 0, 0, 0, 10, 20, 0),
                           "": (1, 0, 0, 0, 1, 0, 0, 0, 0)},
+    "mcp_server": {},  # MCP tool calls only: these are model calls
 }  # fmt: skip
 
 
@@ -102,3 +103,23 @@ async def test_spend_by_key(store: Store) -> None:
     spend = await store.spend_by_key()
     assert spend["kbob"] == pytest.approx(0.00005)
     assert spend["kalice"] == pytest.approx(0.00005 + 0.000024)  # completed + cancelled
+
+
+async def test_usage_by_tool_server_counts_tool_calls_only(store: Store) -> None:
+    def tool_call(server: str, status: CallStatus = CallStatus.COMPLETED) -> Any:
+        return trace(status, route="/mcp", request_model=f"{server}__lookup", endpoint_id=None,
+                     model_used=None, input_tokens=None, output_tokens=None, cost_eur=None,
+                     mcp_server=server, mcp_tool="lookup", bytes_in=120, bytes_out=480)  # fmt: skip
+
+    await write(store, trace(), tool_call("crm"), tool_call("crm", CallStatus.FAILED),
+                tool_call("docs"), tool_call("docs", CallStatus.REJECTED))  # fmt: skip
+    rows = await store.usage(group_by="mcp_server", since=None, until=None, key_id=None)
+    assert summary(rows, "mcp_server") == {
+        "crm": (2, 1, 0, 1, 0, 0, 0, 0, 0),
+        "docs": (2, 1, 0, 0, 1, 0, 0, 0, 0),
+    }
+    page = await store.list_traces(filters={"mcp_server": "docs"}, since=None, until=None,
+                                   limit=10, cursor=None, key_id=None)  # fmt: skip
+    assert {t["mcp"]["server"] for t in page.traces} == {"docs"}
+    assert page.traces[0]["mcp"] == {"server": "docs", "tool": "lookup", "bytes_in": 120,
+                                     "bytes_out": 480}  # fmt: skip

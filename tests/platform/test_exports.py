@@ -15,9 +15,13 @@ import httpx
 import pytest
 
 from llmeu.api.app import App, create_app
+from llmeu.api.services.exports import Period, records_of_processing, subprocessors_csv
 from llmeu.config import Settings
+from llmeu.routing.catalog import Catalog
+from llmeu.routing.tool_servers import ToolCatalog
 from tests.ledger.conftest import database_url  # noqa: F401  (the parametrized fixture)
 from tests.platform.conftest import TEAM_POLICY, chat, client_for
+from tests.routing.factories import tool_server
 from tests.support.processes import ADMIN_KEY, FakeUpstream, config_yaml, fake_endpoint
 
 Client = httpx.AsyncClient
@@ -77,7 +81,7 @@ async def test_exports_say_what_the_calls_did(app: App, tmp_path: Path) -> None:
             {"provider": "fakeprov", "endpoint_id": "fakeprov-fr-a", "country": "FR",
              "inference_region": "test-1", "sovereignty_class": "eu_sovereign",
              "jurisdiction": "FR", "certifications": ["iso27001", "secnumcloud"],
-             "catalog": "current"},
+             "catalog": "current", "kind": "endpoint"},
         ]  # fmt: skip
         assert activity["retention_by_route"] == [
             {"endpoint_id": "fakeprov-fr-a", "retention": "P1D", "calls": 2}
@@ -129,3 +133,25 @@ async def test_exports_say_what_the_calls_did(app: App, tmp_path: Path) -> None:
         assert (out / "subprocessors.csv").read_text() == csv_text
         exported = [json.loads(line) for line in (out / "calls.jsonl").read_text().splitlines()]
         assert {c["trace_id"] for c in exported} >= set(traces)
+
+
+def test_a_tool_server_a_tool_call_reached_is_a_recipient() -> None:
+    tools = ToolCatalog([tool_server("crm", jurisdiction="FR", certifications=["iso27001"])])
+    base = {"key_id": "kbot", "status": "completed", "endpoint_id": None, "provider": "crm",
+            "inference_region": None, "sovereignty_class": "eu_sovereign", "retention": "P0D",
+            "input_tokens": None, "output_tokens": None, "cost_eur": None}  # fmt: skip
+    reached = {**base, "mcp_server": "crm", "attempts": [{"endpoint_id": "crm", "provider": "crm"}]}
+    refused = {**base, "mcp_server": None, "attempts": [], "status": "rejected"}
+    period = Period(0.0, 1.0)
+    records = records_of_processing([reached, refused], [], Catalog([]), period, tools)
+    (activity,) = records["activities"]
+    assert activity["recipients"] == [
+        {"provider": "crm", "endpoint_id": "crm", "country": "FR", "inference_region": None,
+         "sovereignty_class": "eu_sovereign", "jurisdiction": "FR",
+         "certifications": ["iso27001"], "catalog": "current", "kind": "mcp_server"},
+    ]  # fmt: skip
+    assert activity["retention_by_route"] == [
+        {"endpoint_id": "crm", "retention": "P0D", "calls": 1}
+    ]
+    rows = list(csv.DictReader(io.StringIO(subprocessors_csv([reached], Catalog([]), tools))))
+    assert [(r["endpoint_id"], r["kind"], r["calls"]) for r in rows] == [("crm", "mcp_server", "1")]

@@ -90,6 +90,19 @@ async def test_a_key_secret_is_shown_once_and_stored_hashed(admin: Client, app: 
     assert stored is not None and stored.secret_hash == hash_token(token)
 
 
+async def test_a_key_carries_its_tool_server_and_tool_patterns(admin: Client) -> None:
+    created = await admin.post("/v1/platform/keys", json={
+        "name": "agent", "allow_mcp_servers": ["crm"], "allow_tools": ["crm__get_*"]})  # fmt: skip
+    assert created.status_code == 201, created.text
+    key = created.json()
+    assert (key["allow_mcp_servers"], key["allow_tools"]) == (["crm"], ["crm__get_*"])
+    listed = (await admin.get("/v1/platform/keys")).json()["data"]
+    assert next(k for k in listed if k["id"] == key["id"])["allow_tools"] == ["crm__get_*"]
+    refused = await admin.post("/v1/platform/keys", json={"allow_tools": ["has space"]})
+    assert refused.status_code == 400
+    assert refused.json()["error"]["param"] == "key.allow_tools"
+
+
 @pytest.mark.parametrize(
     ("body", "param"),
     [

@@ -14,6 +14,7 @@ from llmeu.routing.catalog import (
 )
 from llmeu.routing.durations import ZERO, Duration
 from llmeu.routing.policy import LimitsFail, Policy
+from llmeu.routing.tool_servers import ToolServer
 
 
 def endpoint(
@@ -46,6 +47,31 @@ def endpoint(
         base_url="http://127.0.0.1:9/v1",
         priority=priority,
         capabilities=frozenset(Capability(c) for c in capabilities),
+        jurisdiction=jurisdiction,
+        certifications=frozenset(Certification(c) for c in certifications),
+        seal=seal,
+    )
+
+
+def tool_server(
+    server_id: str,
+    *,
+    sovereignty_class: str = "eu_sovereign",
+    country: str = "FR",
+    provider: str | None = None,
+    retention: str = "P0D",
+    jurisdiction: str = "",
+    certifications: Iterable[str] = (),
+    seal: int | None = None,
+    url: str | None = None,
+) -> ToolServer:
+    return ToolServer(
+        server_id=server_id,
+        url=url or f"http://127.0.0.1:9/{server_id}/mcp",
+        provider=provider or server_id.split("-")[0],
+        country=country,
+        sovereignty_class=SovereigntyClass(sovereignty_class),
+        retention=Duration.parse(retention),
         jurisdiction=jurisdiction,
         certifications=frozenset(Certification(c) for c in certifications),
         seal=seal,

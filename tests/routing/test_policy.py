@@ -90,8 +90,8 @@ def test_built_in_policies_are_those_of_the_issue() -> None:
         "allow_countries": [], "allow_providers": [], "max_retention": "P0D",
         "store_content": "P0D", "fallback": True, "limits_fail": "open",
         "require_jurisdictions": [], "require_certifications": [], "min_seal": None,
-        "allow_hosted_tools": [], "hosted_tools": "drop", "keep_metadata": None,
-        "personal_data": None, "cache": None,
+        "allow_hosted_tools": [], "hosted_tools": "drop", "allow_mcp_servers": [], "allow_tools": [],
+        "keep_metadata": None, "personal_data": None, "cache": None,
     }  # fmt: skip
     assert policy_document(EU)["allow_classes"] == ["eu_resident", "eu_sovereign", "on_premise"]
     assert (policy_document(EU)["max_retention"], policy_document(EU)["store_content"]) == (

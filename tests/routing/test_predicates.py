@@ -19,7 +19,7 @@ from llmeu.errors import ConfigError, InvalidRequest, PermissionDenied
 from llmeu.routing.config_file import parse_policy
 from llmeu.routing.policy import Narrowing, Policy, narrow, policy_document
 from llmeu.routing.predicates import NARROWABLE, RULES, Rule, rules_document
-from tests.routing.factories import endpoint
+from tests.routing.factories import endpoint, tool_server
 
 RULE_NAMES = [rule.name for rule in RULES]
 
@@ -50,8 +50,12 @@ BASE = {"policy_id": "base", "allow_classes": ["eu_sovereign", "eu_resident"], "
         "store_content": "P1D"}  # fmt: skip
 SITE = endpoint("acme-x", sovereignty_class="eu_resident", country="DE", provider="acme",
                 retention="P7D", jurisdiction="US", certifications=["iso27001"], seal=2)  # fmt: skip
+TOOL_SITE = tool_server("crm-eu", sovereignty_class="eu_resident", country="DE", provider="acme",
+                        retention="P7D", jurisdiction="US", certifications=["iso27001"], seal=2)  # fmt: skip
+NOT_ABOUT_SITES = ("store_content", "fallback", "allow_hosted_tools", "allow_tools")
 
-# One row per site rule: the policy field and value that excludes SITE, and the reason.
+# One row per site rule: the policy field and value that excludes SITE (an endpoint) or
+# TOOL_SITE (a tool server, for the rules about tool servers only), and the reason.
 EXCLUDING = [
     pytest.param("allow_classes", ["eu_sovereign"], "sovereignty class eu_resident is not in [eu_sovereign]",
                  id="allow_classes"),
@@ -63,21 +67,39 @@ EXCLUDING = [
     pytest.param("require_certifications", ["secnumcloud"], "provider lacks certifications [secnumcloud]",
                  id="require_certifications"),
     pytest.param("min_seal", 3, "provider assurance level SEAL-2 is below SEAL-3", id="min_seal"),
+    pytest.param("allow_mcp_servers", ["crm", "erp-*"], "tool server crm-eu is not in [crm, erp-*]",
+                 id="allow_mcp_servers"),
 ]  # fmt: skip
+TOOL_SERVER_RULES = ("allow_mcp_servers",)
 
 
 @pytest.mark.parametrize(("field", "value", "reason"), EXCLUDING)
 def test_each_site_rule_excludes_with_its_reason(field: str, value: object, reason: str) -> None:
+    site = TOOL_SITE if field in TOOL_SERVER_RULES else SITE
     policy = parse_policy(json.dumps({**BASE, field: value}))
-    assert parse_policy(json.dumps(BASE)).exclusion(SITE) is None
-    rule, said = policy.exclusion(SITE) or ("", "")
+    assert parse_policy(json.dumps(BASE)).exclusion(site) is None
+    rule, said = policy.exclusion(site) or ("", "")
     assert rule == field
     assert said.startswith(reason)
 
 
+@pytest.mark.parametrize(("field", "value", "reason"), EXCLUDING)
+def test_a_tool_server_is_excluded_by_the_same_rules(
+    field: str, value: object, reason: str
+) -> None:
+    policy = parse_policy(json.dumps({**BASE, field: value}))
+    rule, said = policy.exclusion(TOOL_SITE) or ("", "")
+    assert rule == field
+    assert said.startswith(reason.replace("acme-x", "crm-eu"))
+
+
+def test_rules_about_tool_servers_say_nothing_of_endpoints() -> None:
+    policy = parse_policy(json.dumps({**BASE, "allow_mcp_servers": ["nothing"]}))
+    assert policy.exclusion(SITE) is None
+
+
 def test_every_site_rule_has_an_exclusion_row() -> None:
-    gateways_own = ("store_content", "fallback", "allow_hosted_tools")
-    site_rules = {r.name for r in RULES if r.name not in gateways_own}
+    site_rules = {r.name for r in RULES if r.name not in NOT_ABOUT_SITES}
     assert {p.id for p in EXCLUDING} == site_rules
 
 

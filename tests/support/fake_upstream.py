@@ -14,6 +14,7 @@ from the upstream model name (set per endpoint in the gateway's config, e.g.
     call=NAME       the tool the call is of (default `get_weather`, with `{"city": "Paris"}`);
                     a tool of one string argument `input` gets `{"input": PATCH}`, whose
                     escapes the pieces split
+    tool=NAME       the same as call=NAME
     reasoning=N     stream N reasoning deltas (`reasoning_content`) before the answer
     finish=REASON   the finish reason to end with (default stop, or tool_calls)
     fault=NAME      status_<code> | echo | echo_mid_stream | reset_mid_stream | stall_first |
@@ -301,7 +302,7 @@ PATCH = '*** Begin Patch\n*** Add File: hello.txt\n+Grüß "dich" \\o/\n*** End 
 def called(body: dict[str, Any], d: dict[str, str]) -> tuple[str, str]:
     """The tool a call is of (`call=`) and its arguments: `{"input": PATCH}` for a function of
     one string argument `input` (a custom tool's function form), else `ARGUMENTS`."""
-    name = d.get("call", "get_weather")
+    name = d.get("call") or d.get("tool", "get_weather")
     for tool in body.get("tools") or ():
         function = tool.get("function") or {}
         properties = (function.get("parameters") or {}).get("properties") or {}

@@ -19,6 +19,7 @@ from llmeu.api.call.trace import TraceRecorder
 from llmeu.api.http.asgi import DisconnectWatch, Request
 from llmeu.api.http.error_responses import ErrorShape
 from llmeu.api.services.auth import KeyRing
+from llmeu.api.services.mcp_upstreams import InFlight, ToolServers
 from llmeu.api.services.policies import PolicyBook
 from llmeu.api.services.receipt_issuer import Receipts
 from llmeu.api.services.upstreams import Upstreams
@@ -45,6 +46,8 @@ class CallContext:
     keys: KeyRing
     policies: PolicyBook
     upstreams: Upstreams
+    tool_servers: ToolServers
+    """The MCP tool servers (replaced on a reload, as `upstreams` is)."""
     ledger: Ledger
     limits: Limiter
     observers: Observers
@@ -54,8 +57,12 @@ class CallContext:
     keep_metadata: Duration = DEFAULT_KEEP_METADATA
     cache: AnswerCache | None = None
     """The answer cache, asked only for calls under a policy with a `cache:` section."""
+    cors_origins: frozenset[str] = frozenset()
+    """The browser origins `--cors-origin` allows (`/mcp` refuses any other, as MCP asks)."""
     accepting: bool = True
     inflight: dict[str, asyncio.Task[Any]] = field(default_factory=dict)
+    tool_calls: InFlight = field(default_factory=InFlight)
+    """The running tool calls by request id, for a client's `notifications/cancelled`."""
 
 
 class StreamEncoder(Protocol):

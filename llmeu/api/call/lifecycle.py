@@ -53,6 +53,7 @@ from llmeu.calls.output import Delta, Usage
 from llmeu.calls.record import CallStatus
 from llmeu.calls.request import RoutingRequest
 from llmeu.errors import ServiceUnavailable
+from llmeu.ledger.api_keys import ApiKey
 from llmeu.observability.timing import ResponseTiming
 from llmeu.personal.masking import Masking
 from llmeu.personal.streams import StreamRestorer
@@ -68,9 +69,9 @@ P = TypeVar("P")
 class Call:
     """One call, from its key to its trace; see the module docstring for the order of steps."""
 
-    __slots__ = ("_attempts", "_cache", "_context", "_credentials", "_governance", "_key_id",
-                 "_key_policy", "_masking", "_model", "_narrowing", "_notices", "_opened",
-                 "_plan", "_restorer", "_route", "_settlement", "_shape", "_state",
+    __slots__ = ("_attempts", "_cache", "_context", "_credentials", "_governance", "_key",
+                 "_key_id", "_key_policy", "_masking", "_model", "_narrowing", "_notices",
+                 "_opened", "_plan", "_restorer", "_route", "_settlement", "_shape", "_state",
                  "_upstreams", "_wants_receipt", "request", "tools", "trace",
                  "trace_id")  # fmt: skip
 
@@ -95,6 +96,7 @@ class Call:
         self._opened = 0.0
         self._key_id = ""
         self._key_policy = ""
+        self._key: ApiKey
         self._masking: Masking | None = None
         self._restorer: StreamRestorer | None = None
         self._wants_receipt = False
@@ -140,8 +142,7 @@ class Call:
         task = asyncio.current_task()
         if task is not None:
             context.inflight[self.trace_id] = task
-        self._key_id = key.key_id
-        self._key_policy = key.policy_id
+        self._key, self._key_id, self._key_policy = key, key.key_id, key.policy_id
         # Known from the key: a call refused before routing still shows the policy it was
         # under; routing replaces it with the effective (possibly narrowed) policy.
         trace.record.policy_id = key.policy_id
@@ -314,6 +315,11 @@ class Call:
     def key_policy_id(self) -> str:
         """The calling key's own policy (before any narrowing)."""
         return self._key_policy
+
+    @property
+    def key(self) -> ApiKey:
+        """The calling key itself: the tool calls a call makes are made with it."""
+        return self._key
 
     @property
     def upstream_input_tokens(self) -> int | None:

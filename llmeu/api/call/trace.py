@@ -32,6 +32,7 @@ from llmeu.routing.catalog import Endpoint
 from llmeu.routing.durations import Duration
 from llmeu.routing.policy import DEFAULT_KEEP_METADATA, Policy, policy_document
 from llmeu.routing.router import RoutePlan
+from llmeu.routing.tool_servers import ToolServer
 
 _DURABLE_WAIT = 10.0
 
@@ -181,6 +182,32 @@ class TraceRecorder:
         record.sovereignty_class = endpoint.sovereignty_class.value
         if self.policy is not None:
             record.retention = self.policy.route_retention(endpoint).text
+
+    def tool_routed(self, server: ToolServer, tool: str) -> None:
+        """A tool call's site: the tool server it reaches, recorded as an endpoint's is (its
+        provider, class and the route's retention), with the tool as the server names it."""
+        record = self.record
+        record.mcp_server = server.server_id
+        record.mcp_tool = tool
+        record.provider = server.provider
+        record.sovereignty_class = server.sovereignty_class.value
+        if self.policy is not None:
+            record.retention = self.policy.route_retention(server).text
+
+    def tool_attempt_started(self, server: ToolServer) -> Attempt:
+        attempt = Attempt(server.server_id, server.provider, started_at=time.time())
+        self.record.attempts.append(attempt)
+        self._observers.attempt_started(self.record, attempt)
+        return attempt
+
+    def tool_attempt_served(self, attempt: Attempt, sent: int, received: int) -> None:
+        """The server answered (a result or its own error); the bytes each way."""
+        attempt.finished_at = time.time()
+        attempt.outcome = "served"
+        attempt.upstream_status = 200
+        self.record.bytes_in = sent
+        self.record.bytes_out = received
+        self._observers.attempt_finished(self.record, attempt)
 
     def response_started(self, timing: ResponseTiming) -> None:
         self._observers.response_started(self.record, timing)

@@ -38,7 +38,8 @@ class Doc:
     """What the OpenAPI document says of a route. `answer` is the success body's schema;
     `media` adds other content types the route may answer with (a stream's
     `text/event-stream`, an export's CSV); `public` routes need no key; `anthropic_errors`
-    routes answer errors in Anthropic's shape."""
+    routes answer errors in Anthropic's shape, and a route with an `error_schema` in that
+    one (MCP's JSON-RPC errors)."""
 
     summary: str
     answer: Schema = field(default_factory=lambda: dict(OBJECT))
@@ -49,6 +50,7 @@ class Doc:
     status: int = 200
     public: bool = False
     anthropic_errors: bool = False
+    error_schema: Schema | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,7 +24,7 @@ from typing import Any
 
 from msgspec import UNSET
 
-from llmeu.api.call import asks
+from llmeu.api.call import asks, hosted_mcp
 from llmeu.api.call.accounting import streamed_counts, tokens_for_characters
 from llmeu.api.call.door import Calls
 from llmeu.api.call.governance import chat_intent, with_hosted
@@ -33,7 +33,7 @@ from llmeu.api.http.asgi import Request
 from llmeu.api.http.bodies import decode_body
 from llmeu.api.http.error_responses import Routing
 from llmeu.cache.lookups import chat_cacheable
-from llmeu.calls.output import StreamOutput, Usage
+from llmeu.calls.output import DeltaAnswer, StreamOutput, Usage
 from llmeu.calls.request import ChatRequest, end_user
 from llmeu.errors import ApiError, InvalidRequest, UpstreamError
 from llmeu.protocol.json_codec import MAX_NESTING, encoder, nesting_depth
@@ -84,6 +84,13 @@ async def handle_messages(calls: Calls, request: Request) -> None:
         # The policy's personal-data rules, as on chat completions: a masked prompt goes
         # upstream and into the trace; answers get the values back (streams: the lifecycle).
         chat = to_chat_request(wire)
+        tools = None
+        if isinstance(wire.mcp_servers, list):  # only catalogued servers the policy admits
+            hosted_mcp.refuse_streams(bool(wire.stream))
+            tools = await hosted_mcp.admit(
+                calls.context, call, hosted_mcp.from_messages(wire.mcp_servers)
+            )
+            chat = hosted_mcp.offered(chat, tools)
         intent = chat_intent(
             chat,
             model=wire.model,
@@ -93,6 +100,11 @@ async def handle_messages(calls: Calls, request: Request) -> None:
             prompt_tokens=lambda _: prompt_tokens,
         )
         chat, _ = await call.govern(with_hosted(intent, server_tools(wire), messages_native))
+        if tools is not None:
+            got = await hosted_mcp.answer(calls.context, call, chat, tools, prompt_tokens)
+            blocks = hosted_mcp.messages_blocks(call.trace_id[4:], tools)
+            await _answer(call, *got, leading=blocks)
+            return
         await call.consult_cache(lambda: chat_cacheable(chat))
         if wire.stream:
             await _stream(call, chat, prompt_tokens)
@@ -148,11 +160,25 @@ async def _stream(call: Call, chat: ChatRequest, prompt_tokens: int) -> None:
 async def _complete(call: Call, chat: ChatRequest, prompt_tokens: int) -> None:
     """A whole message, assembled from the upstream's stream like a streamed one."""
     endpoint, got = await call.complete(asks.gathered_answer(chat, call.tools.passed))
-    assembler, output = MessageAssembler(), StreamOutput()
+    output = StreamOutput()
     for delta in got.deltas:
-        assembler.add(delta)
         output.add(delta)
     call.counted(streamed_counts(got.usage, output, lambda: prompt_tokens))
+    await _answer(call, endpoint, got, output)
+
+
+async def _answer(
+    call: Call,
+    endpoint: Endpoint,
+    got: DeltaAnswer,
+    output: StreamOutput,
+    *,
+    leading: list[dict[str, Any]] | None = None,
+) -> None:
+    """The message of a counted answer; `leading` blocks first (hosted MCP tools' calls)."""
+    assembler = MessageAssembler()
+    for delta in got.deltas:
+        assembler.add(delta)
     call.reported(got.usage)
     call.keep_content(output.stored())
     call.finish_reason(got.finish_reason)
@@ -160,7 +186,10 @@ async def _complete(call: Call, chat: ChatRequest, prompt_tokens: int) -> None:
     body = assembler.message(
         call.trace_id, endpoint.model, got.finish_reason, usage, call.routing_block()
     )
-    body["content"] = [_restored_block(block, call.restore) for block in body["content"]]
+    body["content"] = [
+        *(leading or ()),
+        *(_restored_block(block, call.restore) for block in body["content"]),
+    ]
     await call.respond(encoder.encode(body))
 
 

@@ -107,6 +107,8 @@ def _operation(path: str, doc: Doc, schemas: _Schemas) -> dict[str, Any]:
     content = {doc.answer_type: {"schema": schemas.of(doc.answer)}}
     content.update({media: {"schema": schemas.of(schema)} for media, schema in doc.media})
     error = _ANTHROPIC_ERROR if doc.anthropic_errors else schemas.of(ErrorBody)
+    if doc.error_schema is not None:
+        error = schemas.of(doc.error_schema)
     responses: dict[str, Any] = {str(doc.status): {"description": "success", "content": content}}
     for status, description in _ERRORS.items():
         responses[status] = {

@@ -38,6 +38,8 @@ class KeyCreate(Struct, forbid_unknown_fields=True):
     rpm_limit: Annotated[int, Meta(ge=1, le=1_000_000_000)] | None = None
     tpm_limit: Annotated[int, Meta(ge=1, le=1_000_000_000)] | None = None
     purpose: Annotated[str, Meta(max_length=500, pattern="^[^\\x00-\\x1f\\x7f]*$")] | None = None
+    allow_mcp_servers: Annotated[list[str], Meta(max_length=64)] = []
+    allow_tools: Annotated[list[str], Meta(max_length=256)] = []
     stream: bool | None = None
 
 
@@ -46,7 +48,7 @@ async def create_key(p: Platform, request: Request) -> None:
     spec: KeyCreate = decode_json(caller.body, KeyCreate)
     created = await p.create_key(
         KeySpec(spec.name, spec.policy_id, spec.budget_eur, spec.rpm_limit, spec.tpm_limit,
-                spec.purpose)
+                spec.purpose, tuple(spec.allow_mcp_servers), tuple(spec.allow_tools))
     )  # fmt: skip
     await reply(request, created, status=201)
 

@@ -30,7 +30,7 @@ from typing import Any
 import msgspec
 from msgspec import UNSET
 
-from llmeu.api.call import asks
+from llmeu.api.call import asks, hosted_mcp
 from llmeu.api.call.accounting import completed_counts, estimate_prompt_tokens
 from llmeu.api.call.door import Calls
 from llmeu.api.call.governance import Intent, chat_intent
@@ -83,16 +83,24 @@ _decoder = msgspec.json.Decoder(ResponsesRequest)
 async def handle_responses(calls: Calls, stored: ResponseStore, request: Request) -> None:
     async with calls.open(request, "responses") as call:
         req = parse_responses(await call.body())
+        hosted, others = hosted_mcp.from_responses(req.tools)
+        req = msgspec.structs.replace(req, tools=others or UNSET) if hosted else req
         history = await _history(stored, req, call, calls)
         tools = chat_tools(req.tools)
         chat = to_chat(req, history, stream=bool(req.stream), tools=tools)
+        mcp = None
+        if hosted:  # hosted `mcp` tools: only catalogued servers the policy admits
+            hosted_mcp.refuse_streams(bool(req.stream))
+            mcp = await hosted_mcp.admit(calls.context, call, hosted)
+            chat = hosted_mcp.offered(chat, mcp)
         # The policy's personal-data rules see all the upstream gets, the whole conversation
         # (stored turns included) and every setting; a masked prompt is what the trace keeps,
         # and what a native endpoint gets (`sent`) is masked as the chat request is.
         sent, chat = await call.govern(_intent(req, chat, tools.hosted))
-        # What a native upstream reads besides the chat it maps onto changes its answer too.
-        extras = (sent.reasoning, sent.text, sent.truncation, sent.include)
-        await call.consult_cache(lambda: chat_cacheable(chat, extras))
+        if mcp is None:
+            # What a native upstream reads besides the chat it maps onto changes its answer.
+            extras = (sent.reasoning, sent.text, sent.truncation, sent.include)
+            await call.consult_cache(lambda: chat_cacheable(chat, extras))
         keep = _Keeper(stored, call, req, history)
         if isinstance(req.previous_response_id, str) and not keep.seconds:
             raise InvalidRequest(
@@ -101,7 +109,13 @@ async def handle_responses(calls: Calls, stored: ResponseStore, request: Request
                 param="previous_response_id",
             )
         served = _Served(call, req, sent, chat, tools.namespaced)
-        if req.stream:
+        if mcp is not None:
+            endpoint, got, _ = await hosted_mcp.answer(
+                calls.context, call, chat, mcp, estimate_prompt_tokens(chat)
+            )
+            items = hosted_mcp.responses_items(call.trace_id[4:], mcp)
+            await _respond_native(served, keep, endpoint, got, leading=items)
+        elif req.stream:
             await _stream(served, keep)
         else:
             await _complete(served, keep)
@@ -303,10 +317,16 @@ async def _complete(served: _Served, keep: _Keeper) -> None:
 
 
 async def _respond_native(
-    served: _Served, keep: _Keeper, endpoint: Endpoint, answer: DeltaAnswer
+    served: _Served,
+    keep: _Keeper,
+    endpoint: Endpoint,
+    answer: DeltaAnswer,
+    *,
+    leading: list[dict[str, Any]] | None = None,
 ) -> None:
     """A whole native answer, built by the stream encoder from its deltas: the same items,
-    ids and restored text as the streamed answer."""
+    ids and restored text as the streamed answer. `leading` items come first (the hosted MCP
+    tools' calls, whose rounds were counted already)."""
     call = served.call
     events = ResponsesEvents(served.shell(endpoint, keep.store), served.namespaced)
     produced = StreamOutput()
@@ -317,12 +337,15 @@ async def _respond_native(
     tool_calls = produced.tool_calls()
     message = AssistantOutput("assistant", produced.content or None, produced.refusal,
                               tool_calls or UNSET)  # fmt: skip
-    prompt = lambda: estimate_prompt_tokens(served.chat)  # noqa: E731
-    call.counted(completed_counts(answer.usage, message, prompt))
+    if leading is None:
+        prompt = lambda: estimate_prompt_tokens(served.chat)  # noqa: E731
+        call.counted(completed_counts(answer.usage, message, prompt))
     call.reported(answer.usage)
     call.keep_content(produced.stored())
     call.finish_reason(answer.finish_reason)
     response = events.response(answer.finish_reason, call.usage(), call.routing_block())
+    if leading:
+        response = msgspec.structs.replace(response, output=[*leading, *response.output])
     await keep.keep(response)
     await call.respond(encoder.encode(response))
 

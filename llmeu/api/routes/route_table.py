@@ -21,6 +21,7 @@ from llmeu.api.routes import compliance, console, platform, receipt_keys, servic
 from llmeu.api.routes.chat_completions import handle_chat
 from llmeu.api.routes.count_tokens import handle_count_tokens
 from llmeu.api.routes.embeddings import handle_embeddings
+from llmeu.api.routes.mcp import ERROR_SCHEMA, MCP_ERRORS, MESSAGE_SCHEMA, RESULT_SCHEMA, handle_mcp
 from llmeu.api.routes.messages import ANTHROPIC_ERRORS, handle_messages
 from llmeu.api.routes.models import handle_models
 from llmeu.api.routes.openapi import build_document, handle_openapi
@@ -119,6 +120,10 @@ INFERENCE: tuple[Spec, ...] = (
     Spec("POST", "/v1/messages/count_tokens", handle_count_tokens, Doc(
         "A Messages prompt's input tokens", body=MessagesRequest, anthropic_errors=True),
          _calls, ANTHROPIC_ERRORS),
+    Spec("POST", "/mcp", handle_mcp, Doc(
+        "MCP over Streamable HTTP: the tools of the tool servers the caller's policy admits",
+        RESULT_SCHEMA, body=MESSAGE_SCHEMA, media=(("text/event-stream", TEXT),),
+        error_schema=ERROR_SCHEMA), _calls, MCP_ERRORS),
     Spec("GET", "/v1/models", handle_models, Doc("Models the caller's policy can reach"), _models),
     Spec("GET", "/v1/models/{model}", handle_models, Doc("One model"), _models),
 )  # fmt: skip

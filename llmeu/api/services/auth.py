@@ -123,6 +123,8 @@ class KeyRing:
         rpm_limit: int | None = None,
         tpm_limit: int | None = None,
         purpose: str | None = None,
+        allow_mcp_servers: tuple[str, ...] = (),
+        allow_tools: tuple[str, ...] = (),
     ) -> tuple[ApiKey, str]:
         key_id = new_key_id()
         token = new_token(key_id)
@@ -137,6 +139,8 @@ class KeyRing:
             rpm_limit=rpm_limit,
             tpm_limit=tpm_limit,
             purpose=purpose,
+            allow_mcp_servers=allow_mcp_servers,
+            allow_tools=allow_tools,
         )
         await self._store.insert_key(key)
         self._keys[key_id] = key

@@ -79,5 +79,7 @@ class Compliance:
             raise InvalidRequest("`from` must be before `to`", param="from")
         calls = await calls_between(self.store.db, period.since, period.until)
         keys = await self.store.list_keys()
-        content_type, text = render(name, calls, keys, self.platform.upstreams.catalog, period)
+        platform = self.platform
+        catalogs = (platform.upstreams.catalog, period, platform.tool_servers.catalog)
+        content_type, text = render(name, calls, keys, *catalogs)
         return Export(content_type, text)

@@ -15,7 +15,9 @@ Nothing here is written by hand: a recipient is a provider that served a call in
 period (an attempt that failed sent data too, so every attempt counts), its country and
 class are what the trace recorded, and its jurisdiction and certifications are the
 catalog's as applied now — `catalog: "unknown"` marks an endpoint no longer in the
-catalog, rather than a guess.
+catalog, rather than a guess. An MCP tool server an agent's tool call reached is a
+recipient too (`kind: mcp_server`, from the configuration's `mcp_servers:`), beside
+the model endpoints (`kind: endpoint`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from typing import Any
 
 from llmeu.ledger.api_keys import ApiKey
 from llmeu.routing.catalog import Catalog, Endpoint
+from llmeu.routing.tool_servers import ToolCatalog
 
 EXPORTS = (
     "records-of-processing.json",
@@ -67,10 +70,32 @@ def _recipient(
         "jurisdiction": (endpoint.jurisdiction or None) if endpoint else None,
         "certifications": sorted(c.value for c in endpoint.certifications) if endpoint else [],
         "catalog": "current" if endpoint else "unknown",
+        "kind": "endpoint",
     }  # fmt: skip
 
 
-def _recipients_of(call: dict[str, Any], catalog: Catalog) -> Iterable[dict[str, Any]]:
+def _tool_recipient(call: dict[str, Any], tools: ToolCatalog) -> dict[str, Any]:
+    server = tools.get(call["mcp_server"])
+    return {
+        "provider": call["provider"] or (server.provider if server else ""),
+        "endpoint_id": call["mcp_server"],
+        "country": server.country if server else None,
+        "inference_region": None,
+        "sovereignty_class": call["sovereignty_class"],
+        "jurisdiction": (server.jurisdiction or None) if server else None,
+        "certifications": sorted(c.value for c in server.certifications) if server else [],
+        "catalog": "current" if server else "unknown",
+        "kind": "mcp_server",
+    }
+
+
+def _recipients_of(
+    call: dict[str, Any], catalog: Catalog, tools: ToolCatalog
+) -> Iterable[dict[str, Any]]:
+    if call.get("mcp_server"):  # a tool call reached its server (whatever its attempts)
+        if call["attempts"]:
+            yield _tool_recipient(call, tools)
+        return
     seen = set()
     for attempt in call["attempts"]:
         endpoint_id = attempt.get("endpoint_id")
@@ -80,7 +105,11 @@ def _recipients_of(call: dict[str, Any], catalog: Catalog) -> Iterable[dict[str,
 
 
 def records_of_processing(
-    calls: list[dict[str, Any]], keys: list[ApiKey], catalog: Catalog, period: Period
+    calls: list[dict[str, Any]],
+    keys: list[ApiKey],
+    catalog: Catalog,
+    period: Period,
+    tools: ToolCatalog,
 ) -> dict[str, Any]:
     by_key: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for call in calls:
@@ -93,10 +122,11 @@ def records_of_processing(
         recipients: dict[str, dict[str, Any]] = {}
         routes: dict[tuple[str, str], int] = defaultdict(int)
         for call in own:
-            for recipient in _recipients_of(call, catalog):
+            for recipient in _recipients_of(call, catalog, tools):
                 recipients.setdefault(recipient["endpoint_id"], recipient)
-            if call["endpoint_id"]:
-                routes[(call["endpoint_id"], call["retention"] or "")] += 1
+            site = call["endpoint_id"] or call.get("mcp_server")
+            if site:
+                routes[(site, call["retention"] or "")] += 1
         activities.append(
             {
                 "key_id": key_id,
@@ -162,13 +192,13 @@ def records_markdown(records: dict[str, Any]) -> str:
         ]
         if activity["recipients"]:
             lines += [
-                "| recipient | endpoint | country | jurisdiction | class | certifications |",
-                "| --- | --- | --- | --- | --- | --- |",
+                "| recipient | endpoint | country | jurisdiction | class | certifications | kind |",
+                "| --- | --- | --- | --- | --- | --- | --- |",
             ]
             lines += [
                 f"| {r['provider']} | {r['endpoint_id']} | {r['country'] or '?'} | "
                 f"{r['jurisdiction'] or '?'} | {r['sovereignty_class'] or '?'} | "
-                f"{', '.join(r['certifications']) or '—'} |"
+                f"{', '.join(r['certifications']) or '—'} | {r['kind']} |"
                 for r in activity["recipients"]
             ]
             lines.append("")
@@ -183,24 +213,24 @@ def records_markdown(records: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def subprocessors_csv(calls: list[dict[str, Any]], catalog: Catalog) -> str:
+def subprocessors_csv(calls: list[dict[str, Any]], catalog: Catalog, tools: ToolCatalog) -> str:
     found: dict[str, dict[str, Any]] = {}
     counts: dict[str, int] = defaultdict(int)
     for call in calls:
-        for recipient in _recipients_of(call, catalog):
+        for recipient in _recipients_of(call, catalog, tools):
             found.setdefault(recipient["endpoint_id"], recipient)
             counts[recipient["endpoint_id"]] += 1
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(
         ["provider", "endpoint_id", "country", "inference_region", "jurisdiction",
-         "sovereignty_class", "certifications", "calls", "catalog"]
+         "sovereignty_class", "certifications", "calls", "catalog", "kind"]
     )  # fmt: skip
     for endpoint_id, r in sorted(found.items(), key=lambda i: (i[1]["provider"], i[0])):
         writer.writerow(
             [r["provider"], endpoint_id, r["country"] or "", r["inference_region"] or "",
              r["jurisdiction"] or "", r["sovereignty_class"] or "",
-             " ".join(r["certifications"]), counts[endpoint_id], r["catalog"]]
+             " ".join(r["certifications"]), counts[endpoint_id], r["catalog"], r["kind"]]
         )  # fmt: skip
     return out.getvalue()
 
@@ -210,14 +240,19 @@ def calls_jsonl(calls: list[dict[str, Any]]) -> str:
 
 
 def render(
-    name: str, calls: list[dict[str, Any]], keys: list[ApiKey], catalog: Catalog, period: Period
+    name: str,
+    calls: list[dict[str, Any]],
+    keys: list[ApiKey],
+    catalog: Catalog,
+    period: Period,
+    tools: ToolCatalog,
 ) -> tuple[str, str]:
-    """(content type, text) of one export."""
+    """(content type, text) of one export; `tools`: the MCP tool servers of the catalog."""
     if name == "calls.jsonl":
         return "application/x-ndjson", calls_jsonl(calls)
     if name == "subprocessors.csv":
-        return "text/csv; charset=utf-8", subprocessors_csv(calls, catalog)
-    records = records_of_processing(calls, keys, catalog, period)
+        return "text/csv; charset=utf-8", subprocessors_csv(calls, catalog, tools)
+    records = records_of_processing(calls, keys, catalog, period, tools)
     if name == "records-of-processing.md":
         return "text/markdown; charset=utf-8", records_markdown(records)
     return "application/json", json.dumps(records, indent=2, ensure_ascii=False) + "\n"

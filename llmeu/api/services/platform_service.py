@@ -17,7 +17,8 @@ from typing import Any
 
 from llmeu.api.services.answer_cache import CacheService
 from llmeu.api.services.auth import KeyRing
-from llmeu.api.services.policies import PolicyBook
+from llmeu.api.services.mcp_upstreams import ToolServers
+from llmeu.api.services.policies import PolicyBook, key_narrowing
 from llmeu.api.services.upstreams import Upstreams
 from llmeu.calls.record import CallStatus
 from llmeu.errors import ConfigError, InvalidRequest, NotFound
@@ -43,7 +44,8 @@ Broadcast = Callable[[str, str], Awaitable[Propagation | None]]
 
 @dataclass(frozen=True, slots=True)
 class KeySpec:
-    """A key to create: its name, policy (None: the default), limits and purpose."""
+    """A key to create: its name, policy (None: the default), limits, purpose, and the MCP
+    tool servers and tools it may use within its policy's."""
 
     name: str
     policy_id: str | None
@@ -51,6 +53,8 @@ class KeySpec:
     rpm_limit: int | None
     tpm_limit: int | None
     purpose: str | None
+    allow_mcp_servers: tuple[str, ...] = ()
+    allow_tools: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -65,6 +69,8 @@ class Platform:
     broadcast: Broadcast
     reload_configuration: Callable[[], Awaitable[None]]
     answers: CacheService
+    tool_servers: ToolServers
+    """The MCP tool servers (replaced on a reload, as `upstreams` is)."""
 
     async def authenticate(self, authorization: str | None, client: str | None) -> ApiKey:
         return await self.keys.authenticate(authorization, client)
@@ -72,10 +78,12 @@ class Platform:
     async def create_key(self, spec: KeySpec) -> dict[str, Any]:
         """The new key's public view, with its secret (shown this once)."""
         policy_id = spec.policy_id or self.policies.default_policy
-        if self.policies.get(policy_id) is None:
+        policy = self.policies.get(policy_id)
+        if policy is None:
             raise InvalidRequest(
                 f"unknown policy `{policy_id}`", param="policy_id", code="unknown_policy"
             )
+        key_narrowing(policy, spec.allow_mcp_servers, spec.allow_tools)
         key, token = await self.keys.create(
             name=spec.name,
             policy_id=policy_id,
@@ -83,6 +91,8 @@ class Platform:
             rpm_limit=spec.rpm_limit,
             tpm_limit=spec.tpm_limit,
             purpose=spec.purpose,
+            allow_mcp_servers=spec.allow_mcp_servers,
+            allow_tools=spec.allow_tools,
         )
         return {**key.public(), "key": token}
 

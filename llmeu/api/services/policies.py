@@ -80,17 +80,48 @@ class PolicyBook:
     def effective(
         self, key_policy_id: str, body_field: RoutingRequest | None, header: str | None
     ) -> Policy:
-        base = self.policies.get(key_policy_id)
-        if base is None:
-            raise InvalidRequest(
-                f"the key's policy `{key_policy_id}` is not defined", code="unknown_policy"
-            )
-        policy = base
+        policy = self._key_policy(key_policy_id)
         if header:
             policy = narrow(policy, _header_narrowing(header), self.policies)
         if body_field is not None:
             policy = narrow(policy, _body_narrowing(body_field), self.policies)
         return policy
+
+    def effective_for_tools(
+        self,
+        key_policy_id: str,
+        allow_mcp_servers: tuple[str, ...],
+        allow_tools: tuple[str, ...],
+        header: str | None,
+    ) -> Policy:
+        """The effective policy of an MCP request: the key's policy narrowed by the key's own
+        patterns (`key_narrowing`), then by the request's `x-llmeu-policy` header."""
+        policy = key_narrowing(self._key_policy(key_policy_id), allow_mcp_servers, allow_tools)
+        if header:
+            policy = narrow(policy, _header_narrowing(header), self.policies)
+        return policy
+
+    def _key_policy(self, key_policy_id: str) -> Policy:
+        base = self.policies.get(key_policy_id)
+        if base is None:
+            raise InvalidRequest(
+                f"the key's policy `{key_policy_id}` is not defined", code="unknown_policy"
+            )
+        return base
+
+
+def key_narrowing(
+    policy: Policy, allow_mcp_servers: tuple[str, ...], allow_tools: tuple[str, ...]
+) -> Policy:
+    """`policy` narrowed by a key's own patterns of tool servers and tools (an API key may
+    carry them: they narrow its policy on every MCP call). A key's list that is not within
+    its policy's is refused as a request's would be, naming `key.allow_tools`."""
+    if not allow_mcp_servers and not allow_tools:
+        return policy
+    narrowing = Narrowing(
+        allow_mcp_servers=list(allow_mcp_servers), allow_tools=list(allow_tools), source="key"
+    )
+    return narrow(policy, narrowing, {})
 
 
 def _body_narrowing(field: RoutingRequest, source: str = "llmeu") -> Narrowing:

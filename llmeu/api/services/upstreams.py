@@ -12,8 +12,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 from llmeu.calls.hangup import Hangup
 from llmeu.calls.request import ChatRequest
@@ -130,10 +130,15 @@ async def start_providers(upstreams: Upstreams, started: frozenset[str] = frozen
             del upstreams.providers[endpoint_id]
 
 
+class Closable(Protocol):
+    async def aclose(self) -> None: ...
+
+
 async def retire_providers(
-    providers: list[Provider], in_flight: set[asyncio.Task[Any]], grace: float
+    providers: Sequence[Closable], in_flight: set[asyncio.Task[Any]], grace: float
 ) -> None:
-    """Close the providers of endpoints a reload removed, once the calls in flight ended."""
+    """Close the providers of endpoints (and the tool servers' clients) a reload replaced,
+    once the calls in flight ended."""
     if in_flight:
         await asyncio.wait(in_flight, timeout=grace)
     for provider in providers:

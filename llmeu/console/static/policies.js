@@ -78,6 +78,8 @@ function policyFacts(p) {
       ["Provider jurisdictions", list(p.require_jurisdictions ?? [])],
       ["Required certifications", (p.require_certifications ?? []).join(", ") || "none"],
       ["Lowest SEAL level", p.min_seal === null || p.min_seal === undefined ? "any" : `SEAL-${p.min_seal}`],
+      ["MCP tool servers", list(p.allow_mcp_servers ?? [])],
+      ["MCP tools", list(p.allow_tools ?? [])],
       ["Call metadata kept for", p.keep_metadata ?? "the gateway's default (P6M)"],
       ["Personal data", personalDataSummary(p.personal_data)],
     ],
@@ -158,6 +160,8 @@ function policyForm(policy, { onSaved, onCancel }) {
     text("require_jurisdictions", "Provider jurisdictions", (p.require_jurisdictions ?? []).join(", "), "Countries whose law may reach the provider; EU for the member states; empty means any."),
     text("require_certifications", "Required certifications", (p.require_certifications ?? []).join(", "), "e.g. secnumcloud, bsi-c5; every one listed must be held."),
     text("min_seal", "Lowest SEAL level", p.min_seal ?? "", "0 to 4; empty means any.", { inputmode: "numeric", pattern: "[0-4]?" }),
+    text("allow_mcp_servers", "Allowed MCP tool servers", (p.allow_mcp_servers ?? []).join(", "), "Server ids or patterns (* any characters, ? one), comma separated; empty means any the rules above admit."),
+    text("allow_tools", "Allowed MCP tools", (p.allow_tools ?? []).join(", "), "Tools as /mcp names them (server__tool) or patterns such as crm__*; empty means any."),
     text("keep_metadata", "Keep call metadata for", p.keep_metadata ?? "", "ISO-8601 duration; empty means the gateway's default (P6M)."),
     h(
       "div",
@@ -205,6 +209,8 @@ function policyForm(policy, { onSaved, onCancel }) {
       require_jurisdictions: split("require_jurisdictions").map((c) => c.toUpperCase()),
       require_certifications: split("require_certifications").map((c) => c.toLowerCase()),
       min_seal: seal === "" ? null : Number(seal),
+      allow_mcp_servers: split("allow_mcp_servers"),
+      allow_tools: split("allow_tools"),
       keep_metadata: keep === "" ? null : keep,
       personal_data: personalData,
     };

@@ -20,6 +20,16 @@ export function durationSeconds(text) {
 const subset = (inner, outer) => inner.every((item) => outer.includes(item));
 const absent = (value) => value === null || value === undefined;
 
+// Patterns of names (llmeu/routing/glob_rules.py): `*` any run of characters, `?` one.
+const globRegex = (pattern) => {
+  const escaped = pattern.replace(/[.+^$()|{}[\]\\]/g, "\\$&");
+  return new RegExp("^" + escaped.replace(/\*/g, "[\\s\\S]*").replace(/\?/g, "[\\s\\S]") + "$");
+};
+const isPattern = (text) => text.includes("*") || text.includes("?");
+/** Whether `pattern` admits nothing `patterns` does not: listed, or a plain name one matches. */
+const globWithin = (pattern, patterns) =>
+  patterns.includes(pattern) || (!isPattern(pattern) && patterns.some((p) => globRegex(p).test(pattern)));
+
 /** For each kind of rule: whether `other` is looser than `base` in that rule's field. */
 const WIDENS = {
   within: (base, other) => !subset(other, base),
@@ -28,6 +38,7 @@ const WIDENS = {
   never_enable: (base, other) => Boolean(other) && !base,
   includes_all: (base, other) => !subset(base, other),
   at_least: (base, other) => !absent(base) && (absent(other) || other < base),
+  globs: (base, other) => base.length > 0 && !(other.length > 0 && other.every((p) => globWithin(p, base))),
 };
 
 /** The first field in which `stricter` is looser than `base`, or null when it only narrows. */

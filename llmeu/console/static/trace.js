@@ -45,9 +45,11 @@ export async function render(ctx, main, { id }) {
       ])),
       section("Where it ran", facts([
         ["Policy", routing.policy_id],
-        ["Endpoint", routing.endpoint_id],
+        ...(trace.mcp
+          ? [["MCP tool server", trace.mcp.server], ["Tool", trace.mcp.tool]]
+          : [["Endpoint", routing.endpoint_id]]),
         ["Provider", routing.provider],
-        ["Model used", routing.model_used ? `${routing.model_used}${routing.model_version ? ` (${routing.model_version})` : ""}` : trace.status === "rejected" ? "none: the call was rejected" : null],
+        ...(trace.mcp ? [] : [["Model used", routing.model_used ? `${routing.model_used}${routing.model_version ? ` (${routing.model_version})` : ""}` : trace.status === "rejected" ? "none: the call was rejected" : null]]),
         ["Region", routing.inference_region],
         ["Sovereignty class", routing.sovereignty_class ? h("span", { className: `badge class-${routing.sovereignty_class}` }, routing.sovereignty_class) : null],
         ["Retention", routing.retention],
@@ -58,18 +60,23 @@ export async function render(ctx, main, { id }) {
         ["Total", fmtMs(total)],
         ["Finished", fmtTime(timings.finished_at)],
       ])),
-      section("Tokens and cost", facts([
-        ["Input tokens", fmtNumber(usage.input_tokens)],
-        ["Output tokens", fmtNumber(usage.output_tokens)],
-        ["Counted by", usage.input_tokens == null ? DASH : usage.estimated ? "the gateway (estimated)" : "the upstream (reported)"],
-        ["Cost", fmtEur(usage.cost_eur)],
-        ...(trace.cached
-          ? [
-              ["Answered from the cache", h("a", { href: `#/traces/${encodeURIComponent(trace.cache.source_trace_id)}` }, `${trace.cache.kind} match of ${trace.cache.source_trace_id}`)],
-              ["Saved", fmtEur(trace.cache.saved_eur)],
-            ]
-          : []),
-      ])),
+      trace.mcp
+        ? section("Tool call", facts([
+            ["Sent to the server", trace.mcp.bytes_in == null ? DASH : `${fmtNumber(trace.mcp.bytes_in)} bytes`],
+            ["Answered", trace.mcp.bytes_out == null ? DASH : `${fmtNumber(trace.mcp.bytes_out)} bytes`],
+          ]))
+        : section("Tokens and cost", facts([
+            ["Input tokens", fmtNumber(usage.input_tokens)],
+            ["Output tokens", fmtNumber(usage.output_tokens)],
+            ["Counted by", usage.input_tokens == null ? DASH : usage.estimated ? "the gateway (estimated)" : "the upstream (reported)"],
+            ["Cost", fmtEur(usage.cost_eur)],
+            ...(trace.cached
+              ? [
+                  ["Answered from the cache", h("a", { href: `#/traces/${encodeURIComponent(trace.cache.source_trace_id)}` }, `${trace.cache.kind} match of ${trace.cache.source_trace_id}`)],
+                  ["Saved", fmtEur(trace.cache.saved_eur)],
+                ]
+              : []),
+          ])),
     ),
     section("Attempts", attemptsView(trace), "card wide", "trace-attempts"),
     section("Content", contentView(trace), "card wide", "trace-content"),

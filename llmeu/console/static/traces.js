@@ -97,7 +97,7 @@ function traceTable(rows) {
       ],
       ["Status", (t) => [statusBadge(t.status), t.cached ? " " : null, cachedBadge(t)]],
       ["Model", (t) => t.routing.model_used ?? t.request_model],
-      ["Endpoint", (t) => t.routing.endpoint_id ?? DASH, "wide-only"],
+      ["Endpoint", (t) => t.routing.endpoint_id ?? (t.mcp ? `MCP ${t.mcp.server}` : DASH), "wide-only"],
       ["Class", (t) => (t.routing.sovereignty_class ? h("span", { className: `badge class-${t.routing.sovereignty_class}` }, t.routing.sovereignty_class) : DASH), "wide-only"],
       ["Tokens", (t) => `${fmtNumber(t.usage.input_tokens)} / ${fmtNumber(t.usage.output_tokens)}${t.usage.estimated ? "*" : ""}`, "num wide-only"],
       ["Cost", (t) => fmtEur(t.usage.cost_eur), "num wide-only"],
