@@ -31,6 +31,7 @@ from llmeu.api.services.receipt_issuer import Receipts
 from llmeu.api.services.response_store import ResponseStore
 from llmeu.api.services.signing import load_signing_keys
 from llmeu.api.services.upstreams import (
+    Closable,
     ProviderBuilder,
     Upstreams,
     retire_providers,
@@ -278,7 +279,7 @@ class Gateway:
             changed = self.policies.configure(config.policies, config.default_policy)
             await self.answers.policies_changed(changed)
             self.upstreams = self.calls.context.upstreams = self.platform.upstreams = upstreams
-            gone: list[Provider | ToolServers] = [self.tool_servers]
+            gone: list[Closable] = [self.tool_servers]
             gone += [p for p in previous.providers.values() if p not in providers.values()]
             tools = self.tool_servers = self.calls.context.tool_servers = self._tool_servers()
             self.platform.tool_servers = tools

@@ -196,8 +196,8 @@ class MessagesRequest(Struct, forbid_unknown_fields=True, omit_defaults=True):
     compaction: dict[str, Any] | UnsetType | None = UNSET
     # Accepted without effect (`ignored_fields`): where, how fast and for whom a call runs
     # is the route's (the policy's) to decide, a prompt cache and context editing are the
-    # upstream's, server tools and MCP servers do not run through llmeu, and llmeu has no
-    # workspaces. (Anthropic's SDKs send `workspace_id` and `user_profile_id` as headers.)
+    # upstream's, and llmeu has no workspaces. (Anthropic's SDKs send `workspace_id` and
+    # `user_profile_id` as headers.) `mcp_servers` is served by the gateway (hosted_mcp).
     container: str | dict[str, Any] | UnsetType | None = UNSET
     service_tier: str | UnsetType | None = UNSET
     inference_geo: str | UnsetType | None = UNSET
@@ -205,7 +205,6 @@ class MessagesRequest(Struct, forbid_unknown_fields=True, omit_defaults=True):
     cache_control: dict[str, Any] | UnsetType | None = UNSET
     diagnostics: dict[str, Any] | UnsetType | None = UNSET
     context_management: dict[str, Any] | UnsetType | None = UNSET
-    mcp_servers: list[dict[str, Any]] | UnsetType | None = UNSET
     fallbacks: str | list[dict[str, Any]] | UnsetType | None = UNSET
     fallback_credit_token: str | dict[str, Any] | UnsetType | None = UNSET
     billing_policy: dict[str, Any] | UnsetType | None = UNSET
@@ -220,7 +219,7 @@ messages_request_decoder = msgspec.json.Decoder(MessagesRequest)
 
 _WITHOUT_EFFECT = (
     "container", "service_tier", "inference_geo", "speed", "cache_control", "diagnostics",
-    "context_management", "mcp_servers", "fallbacks", "fallback_credit_token", "billing_policy",
+    "context_management", "fallbacks", "fallback_credit_token", "billing_policy",
     "workspace_id", "user_profile_id",
 )  # fmt: skip
 

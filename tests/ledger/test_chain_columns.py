@@ -81,9 +81,9 @@ async def test_every_column_erasure_purges_and_exports_read_is_chained(store: St
     await Store(recording).purge_content(100.0)
     calls = await calls_between(recording, 0.0, 4e9)
     keys: list[Any] = await store.list_keys()
-    catalog = load_config(None, host="test", local_country="FR").catalog
+    config = load_config(None, host="test", local_country="FR")
     for name in EXPORTS:  # reports are made from what `calls_between` read, and nothing else
-        render(name, calls, keys, catalog, Period(0.0, 4e9))
+        render(name, calls, keys, config.catalog, Period(0.0, 4e9), config.tool_servers)
     columns = await trace_columns(store.db)
     read = {word for sql in recording.sql for word in re.findall(r"\w+", sql)} & columns
     assert {"subject_sha256", "metadata_expires_at", "endpoint_id"} <= read  # it did read

@@ -325,15 +325,13 @@ def test_state_llmeu_does_not_keep_is_refused_by_name(
 
 def test_fields_without_effect_are_named_for_the_trace() -> None:
     wire = decode_body(messages_request_decoder.decode, json.dumps(base(
-        service_tier="auto", container="cnt_1", mcp_servers=[{"type": "url", "name": "n",
-                                                              "url": "https://mcp.example"}],
+        service_tier="auto", container="cnt_1",
         thread={"type": "create"}, output_config={"effort": "max"}, top_k=3,
     )).encode())  # fmt: skip
     check_state(wire)
     assert ignored_fields(wire) == [
         "container",
         "service_tier",
-        "mcp_servers",
         "output_config.effort",
         "thread",
     ]

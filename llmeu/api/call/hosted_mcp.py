@@ -41,16 +41,9 @@ from llmeu.api.call.tool_call import ToolCall, tool_policy
 from llmeu.api.http.error_responses import OPENAI_ERRORS
 from llmeu.calls.hangup import Hangup
 from llmeu.calls.output import DeltaAnswer, StreamOutput
-from llmeu.calls.request import (
-    AssistantMessage,
-    ChatRequest,
-    FunctionDefinition,
-    Tool,
-    ToolMessage,
-)
-from llmeu.calls.request import (
-    ToolCall as RequestedCall,
-)
+from llmeu.calls.request import AssistantMessage, ChatRequest, ToolMessage
+from llmeu.calls.tools import AnyToolCall, FunctionDefinition, Tool
+from llmeu.calls.tools import ToolCall as RequestedCall
 from llmeu.errors import InvalidRequest, PermissionDenied, UpstreamError
 from llmeu.protocol.mcp_hosted import call_item, list_tools_item, tool_result_block, tool_use_block
 from llmeu.protocol.messages_request import McpServerIn, McpToolConfiguration
@@ -97,7 +90,7 @@ class HostedTools:
 
     def definitions(self) -> list[Tool]:
         return [
-            Tool(type="function", function=FunctionDefinition(
+            Tool(function=FunctionDefinition(
                 name=name, description=_description(server, tool),
                 parameters=tool.get("inputSchema") or {"type": "object"},
             ))
@@ -159,8 +152,12 @@ async def answer(
         counts = Counts(counts.input_tokens + round_counts.input_tokens,
                         counts.output_tokens + round_counts.output_tokens,
                         counts.estimated or round_counts.estimated)  # fmt: skip
-        requested = output.tool_calls()
-        if not requested or not all(tools.owns(c.function.name) for c in requested):
+        requested = [c for c in output.tool_calls() if isinstance(c, RequestedCall)]
+        if (
+            not requested
+            or len(requested) < len(output.tool_calls())
+            or not all(tools.owns(c.function.name) for c in requested)
+        ):
             call.counted(counts)
             return endpoint, got, output
         chat = await _with_results(context, call, chat, tools, requested)
@@ -177,7 +174,8 @@ async def _with_results(
     tools: HostedTools,
     requested: list[RequestedCall],
 ) -> ChatRequest:
-    messages = [*chat.messages, AssistantMessage(content=None, tool_calls=requested)]
+    made_calls: list[AnyToolCall] = [*requested]
+    messages = [*chat.messages, AssistantMessage(content=None, tool_calls=made_calls)]
     for requested_call in requested:
         made = await _call_tool(context, call, tools, requested_call)
         text = made.output if made.output is not None else f"error: {made.error}"

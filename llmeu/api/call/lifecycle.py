@@ -70,10 +70,9 @@ class Call:
     """One call, from its key to its trace; see the module docstring for the order of steps."""
 
     __slots__ = ("_attempts", "_cache", "_context", "_credentials", "_governance", "_key",
-                 "_key_id", "_key_policy", "_masking", "_model", "_narrowing", "_notices",
-                 "_opened", "_plan", "_restorer", "_route", "_settlement", "_shape", "_state",
-                 "_upstreams", "_wants_receipt", "request", "tools", "trace",
-                 "trace_id")  # fmt: skip
+                 "_key_policy", "_masking", "_model", "_narrowing", "_notices", "_opened",
+                 "_plan", "_restorer", "_route", "_settlement", "_shape", "_state", "_upstreams",
+                 "_wants_receipt", "request", "tools", "trace", "trace_id")  # fmt: skip
 
     def __init__(
         self,
@@ -94,7 +93,6 @@ class Call:
         self._upstreams = context.upstreams
         self._model = ""
         self._opened = 0.0
-        self._key_id = ""
         self._key_policy = ""
         self._key: ApiKey
         self._masking: Masking | None = None
@@ -142,7 +140,7 @@ class Call:
         task = asyncio.current_task()
         if task is not None:
             context.inflight[self.trace_id] = task
-        self._key, self._key_id, self._key_policy = key, key.key_id, key.policy_id
+        self._key, self._key_policy = key, key.policy_id
         # Known from the key: a call refused before routing still shows the policy it was
         # under; routing replaces it with the effective (possibly narrowed) policy.
         trace.record.policy_id = key.policy_id
@@ -307,18 +305,9 @@ class Call:
         await self._cache.keep(self.trace.record)
 
     @property
-    def key_id(self) -> str:
-        """The calling key: the tenant of what the call keeps."""
-        return self._key_id
-
-    @property
-    def key_policy_id(self) -> str:
-        """The calling key's own policy (before any narrowing)."""
-        return self._key_policy
-
-    @property
     def key(self) -> ApiKey:
-        """The calling key itself: the tool calls a call makes are made with it."""
+        """The calling key: the tenant of what the call keeps, its own policy (before any
+        narrowing); the tool calls a call makes are made with it."""
         return self._key
 
     @property

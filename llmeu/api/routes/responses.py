@@ -175,9 +175,9 @@ async def _history(
     previous = req.previous_response_id
     if not isinstance(previous, str):
         return []
-    found = await stored.conversation(previous, call.key_id)
+    found = await stored.conversation(previous, call.key.key_id)
     if found is None:
-        why = keeps_nothing(calls.context.policies.get(call.key_policy_id))
+        why = keeps_nothing(calls.context.policies.get(call.key.policy_id))
         raise NotFound(
             f"no stored response {previous!r}: it does not exist, expired, or was stored by "
             "another key" + (f"; {why}" if why else ""),
@@ -217,7 +217,7 @@ class _Keeper:
         await self._stored.keep(
             response_id=response.id,
             response=response,
-            key_id=self._call.key_id,
+            key_id=self._call.key.key_id,
             subject=req.end_user,
             seconds=self.seconds,
             input_items=input_item_list(req.input, response.id),
