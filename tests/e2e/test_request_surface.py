@@ -125,10 +125,9 @@ def test_messages_fields_without_effect_are_on_the_trace_with_the_betas(gateway:
         max_tokens=20,
         messages=[{"role": "user", "content": "hi [[chunks=2]]"}],
         service_tier="auto", container="cnt_1", thread={"type": "create"},
-        mcp_servers=[{"type": "url", "name": "notes", "url": "https://mcp.example.eu"}],
-        betas=["mcp-client-2025-11-20"],
+        betas=["files-api-2025-04-14"],
     )  # fmt: skip
     trace_id = message.model_extra["llmeu"]["trace_id"]  # type: ignore[index]
     assert settled_trace(gateway, trace_id)["ignored_features"] == (
-        "container, service_tier, mcp_servers, thread; anthropic-beta: mcp-client-2025-11-20"
+        "container, service_tier, thread; anthropic-beta: files-api-2025-04-14"
     )
