@@ -8,7 +8,8 @@ SDK's own `create`, and the body it sends must:
 
 - decode (no unknown field, no type error, nested objects included);
 - be served, or be refused naming that very field where the surface's
-  "Request fields" table (docs/surfaces.md, responses.md, messages.md) says it can be (a value llmeu cannot honour);
+  "Request fields" table (docs/surfaces.md, responses.md, messages.md) says it
+  can be (a value llmeu cannot honour);
 - be named on the trace (`ignored_fields`) exactly where that table says
   "without effect".
 
