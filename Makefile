@@ -10,8 +10,8 @@ SBOM := artifacts/sbom/llmeu.cdx.json
 NODE_CLIENTS := tests/clients/node
 LLAMAINDEX := build/llamaindex-venv
 
-.PHONY: serve install test check lint typecheck fmt bench lock runtime sbom licences audit supply-chain \
-	image-test deploy-check
+.PHONY: serve install test check docs lint typecheck fmt bench lock runtime sbom licences audit \
+	supply-chain image-test deploy-check
 
 # Every install checks each downloaded file against the SHA-256 in requirements/*.txt
 # (exported from uv.lock), so a file changed on the index fails the install instead of
@@ -21,7 +21,7 @@ LLAMAINDEX := build/llamaindex-venv
 # build machine's own CPU: a virtual machine may report AMX or AVX-512 that its kernel does
 # not let a process use (llama.cpp's AMX kernels then fault on their first matrix), and the
 # wheel pip caches, like an image, may run on another machine than the one that built it.
-# Set CMAKE_ARGS to build otherwise (README, Supply chain).
+# Set CMAKE_ARGS to build otherwise (docs/supply-chain.md).
 CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 export CMAKE_ARGS
 
@@ -30,7 +30,7 @@ define install-locked
 	$(1)/bin/python -m pip install --require-hashes --no-deps --no-build-isolation -r requirements/build.txt
 	$(1)/bin/python -m pip install --require-hashes --no-deps --no-build-isolation -r requirements/$(2).txt
 	$(1)/bin/python -m pip install --no-deps --no-build-isolation $(3)
-	@$(1)/bin/python -m pip check || { echo "The environment misses a dependency pyproject.toml asks for: run 'make lock' (README, Supply chain)." >&2; exit 1; }
+	@$(1)/bin/python -m pip check || { echo "The environment misses a dependency pyproject.toml asks for: run 'make lock' (docs/supply-chain.md)." >&2; exit 1; }
 endef
 
 $(BIN)/python:
@@ -76,9 +76,14 @@ $(LLAMAINDEX)/.installed: tests/clients/llamaindex-requirements.txt
 	$(LLAMAINDEX)/bin/python -m pip install --require-hashes --no-deps -r $<
 	@touch $@
 
-# Lint, types, import layers, then the whole test suite.
-test: install check
+# Lint, types, import layers, the documentation site, then the whole test suite.
+test: install check docs
 	$(BIN)/pytest -q
+
+# The documentation site (mkdocs.yml) from docs/ into build/docs; --strict fails on a broken
+# link or anchor and on a page left out of the nav.
+docs: $(VENV)/.installed-test
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir build/docs
 
 check:
 	$(BIN)/ruff check llmeu tests bench tools setup.py

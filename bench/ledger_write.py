@@ -11,7 +11,7 @@ ledgers are a SQLite file in a temporary directory and a throwaway PostgreSQL
 database at 127.0.0.1:5432 (bench/pgdb.py), with the chain and its checks as
 the gateway writes them; and another through a URL with
 `?synchronous_commit=off`, the opt-in that lets final rows commit without
-waiting for the WAL flush (README, "Ledger"). Prints the median over rounds of
+waiting for the WAL flush (docs/ledger.md). Prints the median over rounds of
 the median µs per call, and each PostgreSQL / SQLite.
 """
 

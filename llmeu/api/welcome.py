@@ -1,7 +1,7 @@
 """What `llmeu serve` tells the person who started it, once it is ready.
 
 The console's address and a curl to paste. Clients read their key from
-`LLMEU_API_KEY` (every `llmeu` command, the README's snippets), so that is the
+`LLMEU_API_KEY` (every `llmeu` command, the documentation's snippets), so that is the
 one name the notice uses for it: the curl always reads `$LLMEU_API_KEY`, and
 the notice says what to put there —
 

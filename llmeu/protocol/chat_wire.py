@@ -93,7 +93,8 @@ _alternatives = attrgetter(
 
 
 def ignored_fields(chat: ChatRequest) -> list[str]:
-    """The fields `chat` sets that llmeu accepts without effect (README, Request fields)."""
+    """The fields `chat` sets that llmeu accepts without effect (docs/surfaces.md, "Request
+    fields")."""
     found = set_fields(_WITHOUT_EFFECT, _without_effect(chat))
     options = chat.stream_options
     if isinstance(options, StreamOptions) and options.include_obfuscation:

@@ -174,7 +174,7 @@ class McpServerIn(_In):
 
 class MessagesRequest(Struct, forbid_unknown_fields=True, omit_defaults=True):
     """`POST /v1/messages` (and `count_tokens`, which has no `max_tokens`): every field of
-    Anthropic's request (README, "Request fields")."""
+    Anthropic's request (docs/messages.md, "Request fields")."""
 
     model: Annotated[str, Meta(min_length=1, max_length=256)]
     messages: Annotated[list[MessageIn], Meta(min_length=1)]
@@ -228,8 +228,8 @@ _without_effect = attrgetter(*_WITHOUT_EFFECT)
 
 
 def ignored_fields(request: MessagesRequest) -> list[str]:
-    """The fields `request` sets that llmeu accepts without effect (README, "Request
-    fields"), for the trace's `ignored_features`."""
+    """The fields `request` sets that llmeu accepts without effect (docs/messages.md,
+    "Request fields"), for the trace's `ignored_features`."""
     found = set_fields(_WITHOUT_EFFECT, _without_effect(request))
     config = request.output_config
     if isinstance(config, OutputConfig):

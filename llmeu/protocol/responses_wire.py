@@ -9,8 +9,8 @@ tools are typed by kind and mapped onto the chat call's in
 `llmeu.protocol.responses_tools` (hosted tools apart: the governance step
 decides where they may go; a hosted `mcp` tool is taken out before, the route
 serves it: `llmeu.api.call.hosted_mcp`). `check_request` refuses what llmeu cannot serve and
-`ignored_fields` names what it accepts without effect (README, "Request
-fields"). The response object is in `llmeu.protocol.responses_object`, the
+`ignored_fields` names what it accepts without effect (docs/responses.md,
+"Request fields"). The response object is in `llmeu.protocol.responses_object`, the
 stream in `responses_stream`.
 """
 
@@ -93,7 +93,8 @@ class PromptRef(Lenient):
 
 
 class ResponsesRequest(Struct, forbid_unknown_fields=True, omit_defaults=True):
-    """`POST /v1/responses`: every field of OpenAI's request (README, "Request fields").
+    """`POST /v1/responses`: every field of OpenAI's request (docs/responses.md,
+    "Request fields").
     Input items and tools decode as JSON values first and are checked one by one, so each
     error names its item (`input[2].call_id`)."""
 

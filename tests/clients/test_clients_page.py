@@ -13,9 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -27,11 +25,9 @@ from typing import Any
 import pytest
 
 from tests.support.processes import REPO, Gateway, start_gateway
+from tests.support.snippets import snippet_command
 
 PAGE = REPO / "docs" / "clients.md"
-NODE_CLIENTS = REPO / "tests" / "clients" / "node"
-# Clients whose dependencies cannot share the test environment, each with its interpreter.
-APART = {"LlamaIndex": REPO / "build" / "llamaindex-venv" / "bin" / "python"}
 TRACE_ID = re.compile(r"\btrc_[A-Za-z0-9_-]+")
 
 pytestmark = [
@@ -118,30 +114,6 @@ def platform(gateway: Gateway, path: str) -> Any:
 def trace_statuses(gateway: Gateway) -> dict[str, str]:
     page = platform(gateway, "traces?limit=200")
     return {trace["id"]: trace["status"] for trace in page["data"]}
-
-
-def snippet_command(language: str, code: str, workdir: Path, client: str = "") -> list[str]:
-    if language == "python":
-        path = workdir / "snippet.py"
-        path.write_text(code, encoding="utf-8")
-        python = sys.executable
-        if client in APART:  # its own environment: see the Makefile's LLAMAINDEX
-            python = str(APART[client])
-            assert Path(python).exists(), f"{python} is missing: run `make install`"
-        return [python, str(path)]
-    if language == "js":
-        if shutil.which("node") is None:
-            pytest.skip("needs Node")
-        modules = NODE_CLIENTS / "node_modules"
-        assert modules.is_dir(), "the Node clients are missing: run `make install`"
-        (workdir / "node_modules").symlink_to(modules)
-        path = workdir / "snippet.mjs"
-        path.write_text(code, encoding="utf-8")
-        return ["node", str(path)]
-    assert language == "sh"
-    path = workdir / "snippet.sh"
-    path.write_text("set -eu\n" + code, encoding="utf-8")
-    return ["sh", str(path)]
 
 
 @pytest.mark.parametrize("client", list(CLIENTS))

@@ -4,7 +4,7 @@ The corpus (fixtures/ordinary_text.txt, 2,084 lines, ~115 KB) holds no personal 
 at all, so every hit in it is a false positive. Long numbers are where the checksums
 decide: a random nine-digit number passes the Dutch BSN's eleven-test or the Portuguese
 NIF's check about one time in eleven each, which no pattern can tell apart from a real
-identifier without context. The rates measured here are in the README.
+identifier without context. The rates measured here are in docs/personal-data.md.
 """
 
 from __future__ import annotations

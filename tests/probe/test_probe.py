@@ -214,7 +214,7 @@ def test_the_messages_probe_asks_before_it_spends() -> None:
 def test_without_a_key_option_the_probe_reads_llmeu_api_key(
     gateway_factory: Any, fake_upstream: FakeUpstream
 ) -> None:
-    """As `llmeu chat` does: the README's probe command needs no `--api-key-env`."""
+    """As `llmeu chat` does: the documented probe command needs no `--api-key-env`."""
     gateway: Gateway = gateway_factory(
         config=config_yaml(fake_endpoint("fakeprov-fr-a", fake_upstream, model=PACED))
     )

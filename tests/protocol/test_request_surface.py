@@ -7,8 +7,9 @@ alternative of its type, see `tests.support.sdk_requests`) go through the
 SDK's own `create`, and the body it sends must:
 
 - decode (no unknown field, no type error, nested objects included);
-- be served, or be refused naming that very field where the README's
-  "Request fields" table says it can be (a value llmeu cannot honour);
+- be served, or be refused naming that very field where the surface's
+  "Request fields" table (docs/surfaces.md, responses.md, messages.md) says it
+  can be (a value llmeu cannot honour);
 - be named on the trace (`ignored_fields`) exactly where that table says
   "without effect".
 
@@ -51,7 +52,7 @@ from tests.support.sdk_requests import (
     variants,
 )
 
-README = Path(__file__).parents[2] / "README.md"
+DOCS = Path(__file__).parents[2] / "docs"
 OPENAPI = json.loads(
     (Path(__file__).parents[1] / "support" / "openai_request_schema.json").read_text()
 )["components"]["schemas"]
@@ -67,7 +68,7 @@ class Surface:
     params: list[type[Any]]  # the SDK's TypedDicts for this body (all their fields count)
     sdk: Callable[[], SdkBodies]
     base: dict[str, Any]
-    readme_heading: str
+    fields_table: tuple[str, str]  # the page of docs/ and the heading its table is under
     decode: Callable[[bytes], Any]
     serve: Callable[[Any], object]
     ignored: Callable[[Any], list[str]]
@@ -104,7 +105,7 @@ SURFACES = [
         [completion_create_params.CompletionCreateParamsStreaming],
         lambda: openai_bodies(lambda client: client.chat.completions.create),
         {"model": "m", "messages": USER, "stream": True},
-        "### Request fields",
+        ("surfaces.md", "### Request fields"),
         chat_wire.chat_request_decoder.decode,
         chat_wire.accepted_chat,
         chat_wire.ignored_fields,
@@ -119,7 +120,7 @@ SURFACES = [
         [response_create_params.ResponseCreateParamsStreaming],
         lambda: openai_bodies(lambda client: client.responses.create),
         {"model": "m", "input": "hi", "stream": True},
-        "### Request fields (Responses)",
+        ("responses.md", "## Request fields (Responses)"),
         msgspec.json.Decoder(ResponsesRequest).decode,
         _responses_served,
         lambda req: responses_wire.ignored_fields(req, native=False),
@@ -133,7 +134,7 @@ SURFACES = [
         ],
         lambda: anthropic_bodies(lambda client: client.beta.messages.create),
         {"model": "m", "max_tokens": 5, "messages": USER, "stream": True},
-        "### Request fields (Messages)",
+        ("messages.md", "## Request fields (Messages)"),
         messages_request_decoder.decode,
         _messages_served,
         messages_request.ignored_fields,
@@ -147,7 +148,7 @@ SURFACES = [
         ],
         lambda: anthropic_bodies(lambda client: client.beta.messages.count_tokens),
         {"model": "m", "messages": USER},
-        "### Request fields (Messages)",
+        ("messages.md", "## Request fields (Messages)"),
         messages_request_decoder.decode,
         to_chat_request,
         messages_request.ignored_fields,
@@ -162,10 +163,11 @@ CASES = [
 ]
 
 
-def _readme_rows(heading: str) -> dict[str, str]:
-    """The first table after `heading`: each backticked field of a row's first cell → the
-    row's text."""
-    text = README.read_text()
+def _table_rows(table: tuple[str, str]) -> dict[str, str]:
+    """The first table after the heading on the page: each backticked field of a row's first
+    cell → the row's text."""
+    page, heading = table
+    text = (DOCS / page).read_text()
     start = text.index(f"\n{heading}\n")
     rows: dict[str, str] = {}
     in_table = False
@@ -198,7 +200,7 @@ def test_every_field_decodes(surface: Surface, name: str) -> None:
 
 @pytest.mark.parametrize(("surface", "name"), CASES)
 def test_every_field_is_served_or_refused_where_documented(surface: Surface, name: str) -> None:
-    row = _readme_rows(surface.readme_heading).get(name, "")
+    row = _table_rows(surface.fields_table).get(name, "")
     refusable = "400" in row or "404" in row
     wrongly_refused = []
     for body in surface.bodies(name):
@@ -212,10 +214,10 @@ def test_every_field_is_served_or_refused_where_documented(surface: Surface, nam
 
 
 @pytest.mark.parametrize(("surface", "name"), CASES)
-def test_the_trace_names_exactly_what_the_readme_says_is_without_effect(
+def test_the_trace_names_exactly_what_the_docs_say_is_without_effect(
     surface: Surface, name: str
 ) -> None:
-    row = _readme_rows(surface.readme_heading)[name]
+    row = _table_rows(surface.fields_table)[name]
     named = set()
     for body in surface.bodies(name):
         named |= {
@@ -226,14 +228,14 @@ def test_the_trace_names_exactly_what_the_readme_says_is_without_effect(
 
 
 @pytest.mark.parametrize("surface", SURFACES, ids=[s.name for s in SURFACES])
-def test_the_readme_documents_no_field_llmeu_does_not_decode(surface: Surface) -> None:
+def test_the_docs_document_no_field_llmeu_does_not_decode(surface: Surface) -> None:
     decoded = {
         "chat": ChatRequest,
         "responses": ResponsesRequest,
         "messages": MessagesRequest,
         "count_tokens": MessagesRequest,
     }[surface.name]
-    documented = set(_readme_rows(surface.readme_heading))
+    documented = set(_table_rows(surface.fields_table))
     assert documented <= set(decoded.__struct_fields__)
 
 
@@ -252,19 +254,19 @@ def _openapi_properties(schema: dict[str, Any]) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("schema", "decoded", "heading", "nested"),
     [
-        ("CreateChatCompletionRequest", ChatRequest, "### Request fields",
+        ("CreateChatCompletionRequest", ChatRequest, ("surfaces.md", "### Request fields"),
          {"stream_options": StreamOptions}),
-        ("CreateResponse", ResponsesRequest, "### Request fields (Responses)",
+        ("CreateResponse", ResponsesRequest, ("responses.md", "## Request fields (Responses)"),
          {"stream_options": ResponsesStreamOptions, "text": TextConfig,
           "reasoning": ReasoningConfig}),
     ],
     ids=["chat", "responses"],
 )  # fmt: skip
 def test_every_field_of_openais_published_document_is_decoded_and_documented(
-    schema: str, decoded: type[Any], heading: str, nested: dict[str, type[Any]]
+    schema: str, decoded: type[Any], heading: tuple[str, str], nested: dict[str, type[Any]]
 ) -> None:
     properties = _openapi_properties(OPENAPI[schema])
     assert set(properties) <= set(decoded.__struct_fields__)
-    assert set(properties) <= set(_readme_rows(heading))
+    assert set(properties) <= set(_table_rows(heading))
     for name, struct in nested.items():
         assert set(_openapi_properties(properties[name])) <= set(struct.__struct_fields__), name

@@ -26,7 +26,7 @@ async def handle_readyz(readiness: State, request: Request) -> None:
 
 
 async def handle_metrics(telemetry: Telemetry, request: Request) -> None:
-    """Prometheus metrics (README, Observability)."""
+    """Prometheus metrics (docs/operations.md, Observability)."""
     body, content_type = telemetry.exposition(request.header(b"accept"))
     await request.respond(200, body, [(b"content-type", content_type.encode())])
 
