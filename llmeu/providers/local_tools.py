@@ -156,18 +156,19 @@ def _grammar(
 
     schema_converter: Any = llama_grammar.SchemaConverter  # untyped upstream
     items: list[dict[str, Any]] = []
+    definitions: dict[str, Any] = {}
     for tool in offered:
-        where = f"#/items/anyOf/{len(items)}/properties/arguments"
+        tag = f"tool{len(items)}"
+        definitions.update(_hoisted(_parameters(tool), tag))
         items.append({
             "type": "object",
-            "properties": {
-                "name": {"const": tool.name},
-                "arguments": _rebased(_parameters(tool), where),
-            },
+            "properties": {"name": {"const": tool.name}, "arguments": {"$ref": f"#/$defs/{tag}"}},
             "required": ["name", "arguments"],
             "additionalProperties": False,
         })  # fmt: skip
-    calls: dict[str, Any] = {"type": "array", "items": {"anyOf": items}, "minItems": 1}
+    calls: dict[str, Any] = {
+        "$defs": definitions, "type": "array", "items": {"anyOf": items}, "minItems": 1,
+    }  # fmt: skip
     if not parallel:
         calls["maxItems"] = 1
     converter = schema_converter(prop_order={}, allow_fetch=False, dotall=False, raw_pattern=False)
@@ -187,18 +188,36 @@ def _strict_strings(grammar: str) -> str:
     return grammar.replace('char ::= [^"\\\\] |', 'char ::= [^"\\\\\\x7F\\x00-\\x1F] |')
 
 
-def _rebased(schema: Any, where: str) -> Any:
-    """`schema` with its local `$ref`s pointing into the combined schema at `where`."""
+def _hoisted(parameters: dict[str, Any], tag: str) -> dict[str, Any]:
+    """A tool's parameters and their `$defs` as top-level definitions of the combined schema,
+    under names of their own (the converter names rules after a reference's last step, so two
+    tools' `$defs/place` must not meet), its local `$ref`s pointing there."""
+    own = {**parameters}
+    nested = {**own.pop("$defs", {}), **own.pop("definitions", {})}
+    hoisted = {tag: _rebased(own, tag)}
+    for name, schema in nested.items():
+        hoisted[f"{tag}-{name}"] = _rebased(schema, tag)
+    return hoisted
+
+
+def _rebased(schema: Any, tag: str) -> Any:
+    """`schema` with its local `$ref`s pointing at the hoisted definitions of tool `tag`."""
     if isinstance(schema, dict):
         return {
-            key: where + value[1:]
-            if key == "$ref" and isinstance(value, str) and value.startswith("#")
-            else _rebased(value, where)
+            key: _ref(value, tag) if key == "$ref" and isinstance(value, str)
+            else _rebased(value, tag)
             for key, value in schema.items()
-        }
+        }  # fmt: skip
     if isinstance(schema, list):
-        return [_rebased(item, where) for item in schema]
+        return [_rebased(item, tag) for item in schema]
     return schema
+
+
+def _ref(ref: str, tag: str) -> str:
+    for prefix in ("#/$defs/", "#/definitions/"):
+        if ref.startswith(prefix):
+            return f"#/$defs/{tag}-{ref.removeprefix(prefix)}"
+    return f"#/$defs/{tag}{ref[1:]}" if ref.startswith("#") else ref
 
 
 def _unreadable(
