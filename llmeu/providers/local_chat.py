@@ -26,6 +26,7 @@ from llmeu.calls.output import AssistantOutput, Completion, Delta, StreamOutput,
 from llmeu.calls.request import ChatRequest, Thinking
 from llmeu.errors import ConfigError, UnsupportedByEndpoint, UpstreamError
 from llmeu.providers.base import ChatStream, Provider
+from llmeu.providers.local_sampling import constrained_tokens
 from llmeu.providers.local_tool_calls import PlainText, ToolCallText, finish_reason
 from llmeu.providers.local_tools import ToolPlan, grammar_compiles, plan_tools, prompt_messages
 from llmeu.routing.catalog import LOCAL_CHAT_MODEL, Endpoint
@@ -185,17 +186,15 @@ class LocalChatProvider(Provider):
     def generate(self, job: _Job, cancelled: threading.Event) -> Iterator[str | _Finished]:
         """Runs in the worker thread: yields text pieces, then how the generation ended."""
         from llama_cpp import llama_vocab_is_eog
-        from llama_cpp.llama_grammar import LlamaGrammar
 
         llm = self._llm
-        grammar = None if job.grammar is None else LlamaGrammar.from_string(job.grammar)
         if job.seed is not None:
             llm.set_seed(job.seed)
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         vocab = llm._model.vocab
         held = ""
         count = 0
-        for token in llm.generate(job.prompt_tokens, reset=True, grammar=grammar, **job.sampling):
+        for token in constrained_tokens(llm, job.prompt_tokens, job.grammar, job.sampling):
             if cancelled.is_set():
                 yield _Finished(count, "cancelled")
                 return

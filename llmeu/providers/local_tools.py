@@ -52,6 +52,7 @@ UNENFORCED = frozenset({
 ENFORCED_FORMATS = frozenset({"date", "time", "date-time", "uuid", "uuid1", "uuid2", "uuid3",
                               "uuid4", "uuid5"})  # fmt: skip
 # A plain answer starts with anything but `<` (which opens a call) and runs on freely.
+_AUTO_ROOT = "root ::= answer | call"
 _ANSWER_RULE = "answer ::= [^<] [^\\x00]*"
 
 
@@ -177,7 +178,7 @@ def _grammar(
     except (AssertionError, ValueError, KeyError, TypeError, RecursionError) as error:
         raise _unreadable(tools, offered, error) from None
     call = f'call ::= "{CALL_OPEN}" space calls space "{CALL_CLOSE}"'
-    root = "root ::= call" if required else "root ::= answer | call"
+    root = "root ::= call" if required else _AUTO_ROOT
     rules = [root, call, _strict_strings(converter.format_grammar())]
     return "\n".join(rules if required else [*rules, _ANSWER_RULE]) + "\n"
 
@@ -238,6 +239,11 @@ def _unreadable(
     return UnsupportedByEndpoint(
         f"the local model cannot build a grammar from the tools ({error})", param="tools"
     )
+
+
+def admits_plain_answer(grammar: str) -> bool:
+    """Whether `grammar` (built here) lets the model answer in words instead of calls."""
+    return grammar.startswith(_AUTO_ROOT)
 
 
 def grammar_compiles(vocab: Any, grammar: str) -> bool:
