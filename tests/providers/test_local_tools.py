@@ -12,6 +12,7 @@ import pytest
 
 from llmeu.calls.request import ChatRequest
 from llmeu.errors import UnsupportedByEndpoint
+from llmeu.providers.local_formats import plan_format
 from llmeu.providers.local_tools import grammar_compiles, plan_tools, prompt_messages
 
 pytestmark = pytest.mark.skipif(find_spec("llama_cpp") is None, reason="needs the `local` extra")
@@ -169,3 +170,33 @@ def test_the_prompt_lists_the_tools_and_shows_earlier_calls() -> None:
     )
     assert prompt[3]["content"] == "<tool_response>sunny</tool_response>"
     assert prompt_messages(request, None)[0] == {"role": "system", "content": "Be brief."}
+
+
+@pytest.mark.parametrize(
+    ("response_format", "root", "section"),
+    [
+        pytest.param({"type": "json_object"}, "root ::= object", "Answer with a JSON object.",
+                     id="json-object"),
+        pytest.param({"type": "json_schema", "json_schema": {"name": "city", "schema": {
+                         "type": "object", "properties": {"city": {"type": "string"}},
+                         "required": ["city"]}}},
+                     'root ::= "{" space city-kv "}" space', "matching this schema",
+                     id="json-schema"),
+    ],
+)  # fmt: skip
+def test_a_json_response_format_gets_its_grammar(
+    vocab: Any, response_format: dict[str, Any], root: str, section: str
+) -> None:
+    plan = plan_format(_request([], response_format=response_format))
+    assert plan is not None and not plan.calls
+    assert root in plan.grammar.splitlines() and section in plan.section
+    assert grammar_compiles(vocab, plan.grammar)
+    assert plan_format(_request([], response_format={"type": "text"})) is None
+
+
+def test_a_response_format_beyond_the_grammar_is_refused() -> None:
+    schema = {"type": "object", "properties": {"n": {"type": "number", "maximum": 3}}}
+    wanted = {"type": "json_schema", "json_schema": {"name": "n", "schema": schema}}
+    with pytest.raises(UnsupportedByEndpoint) as caught:
+        plan_format(_request([], response_format=wanted))
+    assert caught.value.param == "response_format" and "`maximum`" in str(caught.value)
