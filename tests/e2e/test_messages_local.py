@@ -76,13 +76,14 @@ def test_a_claude_code_shaped_call_without_tools_is_answered(client: anthropic.A
     assert message.content[0].type == "text" and message.usage.output_tokens > 0
 
 
+BOUNDED = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 1}}}
+
+
 @pytest.mark.parametrize(
     ("kwargs", "param"),
     [
         ({"thinking": {"type": "enabled", "budget_tokens": 1024}}, "thinking"),
-        ({"tools": [{"name": "f", "input_schema": {
-            "type": "object", "properties": {"n": {"type": "integer", "minimum": 1}}}}]},
-         "tools[0]"),
+        ({"tools": [{"name": "f", "input_schema": BOUNDED}]}, "tools[0]"),
     ],
     ids=["thinking", "tool-schema-beyond-the-grammar"],
 )
