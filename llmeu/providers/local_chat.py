@@ -5,6 +5,8 @@ so nothing is downloaded at run time. Generation runs in a worker thread one
 token at a time; each token crosses to the event loop as it is produced, and
 closing the stream stops generation before the next token. Token counts are
 exact (the model's own tokenizer), so local calls are never `estimated`.
+`tools` and a JSON `response_format` hold sampling to a grammar
+(`local_tools`, `local_formats`), carried by the job as GBNF text.
 """
 
 from __future__ import annotations

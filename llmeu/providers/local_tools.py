@@ -107,9 +107,7 @@ def check_enforceable(schema: dict[str, Any], param: str, subject: str) -> None:
     """Refuses (400 naming `param`) a schema with a keyword the grammar would not hold."""
     for path, keyword in _keywords(schema, "parameters"):
         value = _at(schema, path)
-        if keyword in UNENFORCED or (
-            keyword == "format" and isinstance(value, str) and value not in ENFORCED_FORMATS
-        ):
+        if keyword in UNENFORCED or _dropped(keyword, value, _at(schema, path[:-1])):
             shown = f"`format: {value}`" if keyword == "format" else f"`{keyword}`"
             raise UnsupportedByEndpoint(
                 f"{subject}: the local model cannot hold its JSON to {shown} "
@@ -121,6 +119,20 @@ def check_enforceable(schema: dict[str, Any], param: str, subject: str) -> None:
                 f"{subject}: the local model resolves only local `$ref`s, not {value!r}",
                 param=param,
             )
+
+
+def _dropped(keyword: str, value: Any, schema: Any) -> bool:
+    """Whether the converter drops `keyword` where it stands: lengths it holds only on a
+    `type: string` without a `pattern`, item counts only with `items`, a few formats."""
+    if not isinstance(schema, dict):
+        return False
+    if keyword == "format":
+        return isinstance(value, str) and value not in ENFORCED_FORMATS
+    if keyword in ("minLength", "maxLength"):
+        return schema.get("type") != "string" or "pattern" in schema
+    if keyword in ("minItems", "maxItems"):
+        return "items" not in schema
+    return False
 
 
 def _keywords(schema: Any, where: str) -> Iterator[tuple[tuple[str, ...], str]]:

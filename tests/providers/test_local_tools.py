@@ -123,6 +123,12 @@ def test_local_refs_resolve_inside_each_tool(vocab: Any) -> None:
                          "type": "string"}, "uniqueItems": True}}}, "`uniqueItems`",
                      id="unique-items"),
         pytest.param({"type": "object", "not": {"required": ["x"]}}, "`not`", id="not"),
+        pytest.param({"type": "object", "properties": {"s": {"type": ["string", "null"],
+                                                            "maxLength": 3}}},
+                     "`maxLength`", id="length-on-a-type-union"),
+        pytest.param({"type": "object", "properties": {"s": {"type": "string", "pattern": "^a+$",
+                                                            "minLength": 2}}},
+                     "`minLength`", id="length-beside-a-pattern"),
         pytest.param({"type": "object", "properties": {"p": {"$ref": "https://x.example/s"}}},
                      "only local `$ref`s", id="remote-ref"),
         pytest.param({"type": "object", "properties": {"p": {"type": "strange"}}},
@@ -140,7 +146,10 @@ def test_what_the_grammar_cannot_hold_is_refused_naming_the_tool(
 
 def test_keyword_names_used_as_property_names_are_fine(vocab: Any) -> None:
     parameters = {"type": "object", "properties": {"minimum": {"type": "number"},
-                                                   "format": {"enum": ["a", "b"]}}}  # fmt: skip
+                                                   "format": {"enum": ["a", "b"]},
+                                                   "code": {"type": "string", "maxLength": 4},
+                                                   "ids": {"type": "array", "minItems": 1,
+                                                           "items": {"type": "integer"}}}}  # fmt: skip
     plan = plan_tools(_request([_tool(parameters)]))
     assert plan is not None and grammar_compiles(vocab, plan.grammar)
 
