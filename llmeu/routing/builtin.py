@@ -10,10 +10,10 @@ from __future__ import annotations
 from importlib import resources
 
 from llmeu.routing.catalog import (
+    BUNDLED_MODELS,
     LOCAL_CHAT_MODEL,
     LOCAL_DEFAULT_MAX_TOKENS,
     LOCAL_EMBEDDING_MODEL,
-    Capability,
     Catalog,
     Endpoint,
     EndpointKind,
@@ -68,7 +68,7 @@ def local_endpoints(host: str, country: str = "") -> list[Endpoint]:
             retention=ZERO,
             prices=free,
             priority=0,
-            capabilities=frozenset({Capability.CHAT}),
+            capabilities=BUNDLED_MODELS[LOCAL_CHAT_MODEL],
             default_max_tokens=LOCAL_DEFAULT_MAX_TOKENS,
         ),
         Endpoint(
@@ -85,7 +85,7 @@ def local_endpoints(host: str, country: str = "") -> list[Endpoint]:
             retention=ZERO,
             prices=free,
             priority=0,
-            capabilities=frozenset({Capability.EMBEDDINGS}),
+            capabilities=BUNDLED_MODELS[LOCAL_EMBEDDING_MODEL],
         ),
     ]
 

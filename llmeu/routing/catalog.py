@@ -97,12 +97,12 @@ class UpstreamOptions:
 LOCAL_CHAT_MODEL = "SmolLM2-135M-Instruct"
 LOCAL_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 BUNDLED_MODELS: dict[str, frozenset[Capability]] = {
-    LOCAL_CHAT_MODEL: frozenset({Capability.CHAT}),
+    LOCAL_CHAT_MODEL: frozenset({Capability.CHAT, Capability.TOOLS}),
     LOCAL_EMBEDDING_MODEL: frozenset({Capability.EMBEDDINGS}),
 }
 """What a `kind: local` endpoint may serve: the bundled models and what each can do."""
 LOCAL_DEFAULT_MAX_TOKENS = 512
-"""A small local model asked for "a long story" runs on to its context (4,096 tokens,
+"""A small local model asked for "a long story" runs on to its context (8,192 tokens,
 minutes on a CPU): a `kind: local` endpoint stops at this many unless it says otherwise."""
 
 

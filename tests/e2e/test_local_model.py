@@ -154,9 +154,10 @@ def test_what_a_local_model_cannot_do_is_rejected_naming_the_endpoint(
 
     headers = {"authorization": f"Bearer {local_gateway.admin_key}"}
     asks = [
-        ("chat/completions", {"model": "smollm2", "response_format": {"type": "json_object"},
-                              "messages": [{"role": "user", "content": "JSON please"}]},
-         "response_format", "local-smollm2-135m"),
+        ("chat/completions", {"model": "smollm2", "thinking": {"type": "enabled",
+                                                               "budget_tokens": 1024},
+                              "messages": [{"role": "user", "content": "Think first"}]},
+         "thinking", "local-smollm2-135m"),
         ("embeddings", {"model": "minilm", "input": [[101, 2023, 102]]}, "input",
          "local-minilm-l6-v2"),
     ]  # fmt: skip

@@ -76,13 +76,16 @@ def test_a_claude_code_shaped_call_without_tools_is_answered(client: anthropic.A
     assert message.content[0].type == "text" and message.usage.output_tokens > 0
 
 
+BOUNDED = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 1}}}
+
+
 @pytest.mark.parametrize(
     ("kwargs", "param"),
     [
         ({"thinking": {"type": "enabled", "budget_tokens": 1024}}, "thinking"),
-        ({"tools": [{"name": "f", "input_schema": {"type": "object"}}]}, "tools"),
+        ({"tools": [{"name": "f", "input_schema": BOUNDED}]}, "tools[0]"),
     ],
-    ids=["thinking", "tools"],
+    ids=["thinking", "tool-schema-beyond-the-grammar"],
 )
 def test_what_the_local_model_cannot_do_is_a_400_naming_it(
     client: anthropic.Anthropic, kwargs: dict[str, Any], param: str

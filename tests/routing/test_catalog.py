@@ -81,7 +81,11 @@ def test_builtin_local_endpoints_run_on_this_machine() -> None:
     local = [e for e in BUILTIN.endpoints if e.kind is EndpointKind.LOCAL]
     assert {e.inference_region for e in local} == {"local:testhost"}
     assert {e.country for e in local} == {"FR"}
-    assert {c for e in local for c in e.capabilities} == {Capability.CHAT, Capability.EMBEDDINGS}
+    assert {c for e in local for c in e.capabilities} == {
+        Capability.CHAT,
+        Capability.TOOLS,
+        Capability.EMBEDDINGS,
+    }
 
 
 @pytest.mark.parametrize(

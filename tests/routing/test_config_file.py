@@ -67,7 +67,7 @@ def test_a_valid_file_means_what_it_says() -> None:
     assert local.kind is EndpointKind.LOCAL
     assert local.country == ""
     assert local.priority == 100
-    assert local.capabilities == {Capability.CHAT}
+    assert local.capabilities == {Capability.CHAT, Capability.TOOLS}
     assert config.default_policy == "fr-only"
     own = config.policies["fr-only"]
     assert own.allow_countries == {"FR"}
@@ -107,7 +107,7 @@ def test_a_file_policy_replaces_a_built_in_one_of_the_same_id() -> None:
 @pytest.mark.parametrize(
     ("model", "capabilities"),
     [
-        pytest.param("SmolLM2-135M-Instruct", {Capability.CHAT}, id="chat-model"),
+        pytest.param("SmolLM2-135M-Instruct", {Capability.CHAT, Capability.TOOLS}, id="chat-model"),
         pytest.param("all-MiniLM-L6-v2", {Capability.EMBEDDINGS}, id="embedding-model"),
     ],
 )
