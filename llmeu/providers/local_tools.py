@@ -285,13 +285,7 @@ def prompt_messages(request: ChatRequest, plan: GrammarPlan | None) -> list[dict
 
 
 def _tools_section(tools: tuple[FunctionDefinition, ...], *, required: bool, parallel: bool) -> str:
-    listed = "\n".join(
-        json.dumps(
-            {"name": t.name, "description": t.description or "", "parameters": _parameters(t)},
-            ensure_ascii=False,
-        )
-        for t in tools
-    )
+    listed = "\n".join(tool_signature(tool) for tool in tools)
     many = "one or more calls" if parallel else "one call"
     when = "You must call a tool." if required else (
         "Call a tool when it helps answer; otherwise answer normally."
@@ -301,6 +295,42 @@ def _tools_section(tools: tuple[FunctionDefinition, ...], *, required: bool, par
         f'with {many} in this form only:\n{CALL_OPEN}[{{"name": "<tool name>", "arguments": '
         f"<JSON arguments>}}]{CALL_CLOSE}"
     )
+
+
+def tool_signature(tool: FunctionDefinition) -> str:
+    """A tool as one line, `name(arg: type, optional?: type): what it does`. The grammar holds
+    the arguments to the whole schema, so the prompt spends tokens only on what the model
+    chooses by: an agent's tools written out as JSON schemas (Codex's take ~4,500 tokens)
+    would not leave its prompt room in the model's 8,192."""
+    parameters = _parameters(tool)
+    properties = parameters.get("properties")
+    required = set(parameters.get("required") or ())
+    arguments = ", ".join(
+        f"{name}{'' if name in required else '?'}: {_type_name(schema)}"
+        for name, schema in (properties.items() if isinstance(properties, dict) else ())
+    )
+    summary = _first_sentence(tool.description or "")
+    return f"{tool.name}({arguments})" + (f": {summary}" if summary else "")
+
+
+def _type_name(schema: Any) -> str:
+    if not isinstance(schema, dict):
+        return "any"
+    if "enum" in schema and isinstance(schema["enum"], list):
+        return " | ".join(json.dumps(value, ensure_ascii=False) for value in schema["enum"])
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        return " | ".join(str(k) for k in kind)
+    if kind == "array":
+        return f"array of {_type_name(schema.get('items'))}"
+    return str(kind) if kind else "any"
+
+
+def _first_sentence(description: str, limit: int = 160) -> str:
+    line = description.strip().split("\n", 1)[0]
+    end = line.find(". ")
+    sentence = line if end < 0 else line[: end + 1]
+    return sentence if len(sentence) <= limit else sentence[: limit - 1] + "…"
 
 
 def _plain(message: Message) -> dict[str, str]:

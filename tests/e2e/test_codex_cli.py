@@ -1,11 +1,13 @@
 """Codex CLI, unchanged, through a real `llmeu serve`: `codex exec` with llmeu as its model
-provider (`wire_api = "responses"`) answers, and a turn that runs a shell command through
-its `exec_command` tool gets the command's output back and completes.
+provider (`wire_api = "responses"`) answers, on the fake upstream and on the embedded default
+(its ~5,100-token prompt, tools included, fits the bundled model's 8,192), and a turn that runs
+a shell command through its `exec_command` tool gets the command's output back and completes.
 
-The CLI comes from `tests/clients/node` (`make install` runs `npm ci` there). It runs with
-its own sandbox and approvals off (`--dangerously-bypass-approvals-and-sandbox`): the one
-command it runs is an `echo` in the test's temporary directory, and Codex's sandbox needs
-kernel features a container may not offer; what is under test is the gateway's wire.
+The CLI comes from `tests/clients/node` (`make install` runs `npm ci` there). On the fake
+upstream it runs with its sandbox and approvals off (`--dangerously-bypass-approvals-and-sandbox`):
+the one command it runs is the test's `echo` in a temporary directory, and what is under test
+is the gateway's wire. On the bundled model, whose choice of command nobody scripts, it keeps
+its read-only sandbox.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import json
 import os
 import subprocess
 from collections.abc import Iterator
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
@@ -40,8 +43,17 @@ def gateway(
     gateway.kill()
 
 
-def codex_exec(gateway: Gateway, prompt: str, tmp: Path) -> subprocess.CompletedProcess[str]:
-    """`codex exec PROMPT` with llmeu as its model provider, as the README configures it."""
+@pytest.fixture(scope="module")
+def local_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
+    started = start_gateway(tmp_path_factory.mktemp("codex-local"), local_models=True, timeout=120)
+    yield started
+    started.kill()
+
+
+def codex_exec(
+    gateway: Gateway, prompt: str, tmp: Path, *, model: str = "fake-model", sandboxed: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """`codex exec PROMPT` with llmeu as its model provider, as docs/clients.md configures it."""
     home, work = tmp / "codex-home", tmp / "work"
     home.mkdir()
     work.mkdir()
@@ -50,15 +62,16 @@ def codex_exec(gateway: Gateway, prompt: str, tmp: Path) -> subprocess.Completed
         'wire_api="responses"}'
     )
     command = [
-        str(CODEX), "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
-        "-c", "model=fake-model", "-c", "model_provider=llmeu",
+        str(CODEX), "exec", "--skip-git-repo-check",
+        *(["--sandbox", "read-only"] if sandboxed else ["--dangerously-bypass-approvals-and-sandbox"]),
+        "-c", f"model={model}", "-c", "model_provider=llmeu",
         "-c", f"model_providers.llmeu={provider}", prompt,
     ]  # fmt: skip
     env = {**os.environ, "CODEX_HOME": str(home), "LLMEU_API_KEY": gateway.admin_key}
     env.pop("OPENAI_API_KEY", None)
     return subprocess.run(
         command, cwd=work, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-        timeout=180,
+        timeout=600,
     )  # fmt: skip
 
 
@@ -102,3 +115,14 @@ def test_codex_runs_a_shell_command_and_reads_its_output(
     assert answer["directives"] == {}
     settled = [t for t in traces(gateway) if t["status"] == "completed"]
     assert len(settled) >= 2
+
+
+@pytest.mark.skipif(find_spec("llama_cpp") is None, reason="needs the `local` extra")
+def test_codex_exec_answers_on_the_embedded_default(local_gateway: Gateway, tmp_path: Path) -> None:
+    question = "What is the capital of France? Answer in one word."
+    done = codex_exec(local_gateway, question, tmp_path, model="smollm2", sandboxed=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip()
+    (first, *_) = reversed(traces(local_gateway))
+    assert first["status"] == "completed", first
+    assert 4000 < first["usage"]["input_tokens"] <= 8192

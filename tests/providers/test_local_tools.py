@@ -11,9 +11,15 @@ import msgspec
 import pytest
 
 from llmeu.calls.request import ChatRequest
+from llmeu.calls.tools import FunctionDefinition
 from llmeu.errors import UnsupportedByEndpoint
 from llmeu.providers.local_formats import plan_format
-from llmeu.providers.local_tools import grammar_compiles, plan_tools, prompt_messages
+from llmeu.providers.local_tools import (
+    grammar_compiles,
+    plan_tools,
+    prompt_messages,
+    tool_signature,
+)
 
 pytestmark = pytest.mark.skipif(find_spec("llama_cpp") is None, reason="needs the `local` extra")
 WEATHER = {
@@ -161,6 +167,29 @@ def test_a_named_tool_that_is_not_offered_is_refused() -> None:
     assert caught.value.param == "tool_choice"
 
 
+@pytest.mark.parametrize(
+    ("description", "summary"),
+    [
+        ("Runs a command. Returns its output.", "Runs a command."),
+        ("First line\nSecond line", "First line"),
+        ("", ""),
+        ("x" * 200, "x" * 159 + "…"),
+    ],
+    ids=["first-sentence", "first-line", "none", "capped"],
+)
+def test_a_tool_is_listed_as_one_line(description: str, summary: str) -> None:
+    tool = msgspec.convert(
+        {"name": "run", "description": description, "parameters": {
+            "type": "object", "required": ["cmd"],
+            "properties": {"cmd": {"type": "string"}, "env": {"type": "array",
+                           "items": {"type": "string"}}, "when": {"type": ["string", "null"]}},
+        }}, FunctionDefinition,
+    )  # fmt: skip
+    line = tool_signature(tool)
+    head = "run(cmd: string, env?: array of string, when?: string | null)"
+    assert line == (f"{head}: {summary}" if summary else head)
+
+
 def test_the_prompt_lists_the_tools_and_shows_earlier_calls() -> None:
     messages = [
         {"role": "developer", "content": "Be brief."},
@@ -173,7 +202,8 @@ def test_the_prompt_lists_the_tools_and_shows_earlier_calls() -> None:
     prompt = prompt_messages(request, plan_tools(request))
     assert [m["role"] for m in prompt] == ["system", "user", "assistant", "tool"]
     assert prompt[0]["content"].startswith("Be brief.\n\nYou can call these tools:")
-    assert '"name": "get_weather"' in prompt[0]["content"] and "must call" in prompt[0]["content"]
+    tools = 'get_weather(city: string, unit?: "c" | "f"): The weather in a city\n'
+    assert tools in prompt[0]["content"] and "must call" in prompt[0]["content"]
     assert prompt[2]["content"] == (
         '<tool_call>[{"name": "get_weather", "arguments": {"city": "Paris"}}]</tool_call>'
     )
