@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from collections.abc import Iterator
 from importlib.util import find_spec
@@ -27,6 +28,11 @@ from tests.support.client_traces import settled_trace
 from tests.support.processes import FakeUpstream, Gateway, config_yaml, fake_endpoint, start_gateway
 
 CODEX = Path(__file__).parents[1] / "clients" / "node" / "node_modules" / ".bin" / "codex"
+AGENTS_PAGE = Path(__file__).parents[2] / "docs" / "agents.md"
+DOCUMENTED_URL = "http://127.0.0.1:8080/v1"
+TOML_BLOCK = re.compile(r"^```toml\n(.*?)^```$", re.MULTILINE | re.DOTALL)
+# The page's first TOML block, as a user copies it into ~/.codex/config.toml.
+CONFIG = TOML_BLOCK.findall(AGENTS_PAGE.read_text(encoding="utf-8"))[0]
 
 pytestmark = pytest.mark.skipif(
     not CODEX.exists(), reason="the Codex CLI is installed by `make install` (needs npm)"
@@ -53,19 +59,15 @@ def local_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]
 def codex_exec(
     gateway: Gateway, prompt: str, tmp: Path, *, model: str = "fake-model", sandboxed: bool = False
 ) -> subprocess.CompletedProcess[str]:
-    """`codex exec PROMPT` with llmeu as its model provider, as docs/clients.md configures it."""
+    """`codex exec PROMPT` with llmeu as its model provider, configured by docs/agents.md."""
     home, work = tmp / "codex-home", tmp / "work"
     home.mkdir()
     work.mkdir()
-    provider = (
-        f'{{name="llmeu", base_url="{gateway.base_url}", env_key="LLMEU_API_KEY", '
-        'wire_api="responses"}'
-    )
+    (home / "config.toml").write_text(CONFIG.replace(DOCUMENTED_URL, gateway.base_url))
     command = [
         str(CODEX), "exec", "--skip-git-repo-check",
         *(["--sandbox", "read-only"] if sandboxed else ["--dangerously-bypass-approvals-and-sandbox"]),
-        "-c", f"model={model}", "-c", "model_provider=llmeu",
-        "-c", f"model_providers.llmeu={provider}", prompt,
+        "-c", f"model={model}", prompt,
     ]  # fmt: skip
     env = {**os.environ, "CODEX_HOME": str(home), "LLMEU_API_KEY": gateway.admin_key}
     env.pop("OPENAI_API_KEY", None)
@@ -126,3 +128,8 @@ def test_codex_exec_answers_on_the_embedded_default(local_gateway: Gateway, tmp_
     (first, *_) = reversed(traces(local_gateway))
     assert first["status"] == "completed", first
     assert 4000 < first["usage"]["input_tokens"] <= 8192
+
+
+def test_the_documented_config_names_llmeu_as_a_responses_provider() -> None:
+    assert DOCUMENTED_URL in CONFIG
+    assert 'model_provider = "llmeu"' in CONFIG and 'wire_api = "responses"' in CONFIG
