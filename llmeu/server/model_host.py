@@ -7,8 +7,9 @@ When its start check fails, the one-line reason is logged and:
 - the local model is the only endpoint that could serve (no other endpoint
   has its credentials): `llmeu serve` exits with status 1, as a gateway that
   can answer nothing should not report ready;
-- otherwise the gateway starts, its local endpoints unavailable with that
-  reason (`/v1/platform/endpoints`), and the remote endpoints serve.
+- otherwise the gateway starts, each local endpoint unavailable with that
+  reason (its one log line, `/v1/platform/endpoints`), and the remote
+  endpoints serve.
 """
 
 from __future__ import annotations
@@ -43,9 +44,9 @@ def launch_model_host(settings: Settings) -> tuple[Settings, LaunchedHost | None
                              settings.local_memory_limit_bytes))  # fmt: skip
     if host.fault is None:
         return dataclasses.replace(settings, model_host_socket=host.socket_path), host
-    log.error("%s", host.fault)
     missing = missing_credentials(catalog, settings.environ)
     if all(e.kind is EndpointKind.LOCAL or e.endpoint_id in missing for e in catalog.endpoints):
+        log.error("%s", host.fault)
         raise OnlyEndpointFailed(host.fault)
-    log.error("serving without the local endpoints (%s)", ", ".join(e.endpoint_id for e in local))
+    # Each local endpoint reports it as the reason it is unavailable, as it starts.
     return dataclasses.replace(settings, model_host_fault=host.fault), None
