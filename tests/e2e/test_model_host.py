@@ -157,3 +157,23 @@ def test_two_workers_share_one_host(
     for worker in workers:
         maps = Path(f"/proc/{worker}/maps").read_text()
         assert "libllama" not in maps and "libggml" not in maps, "no worker loads the model"
+
+
+def test_a_call_past_the_time_limit_fails_alone_under_the_memory_ceiling(
+    gateway_factory: Callable[..., Gateway],
+) -> None:
+    gateway = gateway_factory(config=config_yaml(LOCAL), local_models=True, timeout=120,
+                              args=["--local-call-timeout", "0.3", "--local-memory-limit", "6G"])  # fmt: skip
+    (host,) = wait_for(lambda: host_pids(gateway), what="the model host")
+    limits = Path(f"/proc/{host}/limits").read_text()
+    ceiling = next(line for line in limits.splitlines() if line.startswith("Max address space"))
+    assert ceiling.split()[3:5] == [str(6 << 30)] * 2
+    long = chat(gateway, "Write a long story about Brussels.", stream=True, model="local",
+                max_tokens=400, temperature=0)  # fmt: skip
+    assert long.status == 200 and not long.done
+    assert long.error_frame is not None
+    assert long.error_frame["error"]["code"] == "local_call_timeout"
+    assert trace(gateway, long.trace_id)["status"] == "failed"
+    assert host_pids(gateway) == [host], "the host goes on"
+    short = chat(gateway, "Hi", model="local", max_tokens=2)
+    assert short.status == 200, short.body
