@@ -59,6 +59,9 @@ class Settings:
     """Seconds one local generation may run before it fails alone (`local_call_timeout`)."""
     local_memory_limit_bytes: int = 8 << 30
     """The model host's address-space ceiling (RLIMIT_AS); 0: none."""
+    model_host_test_fault: str | None = None
+    """A test hook (`LLMEU_MODEL_HOST_FAULT=start`): the model host faults after its start
+    check, as a build for another CPU would. For the tests of that path only."""
     shutdown_grace_seconds: float = 30.0
     workers: int = 1
     breaker_threshold: int = 5
@@ -96,6 +99,7 @@ class Settings:
             "redis_url": env.get("LLMEU_REDIS_URL") or None,
             "cache_key": env.get("LLMEU_CACHE_KEY") or None,
             "local_country": env.get("LLMEU_LOCAL_COUNTRY", ""),
+            "model_host_test_fault": env.get("LLMEU_MODEL_HOST_FAULT") or None,
             "environ": env,
         }
         if env.get("LLMEU_DATA_DIR"):

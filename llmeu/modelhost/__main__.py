@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sys
 from pathlib import Path
 
@@ -19,10 +18,11 @@ def _config(argv: list[str] | None) -> tuple[HostConfig, bool]:
     parser.add_argument("--call-timeout", type=float, default=300.0)
     parser.add_argument("--memory-limit", type=int, default=0)
     parser.add_argument("--restarts", type=int, default=0)
+    parser.add_argument("--test-fault", choices=["start"], help="a test hook: fault at start")
     parser.add_argument("--serve", action="store_true", help="be the host (the keeper's child)")
     args = parser.parse_args(argv)
     config = HostConfig(args.socket, args.threads, args.context_tokens, args.call_timeout,
-                        args.memory_limit, args.restarts)  # fmt: skip
+                        args.memory_limit, args.restarts, args.test_fault)  # fmt: skip
     return config, args.serve
 
 
@@ -37,7 +37,7 @@ def host_main(config: HostConfig) -> int:
         chat = ChatModel("SmolLM2-135M-Instruct", threads=config.threads,
                          context_tokens=config.context_tokens)  # fmt: skip
         embeddings = EmbeddingModel(threads=config.threads)
-        check(chat, embeddings, os.environ)
+        check(chat, embeddings, config.test_fault)
     except (ImportError, OSError, ValueError, RuntimeError, MemoryError) as error:
         print(f"{type(error).__name__}: {error}", file=sys.stderr, flush=True)
         return 3

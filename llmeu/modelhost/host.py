@@ -40,6 +40,8 @@ class HostConfig:
     """Bytes of address space the host may use (`--local-memory-limit`); 0: no ceiling."""
     restarts: int = 0
     """How many hosts the keeper started before this one: reported by `ping`."""
+    test_fault: str | None = None
+    """The start check's test hook (`llmeu.modelhost.start_check`)."""
 
 
 class _Refused(Exception):

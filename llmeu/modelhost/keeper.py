@@ -85,6 +85,8 @@ class Keeper:
                    "--call-timeout", str(config.call_timeout),
                    "--memory-limit", str(config.memory_limit),
                    "--restarts", str(self._restarts)]  # fmt: skip
+        if config.test_fault:
+            command += ["--test-fault", config.test_fault]
         host = subprocess.Popen(
             command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=end_with_parent
         )

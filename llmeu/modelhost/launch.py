@@ -27,6 +27,8 @@ class HostLimits:
     threads: int = 2
     call_timeout: float = 300.0
     memory_limit: int = 0
+    test_fault: str | None = None
+    """The start check's test hook (`llmeu.modelhost.start_check`); None in production."""
 
 
 @dataclass
@@ -57,10 +59,13 @@ def launch(limits: HostLimits) -> LaunchedHost:
         limits.threads,
         call_timeout=limits.call_timeout,
         memory_limit=limits.memory_limit,
+        test_fault=limits.test_fault,
     )
     command = [sys.executable, "-m", "llmeu.modelhost", "--socket", str(config.socket_path),
                "--threads", str(config.threads), "--call-timeout", str(config.call_timeout),
                "--memory-limit", str(config.memory_limit)]  # fmt: skip
+    if config.test_fault:
+        command += ["--test-fault", config.test_fault]
     process = subprocess.Popen(command, stdout=subprocess.PIPE)
     assert process.stdout is not None
     readable, _, _ = select.select([process.stdout], [], [], START_TIMEOUT + 10)

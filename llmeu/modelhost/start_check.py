@@ -4,10 +4,11 @@ Before the host says it is ready it loads both models and runs one tiny
 generation and one embedding: a llama.cpp built for instructions this CPU
 does not have faults there, at start, not on a tenant's first call.
 
-`LLMEU_MODEL_HOST_FAULT=start` is a test hook, read only here: the host
-faults (SIGSEGV) after its start check, as a wrong build would. It exists so
-the gateway's handling of a faulting host can be tested without a broken
-build; it does nothing else.
+`LLMEU_MODEL_HOST_FAULT=start` (read by the settings, passed down as
+`--test-fault start`) is a test hook, acted on only here: the host faults
+(SIGSEGV) after its start check, as a wrong build would. It exists so the
+gateway's handling of a faulting host can be tested without a broken build;
+it does nothing else.
 """
 
 from __future__ import annotations
@@ -16,12 +17,10 @@ import os
 import resource
 import signal
 import threading
-from collections.abc import Mapping
 
 from llmeu.modelhost.chat_model import ChatModel, Finished, Job
 from llmeu.modelhost.embedding_model import EmbeddingModel
 
-FAULT_VARIABLE = "LLMEU_MODEL_HOST_FAULT"
 REBUILD = (
     "CMAKE_ARGS='-DGGML_NATIVE=ON' pip install --force-reinstall --no-cache-dir "
     "--no-binary llama-cpp-python 'llama-cpp-python=={version}'"
@@ -36,7 +35,7 @@ def limit_memory(limit: int) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
-def check(chat: ChatModel, embeddings: EmbeddingModel, environ: Mapping[str, str]) -> None:
+def check(chat: ChatModel, embeddings: EmbeddingModel, test_fault: str | None = None) -> None:
     """One tiny generation and one embedding; a wrong build faults here."""
     prompt = chat.prompt_tokens([{"role": "user", "content": "Hi"}])
     job = Job(prompt, 2, (), {"temp": 0.0})
@@ -44,7 +43,7 @@ def check(chat: ChatModel, embeddings: EmbeddingModel, environ: Mapping[str, str
     if not ends:
         raise RuntimeError("the start-check generation did not finish")
     embeddings.embed(["start check"])
-    if environ.get(FAULT_VARIABLE) == "start":
+    if test_fault == "start":
         os.kill(os.getpid(), signal.SIGSEGV)
 
 

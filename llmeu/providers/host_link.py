@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from llmeu.config import Settings
 from llmeu.errors import (
     ConfigError,
     LocalModelUnavailable,
@@ -158,6 +159,15 @@ class HostLink:
         if frame.get("ev") == "error":
             raise host_error(frame)
         return frame
+
+
+def host_limits(settings: Settings) -> HostLimits:
+    return HostLimits(
+        settings.local_threads,
+        settings.local_call_timeout_seconds,
+        settings.local_memory_limit_bytes,
+        settings.model_host_test_fault,
+    )
 
 
 def _unavailable(why: str | None) -> str:

@@ -19,7 +19,8 @@ import logging
 
 from llmeu.api.gateway import load_gateway_config
 from llmeu.config import Settings
-from llmeu.modelhost.launch import HostLimits, LaunchedHost, launch
+from llmeu.modelhost.launch import LaunchedHost, launch
+from llmeu.providers.host_link import host_limits
 from llmeu.providers.table import missing_credentials
 from llmeu.routing.catalog import EndpointKind
 
@@ -40,8 +41,7 @@ def launch_model_host(settings: Settings) -> tuple[Settings, LaunchedHost | None
     local = [e for e in catalog.endpoints if e.kind is EndpointKind.LOCAL]
     if not local:
         return settings, None
-    host = launch(HostLimits(settings.local_threads, settings.local_call_timeout_seconds,
-                             settings.local_memory_limit_bytes))  # fmt: skip
+    host = launch(host_limits(settings))
     if host.fault is None:
         return dataclasses.replace(settings, model_host_socket=host.socket_path), host
     missing = missing_credentials(catalog, settings.environ)

@@ -20,9 +20,8 @@ from llmeu.calls.request import ChatRequest
 from llmeu.config import Settings
 from llmeu.credentials import redact_credentials
 from llmeu.errors import ApiError, ConfigError, UpstreamError
-from llmeu.modelhost.launch import HostLimits
 from llmeu.providers.base import Provider
-from llmeu.providers.host_link import HostLink
+from llmeu.providers.host_link import HostLink, host_limits
 from llmeu.providers.table import ProviderContext, build_provider, missing_credentials
 from llmeu.providers.transport import HttpClient
 from llmeu.routing.breaker import CircuitBreaker, failure_kind
@@ -108,10 +107,8 @@ class ProviderBuilder:
     __slots__ = ("_context", "_load_local", "model_host")
 
     def __init__(self, settings: Settings, http: HttpClient):
-        limits = HostLimits(settings.local_threads, settings.local_call_timeout_seconds,
-                            settings.local_memory_limit_bytes)  # fmt: skip
-        self.model_host = HostLink(settings.model_host_socket,
-                                   fault=settings.model_host_fault, limits=limits)  # fmt: skip
+        self.model_host = HostLink(settings.model_host_socket, fault=settings.model_host_fault,
+                                   limits=host_limits(settings))  # fmt: skip
         self._context = ProviderContext(http, settings.environ, settings.local_threads,
                                         self.model_host)  # fmt: skip
         self._load_local = settings.load_local_models
