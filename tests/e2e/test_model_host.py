@@ -177,3 +177,21 @@ def test_a_call_past_the_time_limit_fails_alone_under_the_memory_ceiling(
     assert host_pids(gateway) == [host], "the host goes on"
     short = chat(gateway, "Hi", model="local", max_tokens=2)
     assert short.status == 200, short.body
+
+
+def test_a_host_that_stops_answering_is_replaced(
+    gateway_factory: Callable[..., Gateway],
+) -> None:
+    gateway = gateway_factory(config=config_yaml(LOCAL), local_models=True, timeout=120)
+    (host,) = wait_for(lambda: host_pids(gateway), what="the model host")
+    os.kill(host, signal.SIGSTOP)  # alive, and silent
+    reason = wait_for(lambda: _unavailable(gateway).get("local-chat"), timeout=20,
+                      what="the endpoint shown down")  # fmt: skip
+    assert reason
+    refused = chat(gateway, "Hi", model="local", max_tokens=2)
+    assert refused.status == 503, refused.body
+    assert refused.json["error"]["code"] == "local_model_unavailable"
+    assert trace(gateway, refused.trace_id)["status"] == "failed"
+    wait_for(lambda: not _unavailable(gateway) and host_pids(gateway) not in ([], [host]),
+             timeout=60, what="a new host")  # fmt: skip
+    assert chat(gateway, "Hi", model="local", max_tokens=2).status == 200
