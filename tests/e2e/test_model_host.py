@@ -179,10 +179,15 @@ def test_a_call_past_the_time_limit_fails_alone_under_the_memory_ceiling(
     assert short.status == 200, short.body
 
 
-def test_a_host_that_stops_answering_is_replaced(
-    gateway_factory: Callable[..., Gateway],
+def test_a_host_that_stops_answering_is_replaced_and_meanwhile_calls_fall_back(
+    gateway_factory: Callable[..., Gateway], fake_upstream: FakeUpstream
 ) -> None:
-    gateway = gateway_factory(config=config_yaml(LOCAL), local_models=True, timeout=120)
+    backup = fake_endpoint("fakeprov-fr-a", fake_upstream, aliases=("answer",), priority=200)
+    config = config_yaml(LOCAL.replace("[local]", "[local, answer]"), backup)
+    gateway = gateway_factory(config=config, local_models=True, timeout=120)
+    assert chat(gateway, "Hi", model="answer", max_tokens=2).json["llmeu"]["endpoint_id"] == (
+        "local-chat"
+    )
     (host,) = wait_for(lambda: host_pids(gateway), what="the model host")
     os.kill(host, signal.SIGSTOP)  # alive, and silent
     reason = wait_for(lambda: _unavailable(gateway).get("local-chat"), timeout=20,
@@ -192,6 +197,9 @@ def test_a_host_that_stops_answering_is_replaced(
     assert refused.status == 503, refused.body
     assert refused.json["error"]["code"] == "local_model_unavailable"
     assert trace(gateway, refused.trace_id)["status"] == "failed"
+    fallen_back = chat(gateway, "Hi", model="answer", max_tokens=2)
+    assert fallen_back.status == 200, fallen_back.body
+    assert fallen_back.json["llmeu"]["endpoint_id"] == "fakeprov-fr-a", "inside the policy"
     wait_for(lambda: not _unavailable(gateway) and host_pids(gateway) not in ([], [host]),
              timeout=60, what="a new host")  # fmt: skip
     assert chat(gateway, "Hi", model="local", max_tokens=2).status == 200
