@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import sys
 import threading
@@ -115,8 +116,7 @@ class Host:
                 if cancelled.is_set():
                     return
                 deadline = time.monotonic() + self._config.call_timeout
-                job = Job(job.prompt_tokens, job.max_tokens, job.stop, job.sampling, job.seed,
-                          job.grammar, deadline)  # fmt: skip
+                job = dataclasses.replace(job, deadline=deadline)
                 await _send(writer, {"ev": "start", "prompt_tokens": len(job.prompt_tokens)})
                 await self._stream(job, cancelled, writer)
         finally:

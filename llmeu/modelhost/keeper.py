@@ -23,6 +23,7 @@ import sys
 import threading
 import time
 from types import FrameType
+from typing import IO
 
 from llmeu.modelhost.host import HostConfig
 from llmeu.modelhost.start_check import describe_fault
@@ -101,9 +102,9 @@ class Keeper:
         relay.join(1.0)  # its last line says why
         return None, describe_fault(host.returncode, self._last_line)
 
-    def _relay(self, stream: object) -> None:
+    def _relay(self, stream: IO[bytes]) -> None:
         """The host's log lines go to the keeper's standard error; the last is kept."""
-        for raw in iter(stream.readline, b""):  # type: ignore[attr-defined]
+        for raw in iter(stream.readline, b""):
             self._last_line = raw.decode("utf-8", "replace").rstrip()
             sys.stderr.write(f"model host: {self._last_line}\n")
 

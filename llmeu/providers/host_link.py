@@ -64,12 +64,10 @@ class HostLink:
         """Connect (launching a host first when none was given); a host that cannot start
         makes the local endpoints unavailable, with its one-line reason."""
         self._users += 1
-        if self._users > 1:
-            if self._fault:
-                raise ConfigError(self._fault)
-            return
         if self._fault:
             raise ConfigError(self._fault)
+        if self._users > 1:
+            return
         if self._socket_path is None:
             self._launched = self._launcher(self._limits)
             if self._launched.fault:
