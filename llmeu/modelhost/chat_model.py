@@ -69,6 +69,20 @@ class ChatModel:
         tokens: list[int] = self._llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
         return tokens
 
+    def grammar_compiles(self, grammar: str) -> bool:
+        """Whether llama.cpp parses the GBNF text (root rule `root`). Checked before a
+        generation: llama-cpp-python hands a grammar that does not parse to the sampler
+        chain as a null pointer, and the process faults."""
+        import llama_cpp
+
+        sampler = llama_cpp.llama_sampler_init_grammar(
+            self._llm._model.vocab, grammar.encode("utf-8"), b"root"
+        )
+        if not sampler:
+            return False
+        llama_cpp.llama_sampler_free(sampler)
+        return True
+
     def room(self, prompt_tokens: list[int], asked: int | None) -> int:
         """The tokens the completion may have: what was asked, within the context."""
         room = self.context_tokens - len(prompt_tokens)

@@ -129,18 +129,10 @@ class Host:
         except PromptTooLong as error:
             raise _Refused("context", str(error)) from None
         grammar = request.get("grammar")
-        if grammar is not None:
-            self._check_grammar(grammar)
+        if grammar is not None and not self._chat.grammar_compiles(str(grammar)):
+            raise _Refused("grammar", "the grammar for constrained decoding does not compile")
         return Job(list(prompt), max_tokens, tuple(request.get("stop") or ()),
                    dict(request.get("sampling") or {}), request.get("seed"), grammar)  # fmt: skip
-
-    def _check_grammar(self, text: str) -> None:
-        from llama_cpp.llama_grammar import LlamaGrammar
-
-        try:
-            LlamaGrammar.from_string(text, verbose=False)
-        except (ValueError, RuntimeError) as error:
-            raise _Refused("grammar", f"the grammar does not compile: {error}") from None
 
     async def _stream(
         self, job: Job, cancelled: threading.Event, writer: asyncio.StreamWriter

@@ -177,8 +177,8 @@ def host_error(frame: dict[str, Any]) -> UpstreamError:
     kind, message = frame.get("kind"), str(frame.get("message", ""))
     if kind == "context":
         return UnsupportedByEndpoint(message, param="messages", code="context_length_exceeded")
-    if kind == "grammar":
-        return UnsupportedByEndpoint(message, param="grammar")
+    if kind == "grammar":  # made by the gateway from the request's tools: the gateway's fault
+        return UpstreamError(message, code="local_grammar_invalid")
     if kind == "timeout":
         return UpstreamTimeout(message, code="local_call_timeout", retryable=False)
     if kind == "memory":

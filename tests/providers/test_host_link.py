@@ -19,7 +19,7 @@ from llmeu.providers.host_link import HostLink, host_error
     ("kind", "error", "code", "status"),
     [
         ("context", UnsupportedByEndpoint, "context_length_exceeded", 400),
-        ("grammar", UnsupportedByEndpoint, "upstream_rejected_request", 400),
+        ("grammar", UpstreamError, "local_grammar_invalid", 502),
         ("timeout", UpstreamTimeout, "local_call_timeout", 504),
         ("memory", UpstreamError, "local_memory_limit", 502),
         ("failed", UpstreamError, "upstream_error", 502),
