@@ -66,7 +66,9 @@ def launch(limits: HostLimits) -> LaunchedHost:
                "--memory-limit", str(config.memory_limit)]  # fmt: skip
     if config.test_fault:
         command += ["--test-fault", config.test_fault]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE)
+    # A session of its own: a Ctrl-C at the terminal reaches the gateway, which drains its
+    # calls, and not the host they run on; the keeper still ends with the gateway.
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, start_new_session=True)
     assert process.stdout is not None
     readable, _, _ = select.select([process.stdout], [], [], START_TIMEOUT + 10)
     line = process.stdout.readline() if readable else b""
