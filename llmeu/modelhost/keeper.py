@@ -41,7 +41,9 @@ _STEADY = 60.0  # a host that ran this long before it ended restarts at the firs
 class Keeper:
     def __init__(self, config: HostConfig):
         self._config = config
-        self._stop = threading.Event()
+        # A plain flag: the SIGTERM handler must take no lock (an Event's would deadlock
+        # when the signal lands while the main thread holds it).
+        self._stopped = False
         self._restarts = 0
         self._last_line = ""
 
@@ -55,16 +57,16 @@ class Keeper:
             return 3
         _tell({"ready": True, "pid": host.pid})
         quick_failures = 0
-        while not self._stop.is_set():
+        while not self._stopped:
             started = time.monotonic()
             if host is not None:
                 code = self._watch(host)
-                if self._stop.is_set():
+                if self._stopped:
                     break
                 _log(f"the model host (pid {host.pid}) ended: {_status(code)}; restarting")
             quick_failures = 0 if time.monotonic() - started > _STEADY else quick_failures + 1
             pause = min(_LONGEST_PAUSE, _FIRST_PAUSE * 2 ** (quick_failures - 1))
-            if self._stop.wait(pause):
+            if self._pause(pause):
                 break
             self._restarts += 1
             host, fault = self._start()
@@ -75,7 +77,14 @@ class Keeper:
         return 0
 
     def _stopping(self, signum: int, frame: FrameType | None) -> None:
-        self._stop.set()
+        self._stopped = True
+
+    def _pause(self, seconds: float) -> bool:
+        """Wait `seconds`, or less when asked to stop; whether it was."""
+        until = time.monotonic() + seconds
+        while not self._stopped and time.monotonic() < until:
+            time.sleep(max(0.0, min(0.1, until - time.monotonic())))
+        return self._stopped
 
     def _start(self) -> tuple[subprocess.Popen[bytes] | None, str]:
         """A host that passed its start check, or None and why it did not."""
@@ -114,7 +123,7 @@ class Keeper:
         while True:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 return host.wait(PING_EVERY)
-            if self._stop.is_set():
+            if self._stopped:
                 return 0
             missed = 0 if ping(self._config) else missed + 1
             if missed >= MISSED_PINGS:

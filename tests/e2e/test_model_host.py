@@ -203,3 +203,14 @@ def test_a_host_that_stops_answering_is_replaced_and_meanwhile_calls_fall_back(
     wait_for(lambda: not _unavailable(gateway) and host_pids(gateway) not in ([], [host]),
              timeout=60, what="a new host")  # fmt: skip
     assert chat(gateway, "Hi", model="local", max_tokens=2).status == 200
+
+
+def test_keeper_and_host_end_with_a_gateway_killed_outright(
+    gateway_factory: Callable[..., Gateway],
+) -> None:
+    gateway = gateway_factory(config=config_yaml(LOCAL), local_models=True, timeout=120)
+    (host,) = wait_for(lambda: host_pids(gateway), what="the model host")
+    (keeper,) = [c for c in _children(gateway.proc.pid) if _is_keeper(c)]
+    gateway.kill()
+    wait_for(lambda: not Path(f"/proc/{keeper}").exists() and not Path(f"/proc/{host}").exists(),
+             timeout=20, what="keeper and host gone")  # fmt: skip
