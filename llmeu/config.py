@@ -49,6 +49,19 @@ class Settings:
     local_threads: int = 2
     local_country: str = ""
     load_local_models: bool = True
+    model_host_socket: Path | None = None
+    """The model host's socket (`llmeu serve` launches one per machine and passes it to
+    every worker); None: the gateway launches its own when it serves a local endpoint."""
+    model_host_fault: str | None = None
+    """Why the model host `llmeu serve` launched could not start: the local endpoints are
+    unavailable with this reason."""
+    local_call_timeout_seconds: float = 300.0
+    """Seconds one local generation may run before it fails alone (`local_call_timeout`)."""
+    local_memory_limit_bytes: int = 8 << 30
+    """The model host's address-space ceiling (RLIMIT_AS); 0: none."""
+    model_host_test_fault: str | None = None
+    """A test hook (`LLMEU_MODEL_HOST_FAULT=start`): the model host faults after its start
+    check, as a build for another CPU would. For the tests of that path only."""
     shutdown_grace_seconds: float = 30.0
     workers: int = 1
     breaker_threshold: int = 5
@@ -86,6 +99,7 @@ class Settings:
             "redis_url": env.get("LLMEU_REDIS_URL") or None,
             "cache_key": env.get("LLMEU_CACHE_KEY") or None,
             "local_country": env.get("LLMEU_LOCAL_COUNTRY", ""),
+            "model_host_test_fault": env.get("LLMEU_MODEL_HOST_FAULT") or None,
             "environ": env,
         }
         if env.get("LLMEU_DATA_DIR"):

@@ -30,6 +30,8 @@ HTTP statuses and bodies in one place (`llmeu.api.http.error_responses`), a
         │                                refuses unchecked calls; carries `retry_after`
         └── UpstreamError           502  an upstream attempt failed (e.g. a broken stream)
             ├── UpstreamUnavailable 503  connection refused/reset, upstream 5xx or 429
+            │   └── LocalModelUnavailable 503  the local model host is down or went down
+            │                             during the call (`local_model_unavailable`)
             ├── UpstreamTimeout     504  connect, first-token, idle or total timeout
             └── UpstreamRejected    400  the upstream refused the request itself
                 ├── UnsupportedByEndpoint 400  a local endpoint cannot do what is asked:
@@ -250,6 +252,14 @@ class UpstreamUnavailable(UpstreamError):
     status = 503
     default_code = "upstream_unavailable"
     retryable = True
+
+
+class LocalModelUnavailable(UpstreamUnavailable):
+    """The process that runs the local models exited or stopped answering, before or
+    during the call; it is being restarted. Another endpoint the policy admits may serve."""
+
+    default_code = "local_model_unavailable"
+    quotes_upstream = False  # the gateway's own sentence
 
 
 class UpstreamTimeout(UpstreamError):

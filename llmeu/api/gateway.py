@@ -52,9 +52,11 @@ from llmeu.limits import Limiter, build_limiter
 from llmeu.limits.redis_notices import RedisNotices
 from llmeu.limits.shared_breaker import SharedCircuitBreaker
 from llmeu.observability.hooks import Observers
+from llmeu.observability.model_host_metrics import ModelHostCollector
 from llmeu.observability.telemetry import Telemetry
 from llmeu.providers.transport import HttpClient
 from llmeu.routing.breaker import CircuitBreaker
+from llmeu.routing.catalog import EndpointKind
 from llmeu.routing.config_file import GatewayConfig
 from llmeu.routing.durations import Duration
 from llmeu.routing.load import load_config
@@ -161,7 +163,9 @@ class Gateway:
         self.compliance = Compliance(self.platform)
         self.responses = ResponseStore(store.db)
         self.health = Health(self.calls, self.ledger, self.limits, self.instance_id,
-                             lambda: self.loaded)  # fmt: skip
+                             lambda: self.loaded, lambda: self.upstreams.down())  # fmt: skip
+        if any(e.kind is EndpointKind.LOCAL for e in config.catalog.endpoints):
+            self.telemetry.registry.register(ModelHostCollector(self.providers.model_host))
         self._finals_since_checkpoint = 0
         self._checkpoint_due = asyncio.Event()
         self.ledger.on_finals = self._count_finals

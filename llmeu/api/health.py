@@ -19,6 +19,8 @@ class Health:
     instance_id: str
     loaded: Callable[[], bool]
     """Whether the gateway has started: configuration and local models loaded."""
+    down: Callable[[], dict[str, str]] = dict
+    """The endpoints whose process is down now (the local model host), with why."""
 
     def alive(self) -> tuple[bool, dict[str, Any]]:
         """Alive, and the state an operator wants at a glance (no key, no tenant data)."""
@@ -45,4 +47,8 @@ class Health:
         # Limits that cannot be checked degrade the gateway but leave it serving (as each
         # policy's `limits_fail` says), so they do not make it unready.
         body = {"status": "ready" if ready else "not_ready", **checks}
-        return ready, {**body, "limits": self.limits.state.status}
+        # Likewise an endpoint whose process is down (the local model host, while it is
+        # restarted): the others serve, and its calls fail over or get a 503.
+        down = self.down()
+        return ready, {**body, "limits": self.limits.state.status,
+                       **({"unavailable_endpoints": down} if down else {})}  # fmt: skip

@@ -93,6 +93,16 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--local-threads", type=int, help="CPU threads for the local models")
     parser.add_argument(
+        "--local-call-timeout",
+        type=float,
+        help="seconds one local generation may run before it fails alone (300)",
+    )
+    parser.add_argument(
+        "--local-memory-limit",
+        type=_bytes,
+        help="address space the local models' process may use, e.g. 8G or 512M; 0 for none (8G)",
+    )
+    parser.add_argument(
         "--shutdown-grace",
         type=float,
         help="seconds in-flight calls may run on after SIGTERM before they are ended (30)",
@@ -153,6 +163,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         otel_content=args.otel_content or None,
         load_local_models=False if args.no_local else None,
         local_threads=args.local_threads,
+        local_call_timeout_seconds=args.local_call_timeout,
+        local_memory_limit_bytes=args.local_memory_limit,
         shutdown_grace_seconds=args.shutdown_grace,
         breaker_threshold=args.breaker_threshold,
         breaker_cooldown_seconds=args.breaker_cooldown,
@@ -176,6 +188,21 @@ def _workers(value: str) -> int:
     if count < 1:
         raise argparse.ArgumentTypeError("at least 1 worker")
     return count
+
+
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+def _bytes(value: str) -> int:
+    text = value.strip().upper().removesuffix("B").removesuffix("I")
+    unit = text[-1:] if text[-1:] in _UNITS else ""
+    try:
+        count = float(text[: len(text) - len(unit)]) * _UNITS[unit]
+    except ValueError:
+        raise argparse.ArgumentTypeError("a size in bytes, e.g. 8G, 512M or 0") from None
+    if count < 0:
+        raise argparse.ArgumentTypeError("a size of 0 or more")
+    return int(count)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -68,6 +68,11 @@ class Provider(ABC):
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release resources at shutdown."""
 
+    def unavailable_reason(self) -> str | None:
+        """Why the endpoint cannot serve right now (the process that runs it is down), or
+        None. Such an endpoint stays in the plan: its calls fail at once, retryably."""
+        return None
+
     @abstractmethod
     async def stream_chat(self, request: ChatRequest, hangup: Hangup) -> ChatStream:
         """Start a streamed completion; returns once the upstream accepted the request."""

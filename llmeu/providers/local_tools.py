@@ -259,17 +259,6 @@ def admits_plain_answer(grammar: str) -> bool:
     return grammar.startswith(_AUTO_ROOT)
 
 
-def grammar_compiles(vocab: Any, grammar: str) -> bool:
-    """Whether llama.cpp itself parses `grammar` (its parser is stricter than the converter)."""
-    import llama_cpp
-
-    sampler = llama_cpp.llama_sampler_init_grammar(vocab, grammar.encode(), b"root")
-    if not sampler:
-        return False
-    llama_cpp.llama_sampler_free(sampler)
-    return True
-
-
 def prompt_messages(request: ChatRequest, plan: GrammarPlan | None) -> list[dict[str, str]]:
     """The conversation as the chat template takes it: earlier calls and their results in
     the `<tool_call>` form, and the plan's section (the tools, a format) in the system's."""

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from llmeu.providers.anthropic import AnthropicProvider
 from llmeu.providers.base import Provider
+from llmeu.providers.host_link import HostLink
 from llmeu.providers.local_chat import LocalChatProvider
 from llmeu.providers.local_embeddings import LocalEmbeddingsProvider
 from llmeu.providers.native_credentials import (
@@ -34,6 +35,8 @@ class ProviderContext:
     http: HttpClient
     environ: Mapping[str, str] = field(default_factory=dict, repr=False)
     local_threads: int = 2
+    model_host: HostLink = field(default_factory=lambda: HostLink(None))
+    """The local models' process, shared by every local endpoint of the gateway."""
 
     def secret(self, variable: str | None) -> str | None:
         return self.environ.get(variable) if variable else None
@@ -60,8 +63,8 @@ def _anthropic(endpoint: Endpoint, context: ProviderContext) -> Provider:
 
 def _local(endpoint: Endpoint, context: ProviderContext) -> Provider:
     if Capability.EMBEDDINGS in endpoint.capabilities:
-        return LocalEmbeddingsProvider(endpoint, threads=context.local_threads)
-    return LocalChatProvider(endpoint, threads=context.local_threads)
+        return LocalEmbeddingsProvider(endpoint, context.model_host)
+    return LocalChatProvider(endpoint, context.model_host)
 
 
 # The native kinds' modules load their cloud SDK (botocore, google-auth), so they are

@@ -34,6 +34,7 @@ from llmeu.observability.connection_metrics import ConnectionsCollector
 from llmeu.observability.logs import configure_logging
 from llmeu.server.connection_guard import ConnectionGuard, ConnectionLimits
 from llmeu.server.http_protocol import MAX_HEAD_BYTES, protocol_factory
+from llmeu.server.model_host import OnlyEndpointFailed, launch_model_host
 
 
 class _Stopped(Exception):
@@ -54,13 +55,25 @@ def _stop(signum: int, frame: FrameType | None) -> None:
 def run(settings: Settings) -> int:
     """Serve until SIGTERM or SIGINT; 0 after a clean stop, 1 when startup failed,
     2 for an invalid configuration. With `settings.workers` above 1, a supervisor serves
-    through that many worker processes (`llmeu.server.workers`)."""
+    through that many worker processes (`llmeu.server.workers`). The model host, when a
+    local endpoint is served, is launched first and shared by them (`server.model_host`)."""
     configure_logging(settings.log_level, settings.log_format)
-    if settings.workers > 1:
-        from llmeu.server.workers import supervise
+    try:
+        settings, host = launch_model_host(settings)
+    except ConfigError as error:
+        logging.getLogger("llmeu").error("configuration error: %s", error)
+        return 2
+    except OnlyEndpointFailed:
+        return 1
+    try:
+        if settings.workers > 1:
+            from llmeu.server.workers import supervise
 
-        return supervise(settings)
-    return serve(settings)
+            return supervise(settings)
+        return serve(settings)
+    finally:
+        if host is not None:
+            host.stop()
 
 
 def serve(

@@ -13,9 +13,9 @@ import pytest
 from llmeu.calls.request import ChatRequest
 from llmeu.calls.tools import FunctionDefinition
 from llmeu.errors import UnsupportedByEndpoint
+from llmeu.modelhost.sampling import grammar_compiles
 from llmeu.providers.local_formats import plan_format
 from llmeu.providers.local_tools import (
-    grammar_compiles,
     plan_tools,
     prompt_messages,
     tool_signature,

@@ -137,7 +137,8 @@ SERVICE: tuple[Spec, ...] = (
     Spec("GET", "/healthz", service.handle_healthz,
          Doc("Liveness and ledger state", public=True), lambda s: (s.health.alive,)),
     Spec("GET", "/readyz", service.handle_readyz, Doc(
-        "Readiness: the ledger answers, the configuration and local models are loaded",
+        "Readiness: the ledger answers, the configuration is loaded; endpoints down now "
+        "(the local model host, while restarted) under `unavailable_endpoints`",
         public=True), lambda s: (s.health.ready,)),
     Spec("GET", "/metrics", service.handle_metrics, Doc(
         "Prometheus metrics (no tenant data)", TEXT, answer_type="text/plain", public=True),

@@ -187,7 +187,7 @@ class Platform:
             "priority": e.priority,
             "capabilities": sorted([*(c.value for c in e.capabilities), *e.hosted_tools]),
             "configured": e.endpoint_id not in upstreams.unavailable,
-            "unavailable_reason": upstreams.unavailable.get(e.endpoint_id),
+            "unavailable_reason": upstreams.unavailable_reason(e.endpoint_id),
             "health": upstreams.health(e),
             "admitted_by": sorted(
                 policy_id

@@ -21,6 +21,7 @@ from llmeu.config import Settings
 from llmeu.credentials import redact_credentials
 from llmeu.errors import ApiError, ConfigError, UpstreamError
 from llmeu.providers.base import Provider
+from llmeu.providers.host_link import HostLink, host_limits
 from llmeu.providers.table import ProviderContext, build_provider, missing_credentials
 from llmeu.providers.transport import HttpClient
 from llmeu.routing.breaker import CircuitBreaker, failure_kind
@@ -52,6 +53,17 @@ class Upstreams:
         return plan_route(
             self.catalog, model, needs, policy, unavailable=self.unavailable, health=health
         )
+
+    def unavailable_reason(self, endpoint_id: str) -> str | None:
+        """Why the endpoint cannot be called: unconfigured, or its process is down now."""
+        reason = self.unavailable.get(endpoint_id)
+        provider = self.providers.get(endpoint_id)
+        return reason or (provider.unavailable_reason() if provider is not None else None)
+
+    def down(self) -> dict[str, str]:
+        """The served endpoints whose process is down right now, with why."""
+        reasons = {i: p.unavailable_reason() for i, p in self.providers.items()}
+        return {endpoint_id: reason for endpoint_id, reason in reasons.items() if reason}
 
     def provider(self, endpoint: Endpoint) -> Provider:
         return self.providers[endpoint.endpoint_id]
@@ -92,10 +104,13 @@ class ProviderBuilder:
     """A provider for every endpoint of a catalog that can be called now: its credentials are
     set (else it is unavailable, with the reason), local models are not switched off."""
 
-    __slots__ = ("_context", "_load_local")
+    __slots__ = ("_context", "_load_local", "model_host")
 
     def __init__(self, settings: Settings, http: HttpClient):
-        self._context = ProviderContext(http, settings.environ, settings.local_threads)
+        self.model_host = HostLink(settings.model_host_socket, fault=settings.model_host_fault,
+                                   limits=host_limits(settings))  # fmt: skip
+        self._context = ProviderContext(http, settings.environ, settings.local_threads,
+                                        self.model_host)  # fmt: skip
         self._load_local = settings.load_local_models
 
     def build(
