@@ -11,9 +11,7 @@ and the calls it made are in the ledger with the status they should have.
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -25,7 +23,7 @@ from typing import Any
 import pytest
 
 from tests.support.processes import REPO, Gateway, start_gateway
-from tests.support.snippets import snippet_command
+from tests.support.snippets import run_snippet
 
 PAGE = REPO / "docs" / "clients.md"
 TRACE_ID = re.compile(r"\btrc_[A-Za-z0-9_-]+")
@@ -121,22 +119,7 @@ def test_snippet_runs_against_llmeu(client: str, gateway: Gateway, tmp_path: Pat
     expected = CLIENTS[client]
     [(language, code)] = code_blocks(PAGE.read_text(encoding="utf-8"))[client]
     before = trace_statuses(gateway)
-    environment = {
-        **os.environ,
-        "OPENAI_BASE_URL": gateway.base_url,
-        "OPENAI_API_KEY": gateway.admin_key,
-        # litellm reads its price list from the network unless told to use its bundled copy.
-        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-    }
-    run = subprocess.run(
-        snippet_command(language, code, tmp_path, client),
-        env=environment,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-    )
+    run = run_snippet(language, code, tmp_path, gateway, client)
     assert run.returncode == 0, f"{client} exited {run.returncode}:\n{run.stdout}\n{run.stderr}"
 
     printed = set(TRACE_ID.findall(run.stdout))

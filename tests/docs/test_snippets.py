@@ -9,9 +9,7 @@ call that ran on the bundled model.
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
 from collections.abc import Iterator
 from importlib.util import find_spec
 from pathlib import Path
@@ -19,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.processes import REPO, Gateway, start_gateway
-from tests.support.snippets import runnable_blocks, snippet_command
+from tests.support.snippets import run_snippet, runnable_blocks
 
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 DEFAULT_ADDRESS = "http://127.0.0.1:8080"
@@ -52,21 +50,7 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
 def test_snippet_runs_as_written(
     language: str, code: str, gateway: Gateway, tmp_path: Path
 ) -> None:
-    environment = {
-        **os.environ,
-        "OPENAI_BASE_URL": gateway.base_url,
-        "OPENAI_API_KEY": gateway.admin_key,
-        "LLMEU_API_KEY": gateway.admin_key,
-    }
-    run = subprocess.run(
-        snippet_command(language, code.replace(DEFAULT_ADDRESS, gateway.url), tmp_path),
-        env=environment,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-    )
+    run = run_snippet(language, code.replace(DEFAULT_ADDRESS, gateway.url), tmp_path, gateway)
     assert run.returncode == 0, f"exited {run.returncode}:\n{run.stdout}\n{run.stderr}"
     assert TRACE_ID.search(run.stdout), run.stdout
     assert "on_premise" in run.stdout, run.stdout

@@ -8,14 +8,16 @@ shell with `sh -eu`. `runnable_blocks` finds the blocks a page marks with
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.support.processes import REPO
+from tests.support.processes import REPO, Gateway
 
 NODE_CLIENTS = REPO / "tests" / "clients" / "node"
 # Clients whose dependencies cannot share the test environment, each with its interpreter.
@@ -58,3 +60,27 @@ def snippet_command(language: str, code: str, workdir: Path, client: str = "") -
     path = workdir / "snippet.sh"
     path.write_text("set -eu\n" + code, encoding="utf-8")
     return ["sh", str(path)]
+
+
+def run_snippet(
+    language: str, code: str, workdir: Path, gateway: Gateway, client: str = ""
+) -> subprocess.CompletedProcess[str]:
+    """Run a snippet against `gateway` with the variables its reader exports: the OpenAI
+    SDKs' base URL and key, and `LLMEU_API_KEY`."""
+    environment = {
+        **os.environ,
+        "OPENAI_BASE_URL": gateway.base_url,
+        "OPENAI_API_KEY": gateway.admin_key,
+        "LLMEU_API_KEY": gateway.admin_key,
+        # litellm reads its price list from the network unless told to use its bundled copy.
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    }
+    return subprocess.run(
+        snippet_command(language, code, workdir, client),
+        env=environment,
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
