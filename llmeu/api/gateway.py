@@ -20,6 +20,7 @@ from typing import Any
 from llmeu.api.call.context import CallContext
 from llmeu.api.call.door import Calls
 from llmeu.api.health import Health
+from llmeu.api.services.admin_log import SIGNAL_ACTOR, AdminLog
 from llmeu.api.services.answer_cache import CHANGE, CacheService
 from llmeu.api.services.auth import KeyRing
 from llmeu.api.services.compliance_service import Compliance
@@ -158,6 +159,7 @@ class Gateway:
         self.platform = Platform(
             self.keys, self.policies, store, self.upstreams, self.broadcast, self.reload,
             answers=self.answers, tool_servers=self.tool_servers,
+            admin_log=AdminLog(store, self.instance_id),
         )  # fmt: skip
         self.evidence = Evidence(self.platform, self.receipts)
         self.compliance = Compliance(self.platform)
@@ -301,11 +303,23 @@ class Gateway:
             self._loop.call_soon_threadsafe(self._reload_in_background)
 
     def _reload_in_background(self) -> None:
+        """A reload by signal is an admin event too: its actor is the signal (whoever may
+        signal the process runs the host), with no role and no address."""
+
         async def reload() -> None:
+            before = self.platform.configuration_state()
             try:
                 await self.reload(tell_others=False)
             except ConfigError as error:
                 log.error("configuration not reloaded, the previous one stays: %s", error)
+                return
+            after = self.platform.configuration_state()
+            try:
+                await self.platform.admin_log.record(
+                    SIGNAL_ACTOR, "config.reload", "configuration", before=before, after=after
+                )
+            except DatabaseError as error:
+                log.error("the reload's admin event could not be written: %s", error)
 
         self._spawn(reload())
 

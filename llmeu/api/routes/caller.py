@@ -17,7 +17,7 @@ import msgspec
 from llmeu.api.http.asgi import Request
 from llmeu.api.http.bodies import decode_body
 from llmeu.api.http.identifiers import check_finite
-from llmeu.api.services.platform_service import Platform
+from llmeu.api.services.platform_service import Actor, Platform
 from llmeu.errors import InvalidRequest, PermissionDenied
 from llmeu.ledger.api_keys import ApiKey
 from llmeu.protocol.json_codec import MAX_NESTING, encoder, nesting_depth
@@ -29,6 +29,13 @@ _BODY_LIMIT = 64 << 10
 class Caller:
     key: ApiKey
     body: bytes
+    source: str | None = None
+    """The client's address, as the server knows it."""
+
+    @property
+    def actor(self) -> Actor:
+        """Who makes a change with this call (its admin event's actor)."""
+        return Actor.of_key(self.key, self.source)
 
 
 async def authorize(p: Platform, request: Request, *, admin: bool = False) -> Caller:
@@ -42,7 +49,7 @@ async def authorize(p: Platform, request: Request, *, admin: bool = False) -> Ca
         )
     if admin and not key.is_admin:
         raise PermissionDenied("this route needs the admin key", code="admin_only")
-    return Caller(key, body)
+    return Caller(key, body, request.client)
 
 
 def _streams(body: bytes) -> bool:

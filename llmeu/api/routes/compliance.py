@@ -34,7 +34,7 @@ class HoldCreate(Struct, forbid_unknown_fields=True):
 async def place_hold(c: Compliance, request: Request) -> None:
     caller = await authorize(c.platform, request, admin=True)
     spec: HoldCreate = decode_json(caller.body, HoldCreate)
-    await reply(request, await c.place_hold(spec.key_id, spec.reason, caller.key.key_id), 201)
+    await reply(request, await c.place_hold(spec.key_id, spec.reason, caller.actor), 201)
 
 
 async def list_holds(c: Compliance, request: Request) -> None:
@@ -44,13 +44,13 @@ async def list_holds(c: Compliance, request: Request) -> None:
 
 async def release_hold(c: Compliance, request: Request, hold_id: str) -> None:
     caller = await authorize(c.platform, request, admin=True)
-    await reply(request, await c.release_hold(hold_id, caller.key.key_id))
+    await reply(request, await c.release_hold(hold_id, caller.actor))
 
 
 async def erase_subject(c: Compliance, request: Request, user_id: str) -> None:
     """Erase the stored content of every call made for this end user; metadata stays."""
     caller = await authorize(c.platform, request, admin=True)
-    await reply(request, await c.erase_subject(user_id, caller.key.key_id))
+    await reply(request, await c.erase_subject(user_id, caller.actor))
 
 
 async def list_erasures(c: Compliance, request: Request) -> None:

@@ -1,5 +1,5 @@
 """The platform API's routes (design §6): keys, policies, endpoints, usage, traces, the answer
-cache. JSON only.
+cache, admin events. JSON only.
 
 The admin key manages keys and policies and sees every trace and all usage;
 any other key sees only its own traces and usage — another key's trace id
@@ -48,7 +48,8 @@ async def create_key(p: Platform, request: Request) -> None:
     spec: KeyCreate = decode_json(caller.body, KeyCreate)
     created = await p.create_key(
         KeySpec(spec.name, spec.policy_id, spec.budget_eur, spec.rpm_limit, spec.tpm_limit,
-                spec.purpose, tuple(spec.allow_mcp_servers), tuple(spec.allow_tools))
+                spec.purpose, tuple(spec.allow_mcp_servers), tuple(spec.allow_tools)),
+        caller.actor,
     )  # fmt: skip
     await reply(request, created, status=201)
 
@@ -59,8 +60,8 @@ async def list_keys(p: Platform, request: Request) -> None:
 
 
 async def revoke_key(p: Platform, request: Request, key_id: str) -> None:
-    await authorize(p, request, admin=True)
-    await reply(request, await p.revoke_key(key_id))
+    caller = await authorize(p, request, admin=True)
+    await reply(request, await p.revoke_key(key_id, caller.actor))
 
 
 async def current_key(p: Platform, request: Request) -> None:
@@ -84,13 +85,14 @@ async def put_policy(p: Platform, request: Request, policy_id: str) -> None:
     body = decode_json(caller.body, dict[str, Any])
     if body.setdefault("policy_id", policy_id) != policy_id:
         raise InvalidRequest("policy_id in the body differs from the path", param="policy_id")
-    await reply(request, await p.put_policy(policy_id, encoder.encode(body).decode()))
+    document = encoder.encode(body).decode()
+    await reply(request, await p.put_policy(policy_id, document, caller.actor))
 
 
 async def reload_configuration(p: Platform, request: Request) -> None:
     """Read the configuration file again, here and in every other gateway process (admin)."""
-    await authorize(p, request, admin=True)
-    await reply(request, await p.reload())
+    caller = await authorize(p, request, admin=True)
+    await reply(request, await p.reload(caller.actor))
 
 
 async def list_endpoints(p: Platform, request: Request) -> None:
@@ -114,16 +116,12 @@ async def usage(p: Platform, request: Request) -> None:
 async def list_traces(p: Platform, request: Request) -> None:
     caller = await authorize(p, request)
     query = request.query
-    try:
-        limit = int(query.get("limit", "50"))
-    except ValueError:
-        raise InvalidRequest("limit must be an integer", param="limit") from None
     page = await p.traces(
         caller.key,
         filters={f: query[f] for f in TRACE_FILTERS if query.get(f) and f != "key_id"},
         since=moment(query, "from"),
         until=moment(query, "to"),
-        limit=limit,
+        limit=_limit(query),
         cursor=query.get("cursor") or None,
         key_id=query.get("key_id"),
     )
@@ -141,11 +139,33 @@ async def cache_stats(p: Platform, request: Request) -> None:
 
 
 async def clear_cache(p: Platform, request: Request) -> None:
+    caller = await authorize(p, request, admin=True)
+    await reply(request, await p.clear_cache(caller.actor))
+
+
+async def list_admin_events(p: Platform, request: Request) -> None:
+    """Administrative changes, newest first (admin): `llmeu.evidence.admin_events`."""
     await authorize(p, request, admin=True)
-    await reply(request, await p.answers.clear())
+    query = request.query
+    page = await p.admin_events(
+        filters={f: query[f] for f in ADMIN_EVENT_FILTERS if query.get(f)},
+        since=moment(query, "from"),
+        until=moment(query, "to"),
+        limit=_limit(query),
+        cursor=query.get("cursor") or None,
+    )
+    await reply(request, page)
+
+
+def _limit(query: dict[str, str]) -> int:
+    try:
+        return int(query.get("limit", "50"))
+    except ValueError:
+        raise InvalidRequest("limit must be an integer", param="limit") from None
 
 
 _WINDOW = (Param("from"), Param("to"))
+ADMIN_EVENT_FILTERS = ("action", "actor")
 _STATUSES = sorted(s.value for s in CallStatus)
 
 PLATFORM_ROUTES: list[tuple[str, str, Callable[..., Awaitable[None]], Doc]] = [
@@ -173,6 +193,11 @@ PLATFORM_ROUTES: list[tuple[str, str, Callable[..., Awaitable[None]], Doc]] = [
      Doc("The answer cache: where it lives, its size, this process's hits and misses (admin)")),
     ("DELETE", "/v1/platform/cache", clear_cache,
      Doc("Empty the answer cache, in every gateway process (admin)")),
+    ("GET", "/v1/platform/admin-events", list_admin_events, Doc(
+        "Administrative changes, newest first, each with its place in the evidence chain "
+        "(admin)", query=(Param("action"), Param("actor"),
+                          Param("limit", {"type": "integer", "minimum": 1, "maximum": MAX_PAGE}),
+                          Param("cursor"), *_WINDOW))),
 ]  # fmt: skip
 """(method, path, handler, doc): each handler takes the `Platform`, the request, and the
 path's `{…}` segment where it has one."""
