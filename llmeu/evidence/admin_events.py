@@ -88,9 +88,12 @@ class AdminEvent:
     @classmethod
     def of_row(cls, row: Mapping[str, Any]) -> AdminEvent:
         """An event as `admin_events` stores it (a float time, nullable text)."""
-        values = {f: row.get(f) for f in EVENT_FIELDS}
-        values["at"] = float(row["at"])
-        return cls(**values)
+        return cls(
+            trace_id=str(row["trace_id"]), at=float(row["at"]), actor=str(row["actor"]),
+            role=row.get("role"), action=str(row["action"]), target=row.get("target"),
+            before_sha256=row.get("before_sha256"), after_sha256=row.get("after_sha256"),
+            source=row.get("source"),
+        )  # fmt: skip
 
 
 def check_events(

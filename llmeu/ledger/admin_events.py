@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from llmeu.evidence.admin_events import ADMIN_ROUTE, EVENT_FIELDS, AdminEvent
-from llmeu.ledger.database import Database, Row
+from llmeu.ledger.database import Database, Row, Statement
 from llmeu.ledger.trace_writes import TRACE_COLUMNS, TraceWrites
 from llmeu.ledger.views import decode_cursor, encode_cursor
 
@@ -60,7 +60,7 @@ async def write_event(writes: TraceWrites, event: AdminEvent, instance_id: str) 
     """The event and its chained row, in one transaction."""
     row = event_trace_row(event, instance_id)
     values = tuple(getattr(event, f) for f in EVENT_FIELDS)
-    statements = [
+    statements: list[Statement] = [
         (_INSERT_EVENT, [values]),
         (writes.finish_trace, [tuple(row[c] for c in TRACE_COLUMNS)]),
     ]

@@ -182,7 +182,8 @@ async def test_the_commands_that_act_on_the_ledger_record_their_events(
     rotated = command(database_url, tmp_path, "keys", "rotate-signing")
     stored = [AdminEvent.of_row(r) for r in await all_events(store.db)]
     assert [(e.action, e.target) for e in stored] == [
-        ("key.reset", "admin"), ("signing.rotate", rotated["active"])
+        ("key.reset", "admin"),
+        ("signing.rotate", rotated["active"]),
     ]
     reset, rotation = stored
     assert reset.before_sha256 == object_digest(admin_before.public())

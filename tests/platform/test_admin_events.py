@@ -17,6 +17,7 @@ from llmeu.ledger.secrets import hash_token
 from tests.platform.conftest import Client, TenantFactory, chat, client_for
 
 EVENTS = "/v1/platform/admin-events"
+POLICY = {"allow_classes": ["eu_sovereign"], "max_retention": "P0D"}
 ADDRESS = "127.0.0.1"  # what httpx.ASGITransport gives as the client's address
 
 
@@ -46,11 +47,9 @@ def assert_event(
     assert isinstance(event["chain_seq"], int)
 
 
-async def test_every_change_is_one_event(
-    admin: Client, app: App, tenant: TenantFactory
-) -> None:
+async def test_every_change_is_one_event(admin: Client, app: App, tenant: TenantFactory) -> None:
     seen = await events(admin)
-    created = (await admin.post("/v1/platform/keys", json={"name": "ci", "purpose": "tests"}))
+    created = await admin.post("/v1/platform/keys", json={"name": "ci", "purpose": "tests"})
     created_key = created.json()
     public = {k: v for k, v in created_key.items() if k != "key"}
     event = await one_new(admin, seen)
@@ -65,7 +64,7 @@ async def test_every_change_is_one_event(
     assert_event(await one_new(admin, seen), "key.revoke", created_key["id"], public,
                  listed[created_key["id"]])  # fmt: skip
 
-    body = {"allow_classes": ["eu_sovereign"], "max_retention": "P0D"}
+    body = POLICY
     seen = await events(admin)
     put = await admin.put("/v1/platform/policies/audited", json=body)
     assert put.status_code == 200, put.text
@@ -110,7 +109,9 @@ async def test_every_change_is_one_event(
     seen = await events(admin)
     client, _ = await tenant("bot")
     assert (await client.post("/v1/platform/reload")).status_code == 403
-    assert (await admin.put("/v1/platform/policies/bad", json={"allow_classes": 3})).status_code == 400
+    assert (
+        await admin.put("/v1/platform/policies/bad", json={"allow_classes": 3})
+    ).status_code == 400
     assert (await admin.delete("/v1/platform/keys/knone")).status_code == 404
     async with client_for(app, "") as nobody:
         assert (await nobody.get("/v1/platform/me")).status_code == 401
@@ -121,7 +122,8 @@ async def test_every_change_is_one_event(
 async def test_the_listing_filters_and_pages(admin: Client, tenant: TenantFactory) -> None:
     for name in ("a", "b", "c"):
         await tenant(name)
-    await admin.put("/v1/platform/policies/p1", json={"allow_classes": ["eu_sovereign"]})
+    put = await admin.put("/v1/platform/policies/p1", json=POLICY)
+    assert put.status_code == 200, put.text
     created = await events(admin, action="key.create")
     assert len(created) == 3 and all(e["action"] == "key.create" for e in created)
     assert [e["action"] for e in await events(admin, action="policy.put")] == ["policy.put"]
@@ -165,7 +167,7 @@ async def test_events_never_count_as_calls(
     traces = (await admin.get("/v1/platform/traces")).json()
     calls = (await admin.get("/v1/platform/exports/calls.jsonl")).text
 
-    await admin.put("/v1/platform/policies/p2", json={"allow_classes": ["eu_sovereign"]})
+    assert (await admin.put("/v1/platform/policies/p2", json=POLICY)).status_code == 200
     await admin.post("/v1/platform/holds", json={"reason": "r"})
     await admin.post("/v1/platform/reload")
     recorded = await events(admin)
@@ -194,4 +196,3 @@ async def test_events_never_count_as_calls(
         exported = [json.loads(line)["trace_id"] for line in (out / "calls.jsonl").read_text()
                     .splitlines()]  # fmt: skip
         assert exported == [answered.json()["llmeu"]["trace_id"]]
-
