@@ -3,13 +3,13 @@
     llmeu audit export --from 2026-11-01 --to 2026-12-01 --out exports/ [--config FILE]
                        [--data-dir DIR | --database-url URL]
 
-Writes `records-of-processing.json` and `.md` (GDPR Art. 30), `subprocessors.csv` and
-`calls.jsonl` (the metadata of every call, never content) into `--out`, straight from
-the ledger database and the configuration (`--config`, else the built-in catalog) — the
-same files as `GET /v1/platform/exports/{name}` — and `admin-events.jsonl`: every
-administrative change of the period, one JSON object a line, oldest first, as
-`GET /v1/platform/admin-events` shows them (with each one's digest and place in the
-chain, which `llmeu audit verify` checks). `--to` is exclusive; both take an
+Writes `records-of-processing.json` and `.md` (GDPR Art. 30), `subprocessors.csv`,
+`calls.jsonl` (the metadata of every call, never content) and `admin-events.jsonl`
+(every administrative change of the period, oldest first, as
+`GET /v1/platform/admin-events` shows them: with each one's digest and place in the
+chain, which `llmeu audit verify` checks) into `--out`, straight from the ledger
+database and the configuration (`--config`, else the built-in catalog) — the same
+files as `GET /v1/platform/exports/{name}`. `--to` is exclusive; both take an
 ISO-8601 date or time (UTC unless it says otherwise).
 
 Exit status: 0; 1 when the ledger cannot be read; 2 for bad arguments or configuration.
@@ -25,20 +25,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from llmeu.api.services.exports import EXPORTS, Period, render
+from llmeu.api.services.exports import ADMIN_EVENTS, EXPORTS, Period, admin_events_jsonl, render
 from llmeu.cli import audit_verify
 from llmeu.config import Settings
 from llmeu.errors import ConfigError, DatabaseError, DatabaseUnavailable
-from llmeu.ledger.admin_events import all_events, event_view
+from llmeu.ledger.admin_events import all_events
 from llmeu.ledger.api_keys import ApiKey
 from llmeu.ledger.database import Row
 from llmeu.ledger.opening import open_database
 from llmeu.ledger.retention import calls_between
 from llmeu.ledger.store import Store
-from llmeu.protocol.json_codec import encoder
 from llmeu.routing.load import load_config
-
-ADMIN_EVENTS_FILE = "admin-events.jsonl"
 
 
 def register(subparsers: Any) -> None:
@@ -93,8 +90,8 @@ def run_export(args: argparse.Namespace) -> int:
         path = args.out / name
         path.write_text(text, encoding="utf-8")
         print(f"{path} ({len(text.encode())} bytes)")
-    path = args.out / ADMIN_EVENTS_FILE
-    text = "".join(encoder.encode(event_view(row)).decode() + "\n" for row in events)
+    path = args.out / ADMIN_EVENTS
+    text = admin_events_jsonl(events)
     path.write_text(text, encoding="utf-8")
     print(f"{path} ({len(text.encode())} bytes)")
     return 0

@@ -182,6 +182,9 @@ async def test_events_never_count_as_calls(
         assert response.status_code == 404
     assert set(await app.gateway.store.spend_by_key()) == {key["id"]}
 
+    archive = await admin.get("/v1/platform/exports/admin-events.jsonl")
+    assert archive.headers["content-type"] == "application/x-ndjson"
+    assert [json.loads(line) for line in archive.text.splitlines()] == recorded
     if app.gateway.settings.database_url is None:  # the CLI reads the same SQLite file
         out = tmp_path / "exports"
         done = subprocess.run(

@@ -77,6 +77,7 @@ COMPLIANCE_ROUTES: list[tuple[str, str, Callable[..., Awaitable[None]], Doc]] = 
     ("GET", "/v1/platform/erasures", list_erasures,
      Doc("Erasures by data subject, as recorded (admin)")),
     ("GET", "/v1/platform/exports/{name}", export, Doc(
-        "Records of processing, subprocessors or call metadata for a period (admin)",
+        "Records of processing, subprocessors, call metadata or admin events for a period "
+        "(admin)",
         query=(Param("from"), Param("to")), media=_EXPORT_TYPES)),
 ]  # fmt: skip

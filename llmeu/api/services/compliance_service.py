@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from llmeu.api.services.admin_log import AdminLog
-from llmeu.api.services.exports import EXPORTS, Period, render
+from llmeu.api.services.exports import ADMIN_EVENTS, EXPORTS, Period, admin_events_jsonl, render
 from llmeu.api.services.platform_service import Actor, Platform
 from llmeu.errors import InvalidRequest, NotFound
+from llmeu.ledger.admin_events import all_events
 from llmeu.ledger.retention import Retention, calls_between
 from llmeu.ledger.store import Store
 
@@ -84,12 +85,16 @@ class Compliance:
 
     async def export(self, name: str, since: float | None, until: float | None) -> Export:
         """One export for [`since`, `until`) (default: the last 30 days up to now)."""
-        if name not in EXPORTS:
-            raise NotFound(f"no export `{name}` (exports: {', '.join(EXPORTS)})", param="name")
+        if name not in (*EXPORTS, ADMIN_EVENTS):
+            names = ", ".join((*EXPORTS, ADMIN_EVENTS))
+            raise NotFound(f"no export `{name}` (exports: {names})", param="name")
         end = until or time.time()
         period = Period(end - 30 * 86400 if since is None else since, end)
         if period.since >= period.until:
             raise InvalidRequest("`from` must be before `to`", param="from")
+        if name == ADMIN_EVENTS:
+            events = await all_events(self.store.db, period.since, period.until)
+            return Export("application/x-ndjson", admin_events_jsonl(events))
         calls = await calls_between(self.store.db, period.since, period.until)
         keys = await self.store.list_keys()
         platform = self.platform

@@ -8,8 +8,11 @@ For a period [`since`, `until`):
                                        and the volumes
     subprocessors.csv                  every provider that received data in the period, with
                                        country, jurisdiction, class and certifications
-    calls.jsonl                        the metadata of every trace (never content), one JSON
+    calls.jsonl                        the metadata of every call (never content), one JSON
                                        object per line, for a log archive
+    admin-events.jsonl                 every administrative change, one JSON object per
+                                       line, as `GET /v1/platform/admin-events` shows it
+                                       (`llmeu.evidence.admin_events`)
 
 Nothing here is written by hand: a recipient is a provider that served a call in the
 period (an attempt that failed sent data too, so every attempt counts), its country and
@@ -31,7 +34,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from llmeu.ledger.admin_events import event_view
 from llmeu.ledger.api_keys import ApiKey
+from llmeu.ledger.database import Row
+from llmeu.protocol.json_codec import encoder
 from llmeu.routing.catalog import Catalog, Endpoint
 from llmeu.routing.tool_servers import ToolCatalog
 
@@ -41,6 +47,8 @@ EXPORTS = (
     "subprocessors.csv",
     "calls.jsonl",
 )
+ADMIN_EVENTS = "admin-events.jsonl"
+"""Made from the ledger's `admin_events` alone (`admin_events_jsonl`), not from the calls."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,6 +245,11 @@ def subprocessors_csv(calls: list[dict[str, Any]], catalog: Catalog, tools: Tool
 
 def calls_jsonl(calls: list[dict[str, Any]]) -> str:
     return "".join(json.dumps(c, sort_keys=True, ensure_ascii=False) + "\n" for c in calls)
+
+
+def admin_events_jsonl(rows: Iterable[Row]) -> str:
+    """The events (rows of `all_events`, oldest first), one JSON object a line."""
+    return "".join(encoder.encode(event_view(row)).decode() + "\n" for row in rows)
 
 
 def render(
