@@ -1,7 +1,7 @@
 """Admin events of the commands that change the ledger, or the gateway's keys, on this machine.
 
-`llmeu keys reset-admin` and `llmeu keys rotate-signing` act without the
-platform API (whoever runs them can write the ledger or the data directory),
+`llmeu keys reset-admin`, `llmeu keys rotate-signing` and `llmeu ledger purge`
+act without the platform API (whoever runs them can write the ledger or the data directory),
 so they record their admin event straight on the ledger, in the same chain
 (`llmeu.api.services.admin_log`). The actor is the local account and host
 (`local:<user>@<host>`), acting as `admin`; there is no client address. A

@@ -180,12 +180,16 @@ async def test_the_commands_that_act_on_the_ledger_record_their_events(
     signing = tmp_path / "signing-keys"
     first = load_directory_keys(signing).jwks()
     rotated = command(database_url, tmp_path, "keys", "rotate-signing")
+    purged = command(database_url, tmp_path, "ledger", "purge")
     stored = [AdminEvent.of_row(r) for r in await all_events(store.db)]
     assert [(e.action, e.target) for e in stored] == [
         ("key.reset", "admin"),
         ("signing.rotate", rotated["active"]),
+        ("ledger.purge", purged["database"]),
     ]
-    reset, rotation = stored
+    reset, rotation, purge = stored
+    counts = {"content_purged": purged["purged"], "metadata_purged": purged["metadata_purged"]}
+    assert purge.after_sha256 == object_digest(counts)
     assert reset.before_sha256 == object_digest(admin_before.public())
     assert reset.after_sha256 == object_digest(admin_after.public())
     assert rotation.trace_id == rotated["admin_event"]
@@ -196,4 +200,4 @@ async def test_the_commands_that_act_on_the_ledger_record_their_events(
         assert event.source is None
     status, output = audit_verify(database_url, tmp_path)
     assert status == 0, output
-    assert "2 admin events, each matching" in output
+    assert "3 admin events, each matching" in output
