@@ -6,7 +6,8 @@
 Reads every final trace in chain order and every checkpoint (those stored in
 the ledger, and those exported to `--checkpoints`, a directory of `*.jws`
 files or one file with a token a line), then prints
-`OK: N traces, chain intact up to <trace_id> (checkpoint <time>)` and exits 0,
+`OK: N traces [and M admin events], chain intact up to <trace_id> (checkpoint
+<time>)` and exits 0,
 or one line per broken place — `edited`, `deleted`, `inserted`, `reordered`,
 `truncated after checkpoint`, `invalid checkpoint`, `suspect` — with the
 trace ids around it, and exits 1. A last line says which keys the checkpoints
@@ -96,11 +97,9 @@ def run(args: argparse.Namespace) -> int:
     chain: ChainReport = verify_chain(rows, tokens, jwks, now=time.time())
     actions = {r["trace_id"]: r["request_model"] for r in rows if r.get("route") == ADMIN_ROUTE}
     findings = [*name_events(chain.findings, actions), *check_events(rows, events)]
-    report = dataclasses.replace(chain, findings=tuple(findings))
+    report = dataclasses.replace(chain, findings=tuple(findings), admin_events=len(actions))
     for line in report.lines():
         print(line)
-    if report.ok and actions:
-        print(f"{len(actions)} admin events, each matching the digest chained for it")
     if tokens:
         print(f"checkpoints checked against {source}")
     return 0 if report.ok else 1
