@@ -1,15 +1,21 @@
 """`llmeu keys rotate-signing`: a new key for receipts and checkpoints; old receipts still verify.
 
-    llmeu keys rotate-signing [--signing-key-dir DIR | --data-dir DIR] [--json]
+    llmeu keys rotate-signing [--signing-key-dir DIR [--activate-in SECONDS] | --data-dir DIR]
+                              [--json]
 
 With a fleet's key directory (`--signing-key-dir`, `LLMEU_SIGNING_KEY_DIR`)
 it writes one new private key file there, at once (a temporary dotfile
-renamed into place), named by its creation time so that it is the newest:
-every gateway reading the directory signs with it within its poll interval
-(`signing_key_poll_seconds`, 5 s) or at SIGHUP, without a restart. The
-older keys stay, private, in the directory: replicas that have not looked
-yet still sign with them, and they verify the receipts they signed. Retiring
-one is the operator's (`llmeu.evidence.key_directory`, docs/evidence.md).
+renamed into place), stamped with the moment it may start signing, so that
+it is the newest: every gateway reading the directory signs with it within
+its poll interval (`signing_key_poll_seconds`, 5 s) or at SIGHUP, without a
+restart. `--activate-in` stamps it that many seconds ahead: every gateway
+publishes it at once and signs with it only then, so no verifier holding a
+gateway's JWKS meets its `kid` before it has it (choose more than the time
+the key takes to reach every gateway plus the JWKS's cache lifetime, 300 s).
+The older keys stay, private, in the directory: replicas that have not
+looked yet still sign with them, and they verify the receipts they signed.
+Retiring one is the operator's (`llmeu.evidence.key_directory`,
+docs/evidence.md).
 
 Without one it works on the key directory in the data dir (`signing-keys/`),
 where the first start generated a key: a new key becomes the active one,
@@ -29,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +53,13 @@ def register_action(actions: Any) -> None:
     rotate.add_argument(
         "--signing-key-dir", type=Path, help="a fleet's key directory to add the new key to"
     )
+    rotate.add_argument(
+        "--activate-in",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="with --signing-key-dir: publish the key now, sign with it this much later (0)",
+    )
     rotate.add_argument("--data-dir", type=Path, help="the data dir holding signing-keys/")
     rotate.add_argument("--json", action="store_true", help="print the result as JSON")
     rotate.set_defaults(func=run)
@@ -55,6 +69,8 @@ def run(args: argparse.Namespace) -> int:
     settings = Settings.from_env(data_dir=args.data_dir, signing_key_dir=args.signing_key_dir)
     try:
         configured_key_source(settings)
+        if args.activate_in < 0 or (args.activate_in and settings.signing_key_dir is None):
+            raise ConfigError("--activate-in takes seconds from 0, with --signing-key-dir")
     except ConfigError as error:
         print(f"llmeu keys rotate-signing: {error}", file=sys.stderr)
         return 1
@@ -68,32 +84,41 @@ def run(args: argparse.Namespace) -> int:
         return 1
     directory = settings.signing_key_dir or settings.generated_signing_key_dir
     try:
-        ring = _rotate(settings.signing_key_dir, settings.generated_signing_key_dir)
+        ring, signs_from = _rotate(settings, args.activate_in)
     except (ConfigError, OSError) as error:
         print(f"llmeu keys rotate-signing: {error}", file=sys.stderr)
         return 1
     published = [key["kid"] for key in ring.jwks()["keys"]]
+    new = published[0] if signs_from is None else signs_from[0]
     if args.json:
-        print(json.dumps({"active": ring.active.kid, "published": published}))
+        moment = None if signs_from is None else signs_from[1]
+        result = {"active": ring.active.kid, "new": new, "published": published}
+        print(json.dumps({**result, "signs_from": moment}))
         return 0
+    when = "" if signs_from is None else f" from {signs_from[1]}"
     print(
-        f"new signing key {ring.active.kid} in {directory}; {len(published)} keys published. "
-        f"Running gateways sign with it within {settings.signing_key_poll_seconds:g} s "
-        "or at SIGHUP."
+        f"new signing key {new} in {directory}; {len(published)} keys published. Running "
+        f"gateways sign with it{when}, once they have looked (every "
+        f"{settings.signing_key_poll_seconds:g} s, or at SIGHUP)."
     )
     return 0
 
 
-def _rotate(fleet_directory: Path | None, generated_directory: Path) -> KeyRing:
-    if fleet_directory is None:
-        return rotate_directory_keys(generated_directory)
-    if not fleet_directory.is_dir():
-        raise ConfigError(f"signing keys in {fleet_directory}: no such directory")
-    key = write_new_key(fleet_directory)
-    ring = read_key_directory(fleet_directory)
-    if ring.active.kid != key.kid:  # a file named as from the future outranks it
+def _rotate(settings: Settings, activate_in: float) -> tuple[KeyRing, tuple[str, str] | None]:
+    """The ring now, and for a fleet's directory the new key's kid and when it signs."""
+    directory = settings.signing_key_dir
+    if directory is None:
+        return rotate_directory_keys(settings.generated_signing_key_dir), None
+    if not directory.is_dir():
+        raise ConfigError(f"signing keys in {directory}: no such directory")
+    now = time.time_ns()
+    signs_from = now + int(activate_in * 1e9)
+    key = write_new_key(directory, signs_from_ns=signs_from)
+    ring = read_key_directory(directory, now_ns=signs_from)
+    if ring.active.kid != key.kid:  # a file stamped even later outranks it
         raise ConfigError(
-            f"the new key {key.kid} was written to {fleet_directory}, but "
-            f"{ring.active.kid} is newer by its file name and still signs"
+            f"the new key {key.kid} was written to {directory}, but "
+            f"{ring.active.kid} is newer by its file name and will sign instead"
         )
-    return ring
+    moment = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(signs_from // 1_000_000_000))
+    return read_key_directory(directory, now_ns=now), (key.kid, moment)

@@ -14,10 +14,14 @@ Which key signs is decided by the file *names*, never by modification times:
 a Secret mount, a copy or a restore resets those. A name that begins with a
 UTC time stamp (`YYYYMMDDTHHMMSS[.fraction]Z`, the form `llmeu keys
 rotate-signing` writes) orders by that stamp; names without one count as
-older than any stamped name and order among themselves by name. The last
-*private* key in that order signs; all keys, private and public, are
-published. Two gateways reading the same files therefore always pick the
-same key.
+older than any stamped name and order among themselves by name. The stamp
+is the moment a key may start signing: the last *private* key in that order
+whose stamp has passed signs (the earliest one, while all are still to
+come); all keys, private and public, are published at once. Two gateways
+reading the same files (with clocks in step) therefore pick the same key,
+and a key stamped a little ahead is in every gateway's JWKS before any of
+them signs with it: a verifier holding any gateway's JWKS never meets an
+unknown `kid`.
 
 What is read and what is skipped:
 
@@ -59,7 +63,7 @@ KEY_SUFFIX = ".pem"
 _STAMP = re.compile(r"(\d{8}T\d{6})(?:\.(\d{1,9}))?Z")
 _ATTEMPTS = 3  # reads of a directory whose files vanish meanwhile (an atomic swap)
 
-Fingerprint = tuple[tuple[str, int, int, int, int], ...]
+Fingerprint = tuple[tuple[tuple[str, int, int, int, int], ...], tuple[str, ...]]
 
 
 def name_order(name: str) -> tuple[int, str]:
@@ -75,9 +79,9 @@ def name_order(name: str) -> tuple[int, str]:
     return seconds * 1_000_000_000 + int((match.group(2) or "").ljust(9, "0")), name
 
 
-def key_file_name(key: SigningKey, now_ns: int) -> str:
+def key_file_name(key: SigningKey, signs_from_ns: int) -> str:
     """`20261101T120000.000000000Z-<kid>.pem`: the stamp orders keys, the kid names them."""
-    seconds, nanos = divmod(now_ns, 1_000_000_000)
+    seconds, nanos = divmod(signs_from_ns, 1_000_000_000)
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(seconds)) + f".{nanos:09d}Z"
     return f"{stamp}-{key.kid}{KEY_SUFFIX}"
 
@@ -89,20 +93,23 @@ class _KeyFile:
     signing: SigningKey | None  # None: a public key, published only
 
 
-def read_key_directory(directory: Path) -> KeyRing:
-    """The ring the files of `directory` make: the newest private key active, every other
-    key published after it (newest first).
+def read_key_directory(directory: Path, *, now_ns: int | None = None) -> KeyRing:
+    """The ring the files of `directory` make at `now_ns` (the clock's time): the newest
+    private key whose stamp has passed active, every other key published after it
+    (newest first).
 
     Raises ConfigError naming the directory or the file that cannot be used."""
+    now = time.time_ns() if now_ns is None else now_ns
     files = _read_files(directory)
     files.sort(key=lambda f: name_order(f.path.name), reverse=True)
-    signing = [f.signing for f in files if f.signing is not None]
-    if not signing:
+    keys = [(name_order(f.path.name)[0], f.signing) for f in files if f.signing is not None]
+    if not keys:
         raise ConfigError(
             f"signing keys in {directory}: no PEM private key to sign with "
             f"({len(files)} public keys)"
         )
-    active = signing[0]
+    due = [key for stamp, key in keys if stamp <= now]
+    active = due[0] if due else keys[-1][1]
     others = [f.public_key for f in files if key_id(f.public_key) != active.kid]
     return KeyRing(active, tuple(others))
 
@@ -119,15 +126,17 @@ def _read_files(directory: Path) -> list[_KeyFile]:
         raise ConfigError(f"signing key {error.filename}: {error.strerror}") from None
 
 
-def directory_fingerprint(directory: Path) -> Fingerprint:
-    """What changes when a key file is added, removed, replaced or rewritten, read from
-    the directory's metadata only: cheap enough to poll every few seconds. A swapped
-    Kubernetes Secret shows as new inodes behind the same names."""
+def directory_fingerprint(directory: Path, *, now_ns: int | None = None) -> Fingerprint:
+    """What changes when a key file is added, removed, replaced or rewritten, or when the
+    stamp of a key still to come passes, read from the directory's metadata only: cheap
+    enough to poll every few seconds. A swapped Kubernetes Secret shows as new inodes
+    behind the same names."""
+    now = time.time_ns() if now_ns is None else now_ns
     entries = []
     try:
         names = sorted(os.listdir(directory))
     except OSError:
-        return ()
+        return (), ()
     for name in names:
         if name.startswith("."):
             continue
@@ -137,16 +146,18 @@ def directory_fingerprint(directory: Path) -> Fingerprint:
             entries.append((name, 0, 0, -1, 0))
             continue
         entries.append((name, info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns))
-    return tuple(entries)
+    to_come = tuple(e[0] for e in entries if name_order(e[0])[0] > now)
+    return tuple(entries), to_come
 
 
-def write_new_key(directory: Path, *, now_ns: int | None = None) -> SigningKey:
-    """Generate a key and add it to `directory` at once or not at all (a temporary dotfile,
-    which readers skip, renamed into place): a gateway polling the directory never reads
-    half a key. The older keys stay: gateways sign with them until they have read the
-    new one, and they keep verifying the receipts they signed."""
+def write_new_key(directory: Path, *, signs_from_ns: int | None = None) -> SigningKey:
+    """Generate a key that signs from `signs_from_ns` (now when None) and add it to
+    `directory` at once or not at all (a temporary dotfile, which readers skip, renamed
+    into place): a gateway polling the directory never reads half a key. The older keys
+    stay: gateways sign with them until they have read the new one (and its time has
+    come), and they keep verifying the receipts they signed."""
     key = SigningKey.generate()
-    name = key_file_name(key, time.time_ns() if now_ns is None else now_ns)
+    name = key_file_name(key, time.time_ns() if signs_from_ns is None else signs_from_ns)
     temporary = directory / f".{name}.tmp"
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:

@@ -34,7 +34,7 @@ from tests.support.processes import (
 )
 from tests.support.waiting import wait_for
 
-NOV_1 = 1_793_534_400 * 1_000_000_000  # 2026-11-01T12:00:00Z
+NOV_1 = 1_604_232_000 * 1_000_000_000  # 2020-11-01T12:00:00Z
 DAY = 86_400 * 1_000_000_000
 QUESTION = {"model": "fake-model", "messages": [{"role": "user", "content": "Bonjour"}],
             "llmeu": {"receipt": True}}  # fmt: skip
@@ -298,3 +298,25 @@ def test_rotating_the_data_dirs_key_needs_no_restart_either(
     published = jwks(gateway)
     assert [k["kid"] for k in published["keys"]] == [new_kid, first]
     assert before is not None and kid_of(before, published) == first
+
+
+def test_a_key_rotated_in_ahead_is_published_at_once_and_does_not_sign_yet(
+    gateway_factory: Callable[..., Gateway], fake_upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    directory, first = key_directory(tmp_path)
+    gateway = gateway_factory(
+        config=config_yaml(fake_endpoint("fakeprov-fr-a", fake_upstream)),
+        args=["--signing-key-dir", str(directory), "--signing-key-poll", "0.2"],
+    )
+    rotated = subprocess.run(
+        [sys.executable, "-m", "llmeu.cli.main", "keys", "rotate-signing",
+         "--signing-key-dir", str(directory), "--activate-in", "3600", "--json"],
+        capture_output=True, text=True, timeout=60, cwd=REPO, check=False,
+    )  # fmt: skip
+    assert rotated.returncode == 0, rotated.stderr
+    result = json.loads(rotated.stdout)
+    assert result["active"] == first.kid and result["published"] == [first.kid, result["new"]]
+    wait_for(lambda: kids(gateway) == [first.kid, result["new"]], what="the key published")
+    with client(gateway) as http:
+        outcome = call(http)
+    assert outcome.receipt is not None and header_kid(outcome.receipt) == first.kid
