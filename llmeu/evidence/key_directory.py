@@ -50,6 +50,7 @@ import re
 import stat
 import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from cryptography.exceptions import UnsupportedAlgorithm
@@ -72,10 +73,15 @@ def name_order(name: str) -> tuple[int, str]:
     match = _STAMP.match(name)
     if match is None:
         return -1, name
+    digits = match.group(1)
     try:
-        seconds = calendar.timegm(time.strptime(match.group(1), "%Y%m%dT%H%M%S"))
+        moment = datetime(
+            int(digits[0:4]), int(digits[4:6]), int(digits[6:8]),
+            int(digits[9:11]), int(digits[11:13]), int(digits[13:15]), tzinfo=UTC,
+        )  # fmt: skip
     except ValueError:
         return -1, name
+    seconds = calendar.timegm(moment.utctimetuple())
     return seconds * 1_000_000_000 + int((match.group(2) or "").ljust(9, "0")), name
 
 
