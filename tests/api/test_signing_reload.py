@@ -91,3 +91,21 @@ async def test_a_key_stamped_ahead_signs_when_its_time_comes_without_a_file_chan
 
     await until_value(active_after_a_poll, lambda kid: kid == ahead.kid)
     assert first.kid in {k["kid"] for k in used.rings[-1].jwks()["keys"]}
+
+
+async def test_a_replaced_key_file_is_read_again(tmp_path: Path) -> None:
+    """`--signing-key-file`: the operator's PEM, rotated by replacing the file."""
+    first, second = SigningKey.generate(), SigningKey.generate()
+    path = tmp_path / "signing-key.pem"
+    path.write_bytes(first.private_pem())
+    settings = Settings(data_dir=tmp_path / "data", signing_key_file=path)
+    used = Used(load_signing_keys(settings))
+    reloader = KeyReloader(settings, used)
+    await reloader.poll()
+    assert used.active == first.kid and len(used.rings) == 1
+    replacement = tmp_path / ".signing-key.pem.new"
+    replacement.write_bytes(second.private_pem())
+    replacement.rename(path)
+    await reloader.poll()
+    assert used.active == second.kid
+    assert not (tmp_path / "data").exists()  # nothing generated beside a configured key
