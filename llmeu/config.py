@@ -73,9 +73,15 @@ class Settings:
     ledger_buffer: int = 10_000
     signing_key_file: Path | None = None
     """A PEM (PKCS#8) Ed25519 key to sign receipts and checkpoints with; else
-    `signing_key_env`, else a key generated into `data_dir/signing-keys`."""
+    `signing_key_env`, else `signing_key_dir`, else a key generated into
+    `generated_signing_key_dir`."""
     signing_key_env: str = "LLMEU_SIGNING_KEY"
     """The environment variable that may hold the signing key's PEM text."""
+    signing_key_dir: Path | None = None
+    """A fleet's key directory (`llmeu.evidence.key_directory`): PEM files shared by every
+    gateway, the newest private key signing, reread on SIGHUP and when it changes."""
+    signing_key_poll_seconds: float = 5.0
+    """How often a gateway looks whether its key files changed (file metadata only)."""
     signing_retired_keys: tuple[Path, ...] = ()
     """Public keys (PEM, or a JWKS) of earlier signing keys, still published."""
     cache_max_bytes: int = 64 << 20
@@ -106,6 +112,8 @@ class Settings:
             values["data_dir"] = Path(env["LLMEU_DATA_DIR"])
         if env.get("LLMEU_SIGNING_KEY_FILE"):
             values["signing_key_file"] = Path(env["LLMEU_SIGNING_KEY_FILE"])
+        if env.get("LLMEU_SIGNING_KEY_DIR"):
+            values["signing_key_dir"] = Path(env["LLMEU_SIGNING_KEY_DIR"])
         if env.get("LLMEU_SIGNING_RETIRED_KEYS"):
             retired = env["LLMEU_SIGNING_RETIRED_KEYS"].split(os.pathsep)
             values["signing_retired_keys"] = tuple(Path(p) for p in retired if p)
@@ -119,7 +127,8 @@ class Settings:
         return self.database_url or f"sqlite:///{self.data_dir / 'llmeu.db'}"
 
     @property
-    def signing_key_dir(self) -> Path:
+    def generated_signing_key_dir(self) -> Path:
+        """Where a gateway without a configured key generates its own (one machine's)."""
         return self.data_dir / "signing-keys"
 
     @property

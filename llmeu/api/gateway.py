@@ -29,7 +29,7 @@ from llmeu.api.services.platform_service import Platform
 from llmeu.api.services.policies import PolicyBook
 from llmeu.api.services.receipt_issuer import Receipts
 from llmeu.api.services.response_store import ResponseStore
-from llmeu.api.services.signing import load_signing_keys
+from llmeu.api.services.signing import KeyReloader, load_signing_keys
 from llmeu.api.services.upstreams import (
     Closable,
     ProviderBuilder,
@@ -144,6 +144,7 @@ class Gateway:
                 settings.audit_checkpoint_dir,
             ),
         )
+        self.signing = KeyReloader(settings, self._use_signing_keys)
         self.calls = Calls(
             CallContext(
                 keys=self.keys, policies=self.policies, upstreams=self.upstreams,
@@ -221,6 +222,7 @@ class Gateway:
         self.answers.announce(self.policies.policies.values())
         self._tasks.append(asyncio.create_task(self._maintenance(), name="llmeu-maintenance"))
         self._tasks.append(asyncio.create_task(self._checkpointing(), name="llmeu-checkpoints"))
+        self._tasks.append(asyncio.create_task(self.signing.watch(), name="llmeu-signing-keys"))
         self._loop = asyncio.get_running_loop()
         self.loaded = True
         if token is not None or settings.workers == 1:  # workers: one notice, not one each
@@ -295,8 +297,16 @@ class Gateway:
         if tell_others:
             await self.broadcast("config", "reload")
 
+    def _use_signing_keys(self, ring: SigningKeys) -> bool:
+        """Sign receipts and checkpoints with `ring` from the next one on (`KeyReloader`)."""
+        if not self.receipts.use(ring):
+            return False
+        self.checkpoints.key = ring.active
+        return True
+
     def reload_soon(self) -> None:
-        """Reload from a signal handler (SIGHUP): on the event loop, logging any failure."""
+        """Reload the configuration file and the signing keys from a signal handler
+        (SIGHUP): on the event loop, logging any failure; either may fail alone."""
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._reload_in_background)
 
@@ -306,6 +316,7 @@ class Gateway:
                 await self.reload(tell_others=False)
             except ConfigError as error:
                 log.error("configuration not reloaded, the previous one stays: %s", error)
+            await self.signing.reload()
 
         self._spawn(reload())
 

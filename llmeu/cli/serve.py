@@ -128,6 +128,17 @@ def register(subparsers: Any) -> None:
         "--signing-key-file", type=Path, help="PEM Ed25519 key for receipts (else the data dir's)"
     )
     evidence.add_argument(
+        "--signing-key-dir",
+        type=Path,
+        help="a directory of PEM keys shared by a fleet (a Kubernetes Secret): the newest by "
+        "file name signs, all verify, reread on SIGHUP and when it changes",
+    )
+    evidence.add_argument(
+        "--signing-key-poll",
+        type=_positive_seconds,
+        help="seconds between two looks at the key files for a change (5)",
+    )
+    evidence.add_argument(
         "--audit-checkpoint-dir", type=Path, help="also write each signed checkpoint here"
     )
     evidence.add_argument(
@@ -170,6 +181,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         breaker_cooldown_seconds=args.breaker_cooldown,
         cors_origins=tuple(args.cors_origin) or None,
         signing_key_file=args.signing_key_file,
+        signing_key_dir=args.signing_key_dir,
+        signing_key_poll_seconds=args.signing_key_poll,
         audit_checkpoint_dir=args.audit_checkpoint_dir,
         checkpoint_every_traces=args.checkpoint_every,
         checkpoint_every_seconds=None
@@ -188,6 +201,16 @@ def _workers(value: str) -> int:
     if count < 1:
         raise argparse.ArgumentTypeError("at least 1 worker")
     return count
+
+
+def _positive_seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError("a number of seconds") from None
+    if not seconds > 0:
+        raise argparse.ArgumentTypeError("more than 0 seconds")
+    return seconds
 
 
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
