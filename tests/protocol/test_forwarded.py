@@ -1,4 +1,4 @@
-"""The client's address behind trusted proxies: peer × header form × IPv4/IPv6, as a table."""
+"""The client's address behind trusted proxies: by peer, header form and address family, as a table."""
 
 from __future__ import annotations
 
@@ -72,12 +72,15 @@ FORWARDED = [
     ("with-other-params", PROXY_V4, fwd("proto=https;for=203.0.113.7;by=10.0.0.2"), "203.0.113.7"),
     ("case-of-names", PROXY_V4, fwd("For=203.0.113.7;Proto=https"), "203.0.113.7"),
     ("spaces", PROXY_V4, fwd(" for=1.2.3.4 ,  for=203.0.113.7 ; proto=https"), "203.0.113.7"),
-    ("elements-skipped", PROXY_V6,
-     fwd('for=1.2.3.4, for=203.0.113.7;proto=https, for="[2001:db8:ffff::9]"'), "203.0.113.7"),
+    (
+        "elements-skipped",
+        PROXY_V6,
+        fwd('for=1.2.3.4, for=203.0.113.7;proto=https, for="[2001:db8:ffff::9]"'),
+        "203.0.113.7",
+    ),
     ("two-header-lines", PROXY_V4, fwd("for=1.2.3.4", "for=203.0.113.7"), "203.0.113.7"),
     ("all-trusted", PROXY_V4, fwd("for=10.0.0.7, for=10.0.0.5"), "10.0.0.7"),
-    ("forged-broken-quote-unread", PROXY_V4, fwd('for="[1::1', "for=203.0.113.7"),
-     "203.0.113.7"),
+    ("forged-broken-quote-unread", PROXY_V4, fwd('for="[1::1', "for=203.0.113.7"), "203.0.113.7"),
     # Obfuscated and unknown nodes end the walk at the last trusted hop.
     ("obfuscated-then-trusted", PROXY_V4, fwd("for=_hidden, for=10.0.0.5"), "10.0.0.5"),
     ("obfuscated-nearest", PROXY_V4, fwd("for=203.0.113.7, for=_hidden"), PROXY_V4),
@@ -126,7 +129,7 @@ def test_networks_are_read_as_cidr(text: str, network: str) -> None:
 
 @pytest.mark.parametrize("text", ["10.0.0.0/33", "example.com", "", "10.0.0.0/8/8"])
 def test_what_is_no_network_is_refused(text: str) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="network"):
         parse_network(text)
 
 

@@ -103,5 +103,5 @@ INVALID = [
 
 @pytest.mark.parametrize(("name", "data"), INVALID, ids=[v[0] for v in INVALID])
 def test_what_is_not_a_header_is_refused(name: str, data: bytes) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="PROXY"):
         read_proxy_header(data)
