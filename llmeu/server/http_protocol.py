@@ -239,10 +239,10 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         connection for it until the answer ends (refused over its cap)."""
         assert self._proxies is not None and self.client is not None
         peer = self.client[0]
-        client = self._proxies.client(peer, self.headers)
+        client, trusted = self._proxies.resolve(peer, self.headers)
         if client != peer:
             self.scope["client"] = (client, 0)  # no port: the header does not say one
-        counted = None if self._proxies.trusts(client) else client
+        counted = None if trusted else client
         if self._guard is not None and not self._guard.attribute(self, counted):
             self._refusal = partial(self._refuse_connection, 429)
             raise _Refused

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from llmeu.protocol.forwarded import TrustedProxies, parse_network
+from llmeu.protocol.forwarded import CACHE_SIZE, TrustedProxies, parse_network
 
 TRUSTED = ("10.0.0.0/8", "2001:db8:ffff::/48", "127.0.0.1")
 PROXY_V4, PROXY_V6 = "10.0.0.2", "2001:db8:ffff::2"
@@ -146,3 +146,18 @@ def test_trust_is_by_network(address: str, trusted: bool) -> None:
 def test_an_unknown_header_is_refused() -> None:
     with pytest.raises(ValueError, match="forwarded header"):
         TrustedProxies(TRUSTED, "x-real-ip")
+
+
+def test_one_instance_answers_the_same_every_time() -> None:
+    """Every answer is remembered per text: asked again, and after made-up values filled
+    the memory and emptied it, the answers are the same."""
+    proxies = TrustedProxies(TRUSTED)
+    for _ in range(2):
+        for _, peer, headers, client in X_FORWARDED_FOR:
+            assert proxies.client(peer, headers) == client
+        for n in range(CACHE_SIZE + 10):
+            made_up = f"198.18.{n >> 8}.{n & 255}"
+            assert proxies.client(PROXY_V4, xff(f"{made_up}, 10.0.0.5")) == made_up
+    assert proxies.resolve(PROXY_V4, xff("10.0.0.7, 10.0.0.5")) == ("10.0.0.7", True)
+    assert proxies.resolve(PROXY_V4, xff("203.0.113.7")) == ("203.0.113.7", False)
+    assert proxies.resolve(STRANGER_V4, xff("10.0.0.7")) == (STRANGER_V4, False)
