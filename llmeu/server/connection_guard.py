@@ -74,11 +74,13 @@ class ConnectionGuard:
         self.evicted = 0
         self.refused_per_client = 0
         self.refused_busy = 0
+        self.refused_proxy_protocol = 0
+        """With `--proxy-protocol`: from a peer not trusted, or without a valid header."""
         self.head_timeouts = 0
 
     @property
     def refused(self) -> int:
-        return self.refused_per_client + self.refused_busy
+        return self.refused_per_client + self.refused_busy + self.refused_proxy_protocol
 
     @property
     def capacity(self) -> int:

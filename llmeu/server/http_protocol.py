@@ -120,8 +120,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
             client = None  # known once the PROXY header or a request's head names it
             self._forwarded = self._proxy_header is None
         elif self._proxy_header is not None:  # a PROXY header only from a trusted peer
-            self._refused = True
-            self.transport.close()
+            self._close_without_header()
             return
         if self._guard is not None:
             refusal = self._guard.admit(self, client)
@@ -216,9 +215,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         try:
             header = read_proxy_header(bytes(self._proxy_header))
         except ValueError:  # the specification: close, do not guess
-            self._refused = True
-            self._cancel_head_timer()
-            self.transport.close()
+            self._close_without_header()
             return b""
         if header is None:
             return b""
@@ -233,6 +230,13 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
             self._refuse_connection(429)
             return b""
         return rest
+
+    def _close_without_header(self) -> None:
+        self._refused = True
+        self._cancel_head_timer()
+        if self._guard is not None:
+            self._guard.refused_proxy_protocol += 1
+        self.transport.close()
 
     def _forward_client(self) -> None:
         """The client the forwarding header names replaces the peer; the guard counts the

@@ -22,6 +22,7 @@ from tests.e2e.test_hostile_connections import (
     chat_head,
     connect,
     parse,
+    read_response_text,
     read_until_closed,
 )
 from tests.support.processes import FakeUpstream, Gateway, config_yaml, fake_endpoint
@@ -248,14 +249,19 @@ def test_proxy_protocol_v1_and_v2_name_the_client(
         assert ask(sock, {"authorization": f"Bearer {made_up_key()}"}, "/v1/models") == 401
 
 
+REFUSED = 'llmeu_connections_refused_total{reason="proxy_protocol"}'
+HEAD_TIMEOUTS = "llmeu_connections_head_timeouts_total"
+
+
 @pytest.mark.parametrize(
-    "first_bytes",
-    [b"", b"GET /healthz HTTP/1.1\r\nhost: gateway\r\n\r\n", b"PROXY TCP4 203.0.113.7\r\n",
-     V2_SIGNATURE + b"\x21\x12\x00\x0c" + bytes(12)],
+    ("first_bytes", "counted"),
+    [(b"", HEAD_TIMEOUTS), (b"GET /healthz HTTP/1.1\r\nhost: gateway\r\n\r\n", REFUSED),
+     (b"PROXY TCP4 203.0.113.7\r\n", REFUSED),
+     (V2_SIGNATURE + b"\x21\x12\x00\x0c" + bytes(12), REFUSED)],
     ids=["nothing", "no-header", "malformed-v1", "v2-datagram"],
 )  # fmt: skip
 def test_proxy_protocol_closes_a_connection_without_a_valid_header(
-    gateway_factory: GatewayFactory, config: str, first_bytes: bytes
+    gateway_factory: GatewayFactory, config: str, first_bytes: bytes, counted: str
 ) -> None:
     gateway = gateway_factory(
         config=config,
@@ -266,6 +272,16 @@ def test_proxy_protocol_closes_a_connection_without_a_valid_header(
         assert read_until_closed(sock) == b""
     with raw(gateway, v1("203.0.113.7") + request_head({})) as sock:  # still serving
         assert sock.recv(65536).startswith(b"HTTP/1.1 200")
+    assert metric_through_proxy(gateway, counted) == 1
+
+
+def metric_through_proxy(gateway: Gateway, sample: str) -> float:
+    with raw(gateway, v2(None) + request_head({}, "/metrics")) as sock:
+        for line in read_response_text(sock).splitlines():
+            name, _, value = line.rpartition(" ")
+            if name == sample:
+                return float(value)
+    raise AssertionError(f"{sample} is not in /metrics")
 
 
 def test_proxy_protocol_is_refused_from_an_untrusted_peer(
@@ -279,3 +295,4 @@ def test_proxy_protocol_is_refused_from_an_untrusted_peer(
     # 127.0.0.2 is this machine too, but not the trusted balancer.
     with raw(gateway, v1("203.0.113.7") + request_head({}), source="127.0.0.2") as sock:
         assert read_until_closed(sock) == b""
+    assert metric_through_proxy(gateway, REFUSED) == 1
