@@ -9,9 +9,12 @@ import re
 import secrets
 import socket
 import struct
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import httpx
 import pytest
@@ -25,7 +28,14 @@ from tests.e2e.test_hostile_connections import (
     read_response_text,
     read_until_closed,
 )
-from tests.support.processes import FakeUpstream, Gateway, config_yaml, fake_endpoint
+from tests.support.processes import (
+    REPO,
+    FakeUpstream,
+    Gateway,
+    config_yaml,
+    fake_endpoint,
+    free_port,
+)
 
 GatewayFactory = Callable[..., Gateway]
 
@@ -296,3 +306,20 @@ def test_proxy_protocol_is_refused_from_an_untrusted_peer(
     with raw(gateway, v1("203.0.113.7") + request_head({}), source="127.0.0.2") as sock:
         assert read_until_closed(sock) == b""
     assert metric_through_proxy(gateway, REFUSED) == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [(["--proxy-protocol"], "--proxy-protocol needs --trusted-proxy"),
+     (["--trusted-proxy", "10.0.0.0/33"], "is not an IPv4 or IPv6 network"),
+     (["--trusted-proxy", "balancer.internal"], "is not an IPv4 or IPv6 network")],
+    ids=["proxy-protocol-alone", "prefix-too-long", "a-name"],
+)  # fmt: skip
+def test_serve_refuses_proxies_it_cannot_trust(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    command = [sys.executable, "-m", "llmeu.cli.main", "serve", "--no-local",
+               "--port", str(free_port()), "--data-dir", str(tmp_path), *args]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert done.returncode == 2
+    assert message in done.stderr + done.stdout
