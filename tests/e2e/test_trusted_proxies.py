@@ -93,6 +93,21 @@ def test_behind_a_trusted_proxy_failed_authentications_count_per_forwarded_clien
         assert models_with_made_up_key(client, {"forwarded": "for=203.0.113.7"}) == 401
 
 
+def test_a_balancer_that_writes_forwarded_names_the_client_there(
+    gateway_factory: GatewayFactory, config: str
+) -> None:
+    gateway = gateway_factory(
+        config=config, args=["--trusted-proxy", "127.0.0.1", "--forwarded-header", "forwarded"]
+    )
+    spent = {"forwarded": 'for=198.51.100.1, for="[2001:db8::7]:4711";proto=http'}
+    with httpx.Client(base_url=gateway.url, timeout=30) as client:
+        spend_failures(client, spent)
+        assert models_with_made_up_key(client, {"forwarded": 'for="[2001:db8::7]"'}) == 429
+        assert models_with_made_up_key(client, {"forwarded": "for=203.0.113.8"}) == 401
+        # X-Forwarded-For is not the header this balancer writes: the balancer's request.
+        assert models_with_made_up_key(client, xff("2001:db8::7")) == 401
+
+
 def xff(value: str) -> dict[str, str]:
     return {"x-forwarded-for": value}
 
