@@ -38,7 +38,14 @@ class Settings:
     max_connections: int = 0
     """Open connections per process; 0: the descriptor limit less what the process needs."""
     max_connections_per_client: int = 256
-    """Open connections per client address (429 above); 0: no cap (behind a load balancer)."""
+    """Open connections per client address (429 above); 0: no cap."""
+    trusted_proxies: tuple[str, ...] = ()
+    """Networks (CIDR) of the proxies whose forwarding header names the client
+    (`llmeu.protocol.forwarded`); empty: the peer is the client, no header is read."""
+    forwarded_header: str = "x-forwarded-for"
+    """The header the trusted proxies write: `x-forwarded-for` or `forwarded` (RFC 7239)."""
+    proxy_protocol: bool = False
+    """Every connection begins with a PROXY protocol header (v1 or v2) from a trusted proxy."""
     max_body_memory_bytes: int = 64 << 20
     """Request bodies held in memory at once, all requests of the process together (503
     above); never less than `max_body_bytes`."""

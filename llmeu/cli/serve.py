@@ -9,6 +9,7 @@ from typing import Any
 
 from llmeu.config import Settings
 from llmeu.observability.logs import FORMATS
+from llmeu.protocol.forwarded import parse_network
 from llmeu.routing.durations import Duration
 
 
@@ -71,6 +72,27 @@ def register(subparsers: Any) -> None:
         "--max-connections-per-client",
         type=int,
         help="open connections per client address (256; 0 for none, behind a load balancer)",
+    )
+    proxies = parser.add_argument_group("behind a load balancer (docs/operations.md)")
+    proxies.add_argument(
+        "--trusted-proxy",
+        action="append",
+        default=[],
+        type=_network,
+        metavar="CIDR",
+        help="a network whose connections may name the client in --forwarded-header "
+        "(repeatable; IPv4 or IPv6, e.g. 10.0.0.0/8); without it no such header is read",
+    )
+    proxies.add_argument(
+        "--forwarded-header",
+        choices=["x-forwarded-for", "forwarded"],
+        help="the header the trusted proxies write (x-forwarded-for; or RFC 7239's forwarded)",
+    )
+    proxies.add_argument(
+        "--proxy-protocol",
+        action="store_true",
+        help="every connection begins with a PROXY protocol header (v1 or v2), and comes "
+        "from a --trusted-proxy; any other connection is closed",
     )
     parser.add_argument(
         "--max-body-memory",
@@ -168,6 +190,9 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         min_body_rate=args.min_body_rate,
         max_connections=args.max_connections,
         max_connections_per_client=args.max_connections_per_client,
+        trusted_proxies=tuple(args.trusted_proxy) or None,
+        forwarded_header=args.forwarded_header,
+        proxy_protocol=args.proxy_protocol or None,
         max_body_memory_bytes=args.max_body_memory,
         log_level=args.log_level,
         log_format=args.log_format,
@@ -189,6 +214,15 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         if args.checkpoint_minutes is None
         else args.checkpoint_minutes * 60,
     )
+
+
+def _network(value: str) -> str:
+    try:
+        return str(parse_network(value))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not an IPv4 or IPv6 network (CIDR, e.g. 10.0.0.0/8) or address"
+        ) from None
 
 
 def _workers(value: str) -> int:

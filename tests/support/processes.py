@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -31,7 +31,14 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _wait_http(url: str, proc: subprocess.Popen[bytes], timeout: float, log: Path | None) -> None:
+def _wait_http(
+    url: str,
+    proc: subprocess.Popen[bytes],
+    timeout: float,
+    log: Path | None,
+    ready: Callable[[], bool] | None = None,
+) -> None:
+    """Until `url` answers 200 (or `ready()` says so, for a server plain HTTP cannot ask)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -40,11 +47,16 @@ def _wait_http(url: str, proc: subprocess.Popen[bytes], timeout: float, log: Pat
                 f"process exited with {proc.returncode} before it answered:\n{output}"
             )
         try:
-            with urllib.request.urlopen(url, timeout=1) as response:
-                if response.status == 200:
+            if ready is not None:
+                if ready():
                     return
+            else:
+                with urllib.request.urlopen(url, timeout=1) as response:
+                    if response.status == 200:
+                        return
         except OSError:
-            time.sleep(0.05)
+            pass
+        time.sleep(0.05)
     raise TimeoutError(f"{url} did not answer within {timeout} s")
 
 
@@ -143,9 +155,11 @@ def start_gateway(
     port: int | None = None,
     timeout: float = 60,
     nofile: int | None = None,
+    ready: Callable[[int], bool] | None = None,
 ) -> Gateway:
     """`llmeu serve` as a real process; `config` is the YAML text of docs/design.md §4; `nofile`
-    lowers its descriptor limit."""
+    lowers its descriptor limit; `ready(port)` tells it answers, where a plain GET cannot
+    (as with `--proxy-protocol`)."""
     port = port or free_port()
     data_dir = data_dir or tmp / f"data-{port}"
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -166,7 +180,8 @@ def start_gateway(
         )  # fmt: skip
     gateway = Gateway(port, proc, data_dir, log, args=list(args))
     try:
-        _wait_http(f"{gateway.url}/healthz", proc, timeout, log)
+        probe = None if ready is None else partial(ready, port)
+        _wait_http(f"{gateway.url}/healthz", proc, timeout, log, probe)
     except BaseException:
         gateway.kill()
         raise
