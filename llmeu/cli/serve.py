@@ -22,6 +22,12 @@ def register(subparsers: Any) -> None:
         "--database-url", help="postgresql://… to share the ledger between processes"
     )
     parser.add_argument(
+        "--no-migrate",
+        action="store_true",
+        help="leave the ledger's schema to `llmeu migrate`: refuse to start on a schema this "
+        "release does not run on, rather than migrate it",
+    )
+    parser.add_argument(
         "--redis-url",
         help="redis://… to share limits, health and the answer cache between processes",
     )
@@ -146,6 +152,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         config_file=args.config,
         data_dir=args.data_dir,
         database_url=args.database_url,
+        migrate=False if args.no_migrate else None,
         redis_url=args.redis_url,
         workers=args.workers,
         redis_timeout_seconds=args.redis_timeout,
