@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
 from llmeu.config import Settings
+from llmeu.errors import DatabaseUnavailable, SchemaMismatch
 from llmeu.observability.logs import FORMATS
 from llmeu.routing.durations import Duration
 
@@ -215,7 +218,35 @@ def _bytes(value: str) -> int:
 def run(args: argparse.Namespace) -> int:
     from llmeu.server import run as serve
 
-    return serve(settings_from_args(args))
+    settings = settings_from_args(args)
+    if not settings.migrate:
+        refusal = asyncio.run(_schema_refusal(settings))
+        if refusal is not None:
+            print(f"llmeu serve: {refusal}", file=sys.stderr)
+            return 1
+    return serve(settings)
+
+
+async def _schema_refusal(settings: Settings) -> str | None:
+    """`--no-migrate`: why this release must not start on the ledger as it is, said before
+    anything else starts (a SQLite file is created, as the gateway would). A database that
+    cannot be reached now is left to the gateway's start, which reports it (and checks the
+    schema again, as every start does)."""
+    from llmeu.ledger.opening import open_database
+    from llmeu.ledger.store import Store
+
+    database = open_database(settings.effective_database_url)
+    try:
+        await database.open()
+    except DatabaseUnavailable:
+        return None
+    try:
+        await Store(database).check_schema()
+    except SchemaMismatch as error:
+        return str(error)
+    finally:
+        await database.close()
+    return None
 
 
 def _duration(text: str) -> str:
