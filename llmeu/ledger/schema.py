@@ -14,6 +14,9 @@ change from migration 15 on is split for that (docs/extending.md):
   contract step), and a process whose heartbeat is older than three heartbeats
   is gone, as for the interrupted-call sweep. A deferred contract step holds
   back every step after it, so the applied steps are always the first ones.
+  The check reads `instances` before the step's transaction: a process of an
+  older release started after it is not waited for, which is why an older
+  release is never started again once its successor's rollout has ended.
 
 What "supports" means, then: this release runs on a schema that
 
