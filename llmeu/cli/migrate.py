@@ -28,10 +28,9 @@ from typing import Any
 from llmeu.config import Settings
 from llmeu.errors import DatabaseError
 from llmeu.ledger.database import Database
-from llmeu.ledger.migrations import CONTRACT, MIGRATIONS
 from llmeu.ledger.opening import open_database
 from llmeu.ledger.schema import SCHEMA_VERSION
-from llmeu.ledger.store import Store
+from llmeu.ledger.store import Store, known_migrations
 
 
 def register(subparsers: Any) -> None:
@@ -64,16 +63,17 @@ async def migrate(database: Database, live_after: float) -> list[str]:
         applied = await store.migrate(live_after=live_after)
         await store.check_schema()
         versions, _ = await store.schema()
-        names = dict((version, name) for version, name, _ in MIGRATIONS)
+        known = known_migrations()
+        names = {version: name for version, name, _ in known}
         lines = [f"applied {v}: {names[v]}" for v in applied]
-        pending = [v for v in names if v not in versions]
+        pending = [(v, contract) for v, _, contract in known if v not in versions]
         if pending:
-            older = await store.older_processes(pending[0], live_after)
+            # Only a contract step waits (Store.migrate), and every step after it with it.
+            first, _ = pending[0]
+            older = await store.older_processes(first, live_after)
             lines.append(
-                f"waiting: {', '.join(map(str, pending))} (contract step {pending[0]} runs once "
-                f"no process of an older release is alive; alive now: {', '.join(older)})"
-                if pending[0] in CONTRACT
-                else f"pending: {', '.join(map(str, pending))}"
+                f"waiting: {', '.join(str(v) for v, _ in pending)} (contract step {first} runs "
+                f"once no process of an older release is alive; alive now: {', '.join(older)})"
             )
         lines.append(
             f"schema version {max(versions)} in {database.describe()} "

@@ -49,6 +49,11 @@ LIVE_WINDOW_SECONDS = 15.0
 """A process is gone once its heartbeat is older than this: three of the default 5 s."""
 
 
+def known_migrations() -> list[tuple[int, str, bool]]:
+    """This release's migrations, in order: version, name, whether a contract step."""
+    return [(version, name, version in CONTRACT) for version, name, _ in MIGRATIONS]
+
+
 @dataclass(frozen=True, slots=True)
 class TracePage:
     traces: list[dict[str, Any]]

@@ -112,4 +112,8 @@ def test_serve_refuses_a_newer_releases_contract_step_and_an_empty_database(
     )
     refused = llmeu("migrate", "--data-dir", str(newer))
     assert refused.returncode == 1
-    assert "contract step of a newer release" in refused.stderr
+    message = output.removeprefix("llmeu serve: ").rstrip("\n")
+    assert refused.stderr == f"llmeu migrate: sqlite:///{newer / 'llmeu.db'}: {message}\n"
+    migrating = llmeu("serve", "--no-local", "--port", str(free_port()), "--data-dir", str(newer))
+    assert migrating.returncode != 0
+    assert f"startup failed: {message}" in migrating.stdout + migrating.stderr

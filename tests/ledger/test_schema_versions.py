@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import pytest
 
+from llmeu.cli.migrate import migrate as migrate_command
 from llmeu.errors import SchemaMismatch
 from llmeu.ledger import store as store_module
 from llmeu.ledger.database import Database
 from llmeu.ledger.migrations import MIGRATIONS
+from llmeu.ledger.opening import open_database
 from llmeu.ledger.schema import LOWEST_SCHEMA, SCHEMA_VERSION, mismatch
 from llmeu.ledger.store import Store
 
@@ -118,3 +120,24 @@ async def test_check_schema_refuses_a_ledger_of_the_previous_release(db: Databas
         await Store(db).check_schema()
     assert await Store(db).migrate() == [SCHEMA_VERSION]
     await Store(db).check_schema()
+
+
+async def test_migrate_says_which_processes_a_contract_step_waits_for(
+    database_url: str, db: Database
+) -> None:
+    await Store(db).migrate()
+    await db.execute(
+        "INSERT INTO instances (instance_id, started_at, heartbeat_at) VALUES ('gw_old', ?, ?)",
+        (NOW, NOW),
+    )  # as a release before migration 15 registers
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(store_module, "MIGRATIONS", (*MIGRATIONS, *LATER))
+        patch.setattr(store_module, "CONTRACT", frozenset({CONTRACT_STEP}))
+        lines = await migrate_command(open_database(database_url), LIVE_AFTER)
+    expand = SCHEMA_VERSION + 1
+    assert lines == [
+        f"applied {expand}: expand: a new table",
+        f"waiting: {CONTRACT_STEP}, {CONTRACT_STEP + 1} (contract step {CONTRACT_STEP} runs once "
+        "no process of an older release is alive; alive now: gw_old)",
+        f"schema version {expand} in {db.describe()} (this release knows {SCHEMA_VERSION})",
+    ]
