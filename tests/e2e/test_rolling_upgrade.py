@@ -271,8 +271,11 @@ def test_the_previous_release_and_this_one_share_a_ledger_through_restarts(
             ([sys.executable, "-m", "llmeu.cli.main", *verify], REPO, {**os.environ}),
             (previous.command(*verify), previous.code, {**os.environ, **previous.env}),
         ])  # fmt: skip
-        for report in reports:
-            assert report.startswith(f"OK: {len(traces)} traces"), report
+        ours, theirs = reports
+    for report in (ours, theirs):
+        assert report.startswith(f"OK: {len(traces)} traces"), report
+    # Checkpoints (whichever process of either release signed first) checked against the key.
+    assert ours.splitlines()[-1] == f"checkpoints checked against the keys of --jwks {jwks_file}"
 
     trouble = {name: [line for line in log.splitlines() if TROUBLE.search(line)]
                for name, log in fleet.logs().items()}  # fmt: skip
