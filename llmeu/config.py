@@ -77,6 +77,10 @@ class Settings:
     keep_metadata: str = "P6M"
     """ISO 8601: how long call metadata is kept where the policy does not say."""
     heartbeat_seconds: float = 5.0
+    migrate: bool = True
+    """Apply the ledger's pending migrations at start (`llmeu serve`); False (`--no-migrate`):
+    refuse to start on a schema this release does not run on, leaving migrations to
+    `llmeu migrate` (llmeu.ledger.schema)."""
     ledger_buffer: int = 10_000
     signing_key_file: Path | None = None
     """A PEM (PKCS#8) Ed25519 key to sign receipts and checkpoints with; else

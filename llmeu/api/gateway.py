@@ -187,10 +187,12 @@ class Gateway:
         return ToolServers(self.config.tool_servers, self.http, self.settings.environ, self.breaker)
 
     async def start(self) -> None:
-        await self.store.db.open()
-        await self.store.migrate()
-        now = time.time()
         settings = self.settings
+        await self.store.db.open()
+        if settings.migrate:
+            await self.store.migrate(live_after=time.time() - 3 * settings.heartbeat_seconds)
+        await self.store.check_schema()  # also after migrating: a newer release's contract step
+        now = time.time()
         shared = self.shared
         # A ledger of one process: whatever a previous process left in progress was
         # interrupted. A shared one: only processes whose heartbeat stopped are gone.

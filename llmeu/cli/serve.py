@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
 from llmeu.config import Settings
+from llmeu.errors import DatabaseUnavailable, SchemaMismatch
 from llmeu.observability.logs import FORMATS
 from llmeu.protocol.forwarded import parse_network
 from llmeu.routing.durations import Duration
@@ -21,6 +24,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--data-dir", type=Path, help="where the SQLite ledger lives")
     parser.add_argument(
         "--database-url", help="postgresql://… to share the ledger between processes"
+    )
+    parser.add_argument(
+        "--no-migrate",
+        action="store_true",
+        help="leave the ledger's schema to `llmeu migrate`: refuse to start on a schema this "
+        "release does not run on, rather than migrate it",
     )
     parser.add_argument(
         "--redis-url",
@@ -179,6 +188,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         config_file=args.config,
         data_dir=args.data_dir,
         database_url=args.database_url,
+        migrate=False if args.no_migrate else None,
         redis_url=args.redis_url,
         workers=args.workers,
         redis_timeout_seconds=args.redis_timeout,
@@ -265,7 +275,35 @@ def _bytes(value: str) -> int:
 def run(args: argparse.Namespace) -> int:
     from llmeu.server import run as serve
 
-    return serve(settings_from_args(args))
+    settings = settings_from_args(args)
+    if not settings.migrate:
+        refusal = asyncio.run(_schema_refusal(settings))
+        if refusal is not None:
+            print(f"llmeu serve: {refusal}", file=sys.stderr)
+            return 1
+    return serve(settings)
+
+
+async def _schema_refusal(settings: Settings) -> str | None:
+    """`--no-migrate`: why this release must not start on the ledger as it is, said before
+    anything else starts (a SQLite file is created, as the gateway would). A database that
+    cannot be reached now is left to the gateway's start, which reports it (and checks the
+    schema again, as every start does)."""
+    from llmeu.ledger.opening import open_database
+    from llmeu.ledger.store import Store
+
+    database = open_database(settings.effective_database_url)
+    try:
+        await database.open()
+    except DatabaseUnavailable:
+        return None
+    try:
+        await Store(database).check_schema()
+    except SchemaMismatch as error:
+        return str(error)
+    finally:
+        await database.close()
+    return None
 
 
 def _duration(text: str) -> str:

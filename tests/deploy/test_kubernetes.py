@@ -187,3 +187,19 @@ def test_the_kustomization_lists_every_built_in_object_file() -> None:
     assert set(kustomization["resources"]) == files
     image = gateway_container()["image"].rsplit(":", 1)[0]
     assert [i["name"] for i in kustomization["images"]] == [image]
+
+
+def test_an_init_container_migrates_the_ledger_before_the_gateway_refuses_to() -> None:
+    """`llmeu migrate` with the gateway's image, its database and its confinement; the
+    gateway itself then leaves the schema alone (`--no-migrate`)."""
+    pod = one("Deployment")["spec"]["template"]["spec"]
+    (migrate,) = pod["initContainers"]
+    gateway = gateway_container()
+    assert serve_args(migrate["args"]).command == "migrate"
+    assert migrate["image"] == gateway["image"]
+    env = {e["name"]: e["valueFrom"] for e in migrate["env"]}
+    assert env == {"LLMEU_DATABASE_URL": {"secretKeyRef": {"name": "llmeu", "key": "database-url"}}}
+    assert env["LLMEU_DATABASE_URL"] in [e.get("valueFrom") for e in gateway["env"]]
+    assert migrate["securityContext"] == gateway["securityContext"]
+    assert set(migrate["resources"]) == {"requests", "limits"}
+    assert serve_args(gateway["args"]).no_migrate

@@ -156,14 +156,17 @@ def start_gateway(
     timeout: float = 60,
     nofile: int | None = None,
     ready: Callable[[int], bool] | None = None,
+    python: str = sys.executable,
+    code: Path = REPO,
 ) -> Gateway:
     """`llmeu serve` as a real process; `config` is the YAML text of docs/design.md §4; `nofile`
     lowers its descriptor limit; `ready(port)` tells it answers, where a plain GET cannot
-    (as with `--proxy-protocol`)."""
+    (as with `--proxy-protocol`). `python` and `code`: another interpreter and another tree of
+    llmeu (a previous release, tests/support/releases.py)."""
     port = port or free_port()
     data_dir = data_dir or tmp / f"data-{port}"
     data_dir.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, "-m", "llmeu.cli.main", "serve", "--port", str(port),
+    command = [python, "-m", "llmeu.cli.main", "serve", "--port", str(port),
                "--data-dir", str(data_dir), "--log-level", "warning", *args]  # fmt: skip
     if config is not None:
         config_path = tmp / f"config-{port}.yaml"
@@ -175,7 +178,7 @@ def start_gateway(
     environment = {**os.environ, "LLMEU_ADMIN_KEY": ADMIN_KEY, **(env or {})}
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            command, stdout=out, stderr=subprocess.STDOUT, env=environment, cwd=REPO,
+            command, stdout=out, stderr=subprocess.STDOUT, env=environment, cwd=code,
             preexec_fn=None if nofile is None else partial(_limit_descriptors, nofile),
         )  # fmt: skip
     gateway = Gateway(port, proc, data_dir, log, args=list(args))
