@@ -10,6 +10,8 @@ HTTP statuses and bodies in one place (`llmeu.api.http.error_responses`), a
     ├── ConfigError                 invalid settings or configuration file
     ├── DatabaseError               the ledger database refused the work (retrying fails too)
     │   └── DatabaseUnavailable     it cannot take the work now; the same work may succeed later
+    ├── BackupFailed                a ledger backup or restore was not made, or its copy does
+    │                               not hold a readable ledger: nothing half-written is left
     ├── SharedStateUnavailable      Redis (shared by gateway processes) does not answer now
     ├── ClientDisconnected          the client hung up: the call ends `cancelled`
     └── ApiError                    becomes an HTTP error response
@@ -71,6 +73,11 @@ class DatabaseError(LlmeuError):
 
 class DatabaseUnavailable(DatabaseError):
     """The database cannot take the operation now; the same operation may succeed later."""
+
+
+class BackupFailed(LlmeuError):
+    """`llmeu ledger backup`/`restore` could not make or check its copy: a tool is missing,
+    the file cannot be written or read, it holds no ledger, or the target is in use."""
 
 
 class SharedStateUnavailable(LlmeuError):
