@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -64,7 +65,7 @@ def run_backup(args: argparse.Namespace) -> int:
             return backup_sqlite(Path(url.removeprefix("sqlite:///")), args.target)
         from llmeu.ledger.pg_backups import backup_postgres  # asyncpg only when needed
 
-        return asyncio.run(backup_postgres(url, args.target))
+        return asyncio.run(backup_postgres(url, args.target, os.environ))
 
     return _run("backup", args, work, f"backup of {{where}} written to {args.target}")
 
@@ -76,7 +77,7 @@ def run_restore(args: argparse.Namespace) -> int:
             return restore_sqlite(args.source, path, force=args.force)
         from llmeu.ledger.pg_backups import restore_postgres
 
-        return asyncio.run(restore_postgres(url, args.source, force=args.force))
+        return asyncio.run(restore_postgres(url, args.source, os.environ, force=args.force))
 
     return _run("restore", args, work, f"{args.source} restored into {{where}}")
 

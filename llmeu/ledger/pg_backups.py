@@ -1,7 +1,8 @@
 """PostgreSQL ledger backups: `pg_dump` in custom format, checked; `pg_restore` in one transaction.
 
 The PostgreSQL client tools are not a Python dependency: they are looked up
-on PATH, and a missing one is named before anything is written. Their major
+on the PATH of the environment the command passes in (the module reads no
+environment itself), and a missing one is named before anything is written. Their major
 version must be the server's or newer (`pg_dump` refuses an older one).
 
 Backup: a read-only repeatable-read transaction exports its snapshot
@@ -29,6 +30,7 @@ import asyncio
 import os
 import shutil
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import unquote, urlsplit, urlunsplit
 
@@ -48,9 +50,10 @@ LEDGER_TABLES = ("schema_migrations", "traces", "chain_checkpoints")
 """Tables whose data a ledger backup must hold."""
 
 
-async def backup_postgres(url: str, target: Path) -> Contents:
-    pg_dump, pg_restore = tool("pg_dump"), tool("pg_restore")
-    dsn, env = _connection(url)
+async def backup_postgres(url: str, target: Path, environ: Mapping[str, str]) -> Contents:
+    """`environ`: the environment the tools run in (the command's own), PATH included."""
+    pg_dump, pg_restore = tool("pg_dump", environ), tool("pg_restore", environ)
+    dsn, env = _connection(url, environ)
     with partial_file(target) as partial:
         try:
             async with exported_snapshot(url) as (snapshot, reads):
@@ -61,16 +64,18 @@ async def backup_postgres(url: str, target: Path) -> Contents:
                 )  # fmt: skip
         except DatabaseError as error:
             raise BackupFailed(f"cannot back up {_safe(url)}: {error}") from None
-        await _check_archive(pg_restore, partial, target)
+        await _check_archive(pg_restore, partial, target, environ)
         os.replace(partial, target)
     return contents
 
 
-async def restore_postgres(url: str, source: Path, *, force: bool) -> Contents:
-    pg_restore = tool("pg_restore")
+async def restore_postgres(
+    url: str, source: Path, environ: Mapping[str, str], *, force: bool
+) -> Contents:
+    pg_restore = tool("pg_restore", environ)
     expect_header(source, PG_DUMP_HEADER, "a PostgreSQL ledger backup (pg_dump, custom format)")
-    await _check_archive(pg_restore, source, source)
-    dsn, env = _connection(url)
+    await _check_archive(pg_restore, source, source, environ)
+    dsn, env = _connection(url, environ)
     database = PostgresDatabase(url, pool_size=1)
     try:
         await database.open(create=False)
@@ -97,8 +102,8 @@ async def restore_postgres(url: str, source: Path, *, force: bool) -> Contents:
         raise BackupFailed(f"restored, but {_safe(url)} cannot be read back: {error}") from None
 
 
-def tool(name: str) -> str:
-    found = shutil.which(name)
+def tool(name: str, environ: Mapping[str, str]) -> str:
+    found = shutil.which(name, path=environ.get("PATH", ""))
     if found is None:
         raise BackupFailed(
             f"{name} is not on PATH: install the PostgreSQL client tools of the server's major "
@@ -108,21 +113,23 @@ def tool(name: str) -> str:
     return found
 
 
-async def _check_archive(pg_restore: str, archive: Path, named: Path) -> None:
+async def _check_archive(
+    pg_restore: str, archive: Path, named: Path, environ: Mapping[str, str]
+) -> None:
     """The archive reads back and holds the data of every ledger table."""
-    listing = await _run(pg_restore, "--list", str(archive), env={}, what=f"read {named}")
+    listing = await _run(pg_restore, "--list", str(archive), env=environ, what=f"read {named}")
     missing = [t for t in LEDGER_TABLES if f" TABLE DATA public {t} " not in listing]
     if missing:
         raise BackupFailed(f"{named} holds no data of {', '.join(missing)}: not a ledger backup")
 
 
-async def _run(*command: str, env: dict[str, str], what: str = "") -> str:
+async def _run(*command: str, env: Mapping[str, str], what: str = "") -> str:
     try:
         process = await asyncio.create_subprocess_exec(
             *command,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
-            env={**os.environ, **env},
+            env=dict(env),
         )
     except OSError as error:
         raise BackupFailed(f"cannot run {command[0]}: {error}") from None
@@ -137,16 +144,19 @@ async def _run(*command: str, env: dict[str, str], what: str = "") -> str:
     return out.decode(errors="replace")
 
 
-def _connection(url: str) -> tuple[str, dict[str, str]]:
+def _connection(url: str, environ: Mapping[str, str]) -> tuple[str, dict[str, str]]:
     """The URL for libpq without its password, and the environment that carries it."""
     parts = urlsplit(url)
     if parts.password is None:
-        return url, {}
+        return url, dict(environ)
     user = parts.username or ""
     host = parts.hostname or ""
     host = f"[{host}]" if ":" in host else host
     netloc = f"{user}@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc)), {"PGPASSWORD": unquote(parts.password)}
+    return urlunsplit(parts._replace(netloc=netloc)), {
+        **environ,
+        "PGPASSWORD": unquote(parts.password),
+    }
 
 
 def _safe(url: str) -> str:
