@@ -53,7 +53,7 @@ LEDGER_TABLES = ("schema_migrations", "traces", "chain_checkpoints")
 async def backup_postgres(url: str, target: Path, environ: Mapping[str, str]) -> Contents:
     """`environ`: the environment the tools run in (the command's own), PATH included."""
     pg_dump, pg_restore = tool("pg_dump", environ), tool("pg_restore", environ)
-    dsn, env = _connection(url, environ)
+    dsn, env = libpq_connection(url, environ)
     with partial_file(target) as partial:
         try:
             async with exported_snapshot(url) as (snapshot, reads):
@@ -75,7 +75,7 @@ async def restore_postgres(
     pg_restore = tool("pg_restore", environ)
     expect_header(source, PG_DUMP_HEADER, "a PostgreSQL ledger backup (pg_dump, custom format)")
     await _check_archive(pg_restore, source, source, environ)
-    dsn, env = _connection(url, environ)
+    dsn, env = libpq_connection(url, environ)
     database = PostgresDatabase(url, pool_size=1)
     try:
         await database.open(create=False)
@@ -144,7 +144,7 @@ async def _run(*command: str, env: Mapping[str, str], what: str = "") -> str:
     return out.decode(errors="replace")
 
 
-def _connection(url: str, environ: Mapping[str, str]) -> tuple[str, dict[str, str]]:
+def libpq_connection(url: str, environ: Mapping[str, str]) -> tuple[str, dict[str, str]]:
     """The URL for libpq without its password, and the environment that carries it."""
     parts = urlsplit(url)
     if parts.password is None:

@@ -20,6 +20,7 @@ import pytest
 from llmeu.evidence.signing_keys import KeyRing
 from llmeu.ledger.chaining import CheckpointPolicy, Checkpoints
 from llmeu.ledger.opening import open_database
+from llmeu.ledger.pg_backups import libpq_connection
 from llmeu.ledger.store import Store
 from tests.ledger.conftest import sqlite_path, trace, write
 from tests.ledger.test_chain import KEY
@@ -209,3 +210,33 @@ async def test_without_pg_dump_on_path_the_backup_names_what_is_missing(
             tool = "pg_dump" if action == "backup" else "pg_restore"
             assert f"{tool} is not on PATH" in err and "postgresql-client" in err, err
         assert list(tmp_path.iterdir()) == [empty]
+
+
+@pytest.mark.parametrize(
+    ("url", "dsn", "password"),
+    [
+        ("postgresql://llmeu@db:5432/ledger", "postgresql://llmeu@db:5432/ledger", None),
+        ("postgresql://llmeu:s%40cret@db/ledger?sslmode=require",
+         "postgresql://llmeu@db/ledger?sslmode=require", "s@cret"),
+        ("postgres://u:p@[::1]:5433/l", "postgres://u@[::1]:5433/l", "p"),
+    ],
+    ids=["no-password", "password-and-query", "ipv6"],
+)  # fmt: skip
+def test_the_password_reaches_the_tools_through_the_environment_only(
+    url: str, dsn: str, password: str | None
+) -> None:
+    command_line, env = libpq_connection(url, {"PATH": "/usr/bin"})
+    assert (command_line, env.get("PGPASSWORD"), env["PATH"]) == (dsn, password, "/usr/bin")
+
+
+async def test_a_sqlite_backup_is_one_self_contained_file(store: Store, tmp_path: Path) -> None:
+    if store.db.dialect.name != "sqlite":
+        pytest.skip("SQLite only")
+    await write(store, trace())
+    backup = tmp_path / "ledger.backup"
+    assert ledger_cli("backup", "--to", str(backup), "--database-url", store.db.describe())[0] == 0
+    header = backup.read_bytes()[:20]
+    assert header.startswith(b"SQLite format 3\x00") and header[18:20] == b"\x01\x01"  # no WAL
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("ledger.backup")) == [
+        "ledger.backup"
+    ]
