@@ -1,7 +1,8 @@
 """Backups of a ledger a real gateway process is writing: `llmeu ledger backup` runs while a
 client keeps calling, the backup restores into a fresh ledger, and `llmeu audit verify` passes
 on it. Verified against the checkpoints the gateway exported after the backup was taken, the
-same restored ledger names exactly the chain positions it lacks."""
+same restored ledger names exactly the chain positions it lacks. A restore onto the ledger
+the gateway is running on is refused, even with `--force`."""
 
 from __future__ import annotations
 
@@ -103,6 +104,9 @@ def test_a_backup_taken_under_load_restores_verifies_and_names_what_came_after(
             head = held["chain_head"]["position"]
             wait_for(lambda: max(exported_positions(exported), default=0) > head + 5,
                      what="a checkpoint exported well after the backup")  # fmt: skip
+            status, output = llmeu("ledger", "restore", "--from", str(backup),
+                                   "--database-url", url, "--force")  # fmt: skip
+            assert status == 1 and "a gateway is running on" in output, output
         gateway.stop()
         assert not load.failures, load.failures
         assert held["chain_intact"] and held["traces"] >= head >= 20, held
