@@ -67,7 +67,7 @@ def run_backup(args: argparse.Namespace) -> int:
 
         return asyncio.run(backup_postgres(url, args.target, os.environ))
 
-    return _run("backup", args, work, f"backup of {{where}} written to {args.target}")
+    return _run("backup", args, work, lambda where: f"backup of {where} written to {args.target}")
 
 
 def run_restore(args: argparse.Namespace) -> int:
@@ -79,10 +79,15 @@ def run_restore(args: argparse.Namespace) -> int:
 
         return asyncio.run(restore_postgres(url, args.source, os.environ, force=args.force))
 
-    return _run("restore", args, work, f"{args.source} restored into {{where}}")
+    return _run("restore", args, work, lambda where: f"{args.source} restored into {where}")
 
 
-def _run(action: str, args: argparse.Namespace, work: Callable[[str], Contents], done: str) -> int:
+def _run(
+    action: str,
+    args: argparse.Namespace,
+    work: Callable[[str], Contents],
+    done: Callable[[str], str],
+) -> int:
     settings = Settings.from_env(data_dir=args.data_dir, database_url=args.database_url)
     url = settings.effective_database_url
     try:
@@ -96,7 +101,7 @@ def _run(action: str, args: argparse.Namespace, work: Callable[[str], Contents],
     if args.json:
         print(json.dumps({"action": action, "database": where, **contents.as_dict()}))
     else:
-        print(done.format(where=where))
+        print(done(where))
         for line in contents.lines():
             print(f"  {line}")
         if contents.chain.ok:
