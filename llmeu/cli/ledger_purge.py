@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from llmeu.cli import ledger_backup
 from llmeu.config import Settings
 from llmeu.errors import DatabaseError, DatabaseUnavailable
 from llmeu.ledger.database import Database
@@ -36,6 +37,7 @@ def register(subparsers: Any) -> None:
     purge.add_argument("--database-url", help="postgresql://… (a shared ledger)")
     purge.add_argument("--json", action="store_true", help="print the result as JSON")
     purge.set_defaults(func=run_purge)
+    ledger_backup.register_actions(actions)
 
 
 def run_purge(args: argparse.Namespace) -> int:
