@@ -61,15 +61,12 @@ class Cacheable(Struct, frozen=True):
 def chat_cacheable(chat: ChatRequest, extras: Sequence[object] = ()) -> Cacheable:
     """A chat-shaped request (chat completions, Responses, Messages mapped onto it);
     `extras` are what the surface's upstreams read beyond the `ChatRequest`."""
+    text = _last_user_text(chat)
+    messages = chat.messages if text is None else [*chat.messages[:-1], UserMessage(content="")]
     normal = msgspec.structs.replace(
         chat, model="", stream=UNSET, stream_options=UNSET, user=UNSET, metadata=UNSET,
-        llmeu=UNSET,
+        llmeu=UNSET, messages=messages,
     )  # fmt: skip
-    text = _last_user_text(chat)
-    if text is not None:
-        normal = msgspec.structs.replace(
-            normal, messages=[*chat.messages[:-1], UserMessage(content="")]
-        )
     temperature = chat.temperature
     return Cacheable(
         material=_normal((normal, [None if e is UNSET else e for e in extras])),
