@@ -10,13 +10,16 @@ must: one without a cache (every call is proxied), one with
 warm-up every call of the second key is a hit. For non-streamed calls and
 for streams of 64 chunks, cells of `--duration` seconds at `--concurrency` go
 round-robin — proxied, hit, and the upstream called directly (the baseline of
-"added" latency) — `--rounds` times. Printed, per kind, the medians over
-rounds and, from the same run:
+"added" latency), the order reversed every other round — `--rounds` times.
+Printed, per kind, the medians over rounds and, from the same run:
 
 - CPU ms per call of the gateway (its whole process tree) for a hit and for a
   proxied call, and hit / proxied (the target: at most 0.5);
 - the p50 latency a hit adds over calling the upstream directly (the target:
-  at most 1 ms at c=16), and that over what a proxied call adds.
+  at most 1 ms at c=16), and that over what a proxied call adds;
+- how busy the gateway's core was, and c x a hit's CPU: a closed loop of c
+  callers on a saturated core waits about that long per call (Little's law),
+  whatever the call waits for besides.
 
 The cache's own counters (`/v1/platform/cache`) are printed at the end, so a
 run whose hits were not hits shows it.
@@ -62,9 +65,11 @@ def tenant_targets(gateway: Target) -> tuple[Target, Target]:
 async def measure(
     targets: Sequence[Target], load: Load, rounds: int
 ) -> dict[str, list[CellResult]]:
+    """`rounds` cells of each target; the order turns round every round, so that neither side
+    is always measured first after the other (a machine whose load drifts favours none)."""
     cells: dict[str, list[CellResult]] = {t.name: [] for t in targets}
-    for _ in range(rounds):
-        for target in targets:
+    for round_ in range(rounds):
+        for target in targets if round_ % 2 == 0 else targets[::-1]:
             cell = await run_cell(target, load)
             if cell.errors:
                 raise SystemExit(f"{target.name}, {load.label}: {cell.first_error}")
@@ -83,13 +88,26 @@ def report(load: Load, cells: dict[str, list[CellResult]]) -> None:
     p50_direct = _median(direct, "p50_ms")
     added_hit = _median(hit, "p50_ms") - p50_direct
     added_proxied = _median(proxied, "p50_ms") - p50_direct
+    per_round = [
+        float(h.gateway_cpu_ms_per_call or 0.0) / float(p.gateway_cpu_ms_per_call or 1.0)
+        for h, p in zip(hit, proxied, strict=True)
+    ]
     print(f"\n{load.label}, {len(hit)} rounds of {load.duration_s:g} s (medians)")
     for name, kind in (("direct", direct), ("llmeu proxied", proxied), ("llmeu hit", hit)):
         cpu = _median(kind, "gateway_cpu_ms_per_call") if name != "direct" else None
         rps, p50 = _median(kind, "rps"), _median(kind, "p50_ms")
-        spent = f"  CPU {cpu:.3f} ms/call" if cpu is not None else ""
+        spent = ""
+        if cpu is not None:
+            core = _median(kind, "gateway_core_pct")
+            others = _median(kind, "other_load_on_gateway_core_pct")
+            spent = f"  CPU {cpu:.3f} ms/call  gateway core {core:3.0f} % (others {others:.0f} %)"
         print(f"  {name:14} {rps:9,.0f} req/s  p50 {p50:7.3f} ms{spent}")
-    print(f"  hit CPU / proxied CPU        {cpu_hit / cpu_proxied:.2f}x (target ≤ 0.5)")
+    rounds = ", ".join(f"{r:.2f}" for r in per_round)
+    print(f"  hit CPU / proxied CPU        {cpu_hit / cpu_proxied:.2f}x (target ≤ 0.5; "
+          f"each round: {rounds})")  # fmt: skip
+    # A closed loop of c callers on a saturated core waits c x CPU per call (Little's law).
+    queue = load.concurrency * cpu_hit
+    print(f"  c x hit CPU                  {queue:.3f} ms (the p50 of a saturated core)")
     print(f"  added p50 of a hit           {added_hit:+.3f} ms (target ≤ 1 ms)")
     if added_proxied > 0:
         print(f"  hit added p50 / proxied      {added_hit / added_proxied:.2f}x "

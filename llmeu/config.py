@@ -38,7 +38,14 @@ class Settings:
     max_connections: int = 0
     """Open connections per process; 0: the descriptor limit less what the process needs."""
     max_connections_per_client: int = 256
-    """Open connections per client address (429 above); 0: no cap (behind a load balancer)."""
+    """Open connections per client address (429 above); 0: no cap."""
+    trusted_proxies: tuple[str, ...] = ()
+    """Networks (CIDR) of the proxies whose forwarding header names the client
+    (`llmeu.protocol.forwarded`); empty: the peer is the client, no header is read."""
+    forwarded_header: str = "x-forwarded-for"
+    """The header the trusted proxies write: `x-forwarded-for` or `forwarded` (RFC 7239)."""
+    proxy_protocol: bool = False
+    """Every connection begins with a PROXY protocol header (v1 or v2) from a trusted proxy."""
     max_body_memory_bytes: int = 64 << 20
     """Request bodies held in memory at once, all requests of the process together (503
     above); never less than `max_body_bytes`."""
@@ -70,12 +77,22 @@ class Settings:
     keep_metadata: str = "P6M"
     """ISO 8601: how long call metadata is kept where the policy does not say."""
     heartbeat_seconds: float = 5.0
+    migrate: bool = True
+    """Apply the ledger's pending migrations at start (`llmeu serve`); False (`--no-migrate`):
+    refuse to start on a schema this release does not run on, leaving migrations to
+    `llmeu migrate` (llmeu.ledger.schema)."""
     ledger_buffer: int = 10_000
     signing_key_file: Path | None = None
     """A PEM (PKCS#8) Ed25519 key to sign receipts and checkpoints with; else
-    `signing_key_env`, else a key generated into `data_dir/signing-keys`."""
+    `signing_key_env`, else `signing_key_dir`, else a key generated into
+    `generated_signing_key_dir`."""
     signing_key_env: str = "LLMEU_SIGNING_KEY"
     """The environment variable that may hold the signing key's PEM text."""
+    signing_key_dir: Path | None = None
+    """A fleet's key directory (`llmeu.evidence.key_directory`): PEM files shared by every
+    gateway, the newest private key signing, reread on SIGHUP and when it changes."""
+    signing_key_poll_seconds: float = 5.0
+    """How often a gateway looks whether its key files changed (file metadata only)."""
     signing_retired_keys: tuple[Path, ...] = ()
     """Public keys (PEM, or a JWKS) of earlier signing keys, still published."""
     cache_max_bytes: int = 64 << 20
@@ -106,6 +123,8 @@ class Settings:
             values["data_dir"] = Path(env["LLMEU_DATA_DIR"])
         if env.get("LLMEU_SIGNING_KEY_FILE"):
             values["signing_key_file"] = Path(env["LLMEU_SIGNING_KEY_FILE"])
+        if env.get("LLMEU_SIGNING_KEY_DIR"):
+            values["signing_key_dir"] = Path(env["LLMEU_SIGNING_KEY_DIR"])
         if env.get("LLMEU_SIGNING_RETIRED_KEYS"):
             retired = env["LLMEU_SIGNING_RETIRED_KEYS"].split(os.pathsep)
             values["signing_retired_keys"] = tuple(Path(p) for p in retired if p)
@@ -119,7 +138,8 @@ class Settings:
         return self.database_url or f"sqlite:///{self.data_dir / 'llmeu.db'}"
 
     @property
-    def signing_key_dir(self) -> Path:
+    def generated_signing_key_dir(self) -> Path:
+        """Where a gateway without a configured key generates its own (one machine's)."""
         return self.data_dir / "signing-keys"
 
     @property

@@ -9,7 +9,10 @@ HTTP statuses and bodies in one place (`llmeu.api.http.error_responses`), a
     LlmeuError
     ├── ConfigError                 invalid settings or configuration file
     ├── DatabaseError               the ledger database refused the work (retrying fails too)
-    │   └── DatabaseUnavailable     it cannot take the work now; the same work may succeed later
+    │   ├── DatabaseUnavailable     it cannot take the work now; the same work may succeed later
+    │   └── SchemaMismatch          its schema is older or newer than this release runs on
+    ├── BackupFailed                a ledger backup or restore was not made, or its copy does
+    │                               not hold a readable ledger: nothing half-written is left
     ├── SharedStateUnavailable      Redis (shared by gateway processes) does not answer now
     ├── ClientDisconnected          the client hung up: the call ends `cancelled`
     └── ApiError                    becomes an HTTP error response
@@ -71,6 +74,17 @@ class DatabaseError(LlmeuError):
 
 class DatabaseUnavailable(DatabaseError):
     """The database cannot take the operation now; the same operation may succeed later."""
+
+
+class SchemaMismatch(DatabaseError):
+    """The ledger's schema is one this release does not run on: older than its own expand
+    steps (`llmeu migrate` fixes it), or holding a newer release's contract step
+    (`llmeu.ledger.schema`). The message names both versions."""
+
+
+class BackupFailed(LlmeuError):
+    """`llmeu ledger backup`/`restore` could not make or check its copy: a tool is missing,
+    the file cannot be written or read, it holds no ledger, or the target is in use."""
 
 
 class SharedStateUnavailable(LlmeuError):

@@ -15,7 +15,7 @@ from llmeu.api.http.identifiers import check_identifier
 from llmeu.api.http.route import Route
 from llmeu.api.routes.route_table import route_table
 from llmeu.config import Settings
-from llmeu.errors import ClientDisconnected, MethodNotAllowed, NotFound
+from llmeu.errors import ClientDisconnected, MethodNotAllowed, NotFound, SchemaMismatch
 
 log = logging.getLogger("llmeu.api")
 
@@ -94,6 +94,10 @@ class App:
             if message["type"] == "lifespan.startup":
                 try:
                     await self.gateway.start()
+                except SchemaMismatch as error:  # the message says it all: no traceback
+                    log.error("startup failed: %s", error)
+                    await send({"type": "lifespan.startup.failed", "message": str(error)})
+                    return
                 except Exception as error:  # reported to the server, which exits
                     log.exception("startup failed")
                     await send({"type": "lifespan.startup.failed", "message": str(error)})

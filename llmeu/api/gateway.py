@@ -30,7 +30,7 @@ from llmeu.api.services.platform_service import Platform
 from llmeu.api.services.policies import PolicyBook
 from llmeu.api.services.receipt_issuer import Receipts
 from llmeu.api.services.response_store import ResponseStore
-from llmeu.api.services.signing import load_signing_keys
+from llmeu.api.services.signing import KeyReloader, load_signing_keys
 from llmeu.api.services.upstreams import (
     Closable,
     ProviderBuilder,
@@ -145,6 +145,7 @@ class Gateway:
                 settings.audit_checkpoint_dir,
             ),
         )
+        self.signing = KeyReloader(settings, self._use_signing_keys)
         self.calls = Calls(
             CallContext(
                 keys=self.keys, policies=self.policies, upstreams=self.upstreams,
@@ -188,10 +189,12 @@ class Gateway:
         return ToolServers(self.config.tool_servers, self.http, self.settings.environ, self.breaker)
 
     async def start(self) -> None:
-        await self.store.db.open()
-        await self.store.migrate()
-        now = time.time()
         settings = self.settings
+        await self.store.db.open()
+        if settings.migrate:
+            await self.store.migrate(live_after=time.time() - 3 * settings.heartbeat_seconds)
+        await self.store.check_schema()  # also after migrating: a newer release's contract step
+        now = time.time()
         shared = self.shared
         # A ledger of one process: whatever a previous process left in progress was
         # interrupted. A shared one: only processes whose heartbeat stopped are gone.
@@ -223,6 +226,7 @@ class Gateway:
         self.answers.announce(self.policies.policies.values())
         self._tasks.append(asyncio.create_task(self._maintenance(), name="llmeu-maintenance"))
         self._tasks.append(asyncio.create_task(self._checkpointing(), name="llmeu-checkpoints"))
+        self._tasks.append(asyncio.create_task(self.signing.watch(), name="llmeu-signing-keys"))
         self._loop = asyncio.get_running_loop()
         self.loaded = True
         if token is not None or settings.workers == 1:  # workers: one notice, not one each
@@ -297,31 +301,42 @@ class Gateway:
         if tell_others:
             await self.broadcast("config", "reload")
 
+    def _use_signing_keys(self, ring: SigningKeys) -> bool:
+        """Sign receipts and checkpoints with `ring` from the next one on (`KeyReloader`)."""
+        if not self.receipts.use(ring):
+            return False
+        self.checkpoints.key = ring.active
+        return True
+
     def reload_soon(self) -> None:
-        """Reload from a signal handler (SIGHUP): on the event loop, logging any failure."""
+        """Reload the configuration file and the signing keys from a signal handler
+        (SIGHUP): on the event loop, logging any failure; either may fail alone."""
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._reload_in_background)
 
     def _reload_in_background(self) -> None:
-        """A reload by signal is an admin event too: its actor is the signal (whoever may
-        signal the process runs the host), with no role and no address."""
-
         async def reload() -> None:
             before = self.platform.configuration_state()
             try:
                 await self.reload(tell_others=False)
             except ConfigError as error:
                 log.error("configuration not reloaded, the previous one stays: %s", error)
-                return
-            after = self.platform.configuration_state()
-            try:
-                await self.platform.admin_log.record(
-                    SIGNAL_ACTOR, "config.reload", "configuration", before=before, after=after
-                )
-            except DatabaseError as error:
-                log.error("the reload's admin event could not be written: %s", error)
+            else:
+                await self._record_signal_reload(before)
+            await self.signing.reload()
 
         self._spawn(reload())
+
+    async def _record_signal_reload(self, before: dict[str, Any]) -> None:
+        """A configuration reloaded by signal is an admin event too: its actor is the signal
+        (whoever may signal the process runs the host), with no role and no address."""
+        after = self.platform.configuration_state()
+        try:
+            await self.platform.admin_log.record(
+                SIGNAL_ACTOR, "config.reload", "configuration", before=before, after=after
+            )
+        except DatabaseError as error:
+            log.error("the reload's admin event could not be written: %s", error)
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
         """Background work that ends by itself (stopped with the gateway if it has not)."""

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from msgspec import Struct
+
 from llmeu.cache.entry import Entry
 from llmeu.cache.lookups import Cacheable, Lookup
 from llmeu.cache.similarity import WINDOW_TOKENS, Vector, normalized
@@ -38,8 +40,7 @@ class HitKind(StrEnum):
     SEMANTIC = "semantic"
 
 
-@dataclass(frozen=True, slots=True)
-class Consulted:
+class Consulted(Struct, frozen=True):
     """What a look-up found: an entry and how (`hit`), or a miss and how to keep its answer."""
 
     lookup: Lookup

@@ -23,18 +23,16 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 
 import msgspec
-from msgspec import UNSET
+from msgspec import UNSET, Struct
 
 from llmeu.calls.request import ChatRequest, EmbeddingInputs, TextPart, UserMessage
 from llmeu.routing.cache_rules import CacheRules, CacheScope
 from llmeu.routing.catalog import Endpoint
 
 
-@dataclass(frozen=True, slots=True)
-class Partition:
+class Partition(Struct, frozen=True):
     """The answers a call may read and adds to."""
 
     policy_id: str
@@ -47,8 +45,7 @@ class Partition:
         return cls(policy_id, policy_sha256, key_id if rules.scope is CacheScope.KEY else "")
 
 
-@dataclass(frozen=True, slots=True)
-class Cacheable:
+class Cacheable(Struct, frozen=True):
     """A request as the cache reads it: `material` is its normalized form but for the last
     user turn's `text` (None where that turn is not plain text, or for embeddings: then the
     semantic cache does not apply and `material` holds all). `tools` and `sampled` (a
@@ -64,15 +61,12 @@ class Cacheable:
 def chat_cacheable(chat: ChatRequest, extras: Sequence[object] = ()) -> Cacheable:
     """A chat-shaped request (chat completions, Responses, Messages mapped onto it);
     `extras` are what the surface's upstreams read beyond the `ChatRequest`."""
+    text = _last_user_text(chat)
+    messages = chat.messages if text is None else [*chat.messages[:-1], UserMessage(content="")]
     normal = msgspec.structs.replace(
         chat, model="", stream=UNSET, stream_options=UNSET, user=UNSET, metadata=UNSET,
-        llmeu=UNSET,
+        llmeu=UNSET, messages=messages,
     )  # fmt: skip
-    text = _last_user_text(chat)
-    if text is not None:
-        normal = msgspec.structs.replace(
-            normal, messages=[*chat.messages[:-1], UserMessage(content="")]
-        )
     temperature = chat.temperature
     return Cacheable(
         material=_normal((normal, [None if e is UNSET else e for e in extras])),
@@ -112,33 +106,40 @@ def routed_model(endpoints: Iterable[Endpoint]) -> bytes:
     return "\x1e".join(facts).encode()
 
 
-@dataclass(frozen=True, slots=True)
 class Lookup:
     """One call's place in the cache: the key of its exact answer, and the scope in which a
-    near prompt's answer may serve it."""
+    near prompt's answer may serve it.
 
-    partition: Partition
-    surface: str
-    routed: bytes
-    request: Cacheable
-    exact: str = field(init=False)
+    Built on every call under a caching policy, hit or miss: a plain class with slots, the
+    exact key hashed once as the parts come (not framed into one buffer first)."""
 
-    def __post_init__(self) -> None:
-        text = (self.request.text or "").encode()
-        object.__setattr__(self, "exact", _digest((*self._scoping(), text)))
+    __slots__ = ("exact", "partition", "request", "routed", "surface")
+
+    def __init__(self, partition: Partition, surface: str, routed: bytes, request: Cacheable):
+        self.partition = partition
+        self.surface = surface
+        self.routed = routed
+        self.request = request
+        digest = self._scoping()
+        _frame(digest, (request.text or "").encode())
+        self.exact: str = digest.hexdigest()
 
     @property
     def scope(self) -> str:
         """Everything the exact key holds but the last user turn's text (semantic cache)."""
-        return _digest(self._scoping())
+        return self._scoping().hexdigest()
 
-    def _scoping(self) -> tuple[bytes, ...]:
+    def _scoping(self) -> hashlib._Hash:
+        """SHA-256 of the parts, each length-prefixed so that no two sequences hash alike."""
         p = self.partition
-        named = (p.policy_id, p.policy_sha256, p.tenant, self.surface)
-        return (*(s.encode() for s in named), self.routed, self.request.material)
+        digest = hashlib.sha256()
+        for part in (p.policy_id, p.policy_sha256, p.tenant, self.surface):
+            _frame(digest, part.encode())
+        _frame(digest, self.routed)
+        _frame(digest, self.request.material)
+        return digest
 
 
-def _digest(parts: Sequence[bytes]) -> str:
-    """SHA-256 of the parts, each length-prefixed so that no two sequences hash alike."""
-    framed = b"".join(len(part).to_bytes(8, "big") + part for part in parts)
-    return hashlib.sha256(framed).hexdigest()
+def _frame(digest: hashlib._Hash, part: bytes) -> None:
+    digest.update(len(part).to_bytes(8, "big"))
+    digest.update(part)

@@ -45,7 +45,7 @@ from typing import Any
 
 import httpx
 
-from llmeu.api.services.signing import configured_pem_source, load_signing_keys
+from llmeu.api.services.signing import configured_key_source, load_signing_keys
 from llmeu.config import Settings
 from llmeu.errors import ConfigError, DatabaseError, DatabaseUnavailable
 from llmeu.evidence.admin_events import ADMIN_ROUTE, check_events, name_events
@@ -114,11 +114,11 @@ def _keys(
         return _read_jwks(source), f"the keys of --jwks {source}"
     if named_database:
         return None
-    pem = configured_pem_source(settings)
-    if pem is None and not any(settings.signing_key_dir.glob("*.key")):
+    pem = configured_key_source(settings)
+    if pem is None and not any(settings.generated_signing_key_dir.glob("*.key")):
         # no keys here: never generate one just to verify
-        return {"keys": []}, f"no keys (none in {settings.signing_key_dir})"
-    where = pem or str(settings.signing_key_dir)
+        return {"keys": []}, f"no keys (none in {settings.generated_signing_key_dir})"
+    where = pem or str(settings.generated_signing_key_dir)
     return load_signing_keys(settings).jwks(), f"this gateway's own keys ({where})"
 
 

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from llmeu.cli import ledger_backup
 from llmeu.cli.local_events import record_local
 from llmeu.config import Settings
 from llmeu.errors import DatabaseError, DatabaseUnavailable
@@ -39,6 +40,7 @@ def register(subparsers: Any) -> None:
     purge.add_argument("--database-url", help="postgresql://… (a shared ledger)")
     purge.add_argument("--json", action="store_true", help="print the result as JSON")
     purge.set_defaults(func=run_purge)
+    ledger_backup.register_actions(actions)
 
 
 def run_purge(args: argparse.Namespace) -> int:

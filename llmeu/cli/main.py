@@ -18,6 +18,7 @@ from llmeu.cli import (
     config_check,
     keys,
     ledger_purge,
+    migrate,
     probe_upstream,
     receipt,
     route_report,
@@ -31,6 +32,7 @@ from llmeu.cli.version import VersionAction
 SUBCOMMANDS = (
     serve, chat, route_report, config_check, keys, usage, traces, ledger_purge, receipt, subjects,
     audit_export,
+    migrate,
     probe_upstream,
     cache_command,
 )  # fmt: skip

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
 from llmeu.config import Settings
+from llmeu.errors import DatabaseUnavailable, SchemaMismatch
 from llmeu.observability.logs import FORMATS
+from llmeu.protocol.forwarded import parse_network
 from llmeu.routing.durations import Duration
 
 
@@ -20,6 +24,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--data-dir", type=Path, help="where the SQLite ledger lives")
     parser.add_argument(
         "--database-url", help="postgresql://… to share the ledger between processes"
+    )
+    parser.add_argument(
+        "--no-migrate",
+        action="store_true",
+        help="leave the ledger's schema to `llmeu migrate`: refuse to start on a schema this "
+        "release does not run on, rather than migrate it",
     )
     parser.add_argument(
         "--redis-url",
@@ -71,6 +81,27 @@ def register(subparsers: Any) -> None:
         "--max-connections-per-client",
         type=int,
         help="open connections per client address (256; 0 for none, behind a load balancer)",
+    )
+    proxies = parser.add_argument_group("behind a load balancer (docs/operations.md)")
+    proxies.add_argument(
+        "--trusted-proxy",
+        action="append",
+        default=[],
+        type=_network,
+        metavar="CIDR",
+        help="a network whose connections may name the client in --forwarded-header "
+        "(repeatable; IPv4 or IPv6, e.g. 10.0.0.0/8); without it no such header is read",
+    )
+    proxies.add_argument(
+        "--forwarded-header",
+        choices=["x-forwarded-for", "forwarded"],
+        help="the header the trusted proxies write (x-forwarded-for; or RFC 7239's forwarded)",
+    )
+    proxies.add_argument(
+        "--proxy-protocol",
+        action="store_true",
+        help="every connection begins with a PROXY protocol header (v1 or v2), and comes "
+        "from a --trusted-proxy; any other connection is closed",
     )
     parser.add_argument(
         "--max-body-memory",
@@ -128,6 +159,17 @@ def register(subparsers: Any) -> None:
         "--signing-key-file", type=Path, help="PEM Ed25519 key for receipts (else the data dir's)"
     )
     evidence.add_argument(
+        "--signing-key-dir",
+        type=Path,
+        help="a directory of PEM keys shared by a fleet (a Kubernetes Secret): the newest by "
+        "file name signs, all verify, reread on SIGHUP and when it changes",
+    )
+    evidence.add_argument(
+        "--signing-key-poll",
+        type=_positive_seconds,
+        help="seconds between two looks at the key files for a change (5)",
+    )
+    evidence.add_argument(
         "--audit-checkpoint-dir", type=Path, help="also write each signed checkpoint here"
     )
     evidence.add_argument(
@@ -146,6 +188,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         config_file=args.config,
         data_dir=args.data_dir,
         database_url=args.database_url,
+        migrate=False if args.no_migrate else None,
         redis_url=args.redis_url,
         workers=args.workers,
         redis_timeout_seconds=args.redis_timeout,
@@ -157,6 +200,9 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         min_body_rate=args.min_body_rate,
         max_connections=args.max_connections,
         max_connections_per_client=args.max_connections_per_client,
+        trusted_proxies=tuple(args.trusted_proxy) or None,
+        forwarded_header=args.forwarded_header,
+        proxy_protocol=args.proxy_protocol or None,
         max_body_memory_bytes=args.max_body_memory,
         log_level=args.log_level,
         log_format=args.log_format,
@@ -170,12 +216,23 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         breaker_cooldown_seconds=args.breaker_cooldown,
         cors_origins=tuple(args.cors_origin) or None,
         signing_key_file=args.signing_key_file,
+        signing_key_dir=args.signing_key_dir,
+        signing_key_poll_seconds=args.signing_key_poll,
         audit_checkpoint_dir=args.audit_checkpoint_dir,
         checkpoint_every_traces=args.checkpoint_every,
         checkpoint_every_seconds=None
         if args.checkpoint_minutes is None
         else args.checkpoint_minutes * 60,
     )
+
+
+def _network(value: str) -> str:
+    try:
+        return str(parse_network(value))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not an IPv4 or IPv6 network (CIDR, e.g. 10.0.0.0/8) or address"
+        ) from None
 
 
 def _workers(value: str) -> int:
@@ -188,6 +245,16 @@ def _workers(value: str) -> int:
     if count < 1:
         raise argparse.ArgumentTypeError("at least 1 worker")
     return count
+
+
+def _positive_seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError("a number of seconds") from None
+    if not seconds > 0:
+        raise argparse.ArgumentTypeError("more than 0 seconds")
+    return seconds
 
 
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
@@ -208,7 +275,35 @@ def _bytes(value: str) -> int:
 def run(args: argparse.Namespace) -> int:
     from llmeu.server import run as serve
 
-    return serve(settings_from_args(args))
+    settings = settings_from_args(args)
+    if not settings.migrate:
+        refusal = asyncio.run(_schema_refusal(settings))
+        if refusal is not None:
+            print(f"llmeu serve: {refusal}", file=sys.stderr)
+            return 1
+    return serve(settings)
+
+
+async def _schema_refusal(settings: Settings) -> str | None:
+    """`--no-migrate`: why this release must not start on the ledger as it is, said before
+    anything else starts (a SQLite file is created, as the gateway would). A database that
+    cannot be reached now is left to the gateway's start, which reports it (and checks the
+    schema again, as every start does)."""
+    from llmeu.ledger.opening import open_database
+    from llmeu.ledger.store import Store
+
+    database = open_database(settings.effective_database_url)
+    try:
+        await database.open()
+    except DatabaseUnavailable:
+        return None
+    try:
+        await Store(database).check_schema()
+    except SchemaMismatch as error:
+        return str(error)
+    finally:
+        await database.close()
+    return None
 
 
 def _duration(text: str) -> str:

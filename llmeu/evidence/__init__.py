@@ -3,14 +3,15 @@
 Pure functions and small value objects over plain mappings: the ledger, the
 API and the CLI hand in rows, trace views, keys and tokens, and store or
 serve what comes back. Nothing here reads the environment, the database or
-the network; only `keys` touches files (the key directory).
+the network; only `signing_keys` and `key_directory` touch files (key directories).
 
-    jcs       RFC 8785 canonical JSON: the bytes that are hashed and signed
-    keys      Ed25519 signing keys: directory, PEM, rotation, JWKS
-    jws       compact JWS, EdDSA, through PyJWT
-    receipts  the receipt of one trace: payload schema, build, verify
-    chain     links of the hash chain, signed checkpoints of its head
-    audit     the chain verifier that names each broken place
+    jcs            RFC 8785 canonical JSON: the bytes that are hashed and signed
+    signing_keys   Ed25519 signing keys: the data dir's directory, PEM, rotation, JWKS
+    key_directory  a fleet's directory of PEM keys (a Kubernetes Secret): newest signs
+    jws            compact JWS, EdDSA, through PyJWT
+    receipts       the receipt of one trace: payload schema, build, verify
+    chain          links of the hash chain, signed checkpoints of its head
+    audit          the chain verifier that names each broken place
 """
 
 from llmeu.evidence.audit import ChainReport, Damage, Finding, verify_chain

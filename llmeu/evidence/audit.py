@@ -241,15 +241,22 @@ def _checkpoint_findings(
         elif not any(a <= checkpoint.head.seq <= b for a, b in walk.missing):
             findings.append(_named_row_gone(walk, checkpoint, k, held))
     if beyond:
-        latest = beyond[-1]
-        gone = latest.head.seq - last_seq
-        detail = (
-            f"{gone} row(s) after seq {last_seq} are gone: the checkpoint of "
-            f"{latest.created_iso} vouches for seq {latest.head.seq} ({latest.head.trace_id})"
-        )
-        before = walk.ids[-1] if walk.ids else None
-        findings.append(Finding(Damage.TRUNCATED, detail, (), before, None))
+        findings.append(_truncated(walk, beyond[-1], last_seq))
     return newest
+
+
+def _truncated(walk: ChainWalk, latest: Checkpoint, last_seq: int) -> Finding:
+    """The tail the newest checkpoint vouches for and the rows no longer hold — what a
+    restored older backup, or a deleted tail, lost — named as the exact range of places."""
+    first, last = last_seq + 1, latest.head.seq
+    span = f"position {first} is" if first == last else f"positions {first}..{last} are"
+    ends = f"ends at chain position {last_seq}" if last_seq else "holds no chained row"
+    detail = (
+        f"the ledger {ends}; the checkpoint signed {latest.created_iso} vouches for "
+        f"position {last} ({latest.head.trace_id}): {span} missing ({last - last_seq} row(s))"
+    )
+    before = walk.ids[-1] if walk.ids else None
+    return Finding(Damage.TRUNCATED, detail, (), before, None)
 
 
 def _named_row_gone(walk: ChainWalk, checkpoint: Checkpoint, k: int, held: bool) -> Finding:

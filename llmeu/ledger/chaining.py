@@ -62,7 +62,7 @@ from llmeu.evidence.chain import (
 )
 from llmeu.evidence.signing_keys import SigningKey
 from llmeu.ledger.admission import ADMITTED, mark_suspects
-from llmeu.ledger.database import Database, Dialect, Followup, Params, Row, Statement
+from llmeu.ledger.database import Database, Dialect, Followup, Params, Reads, Row, Statement
 
 _SWEEP_LIMIT = 5000  # rows chained per transaction; the rest go with the next one
 AHEAD_LIMIT = 64  # rows linked ahead in one transaction; a larger batch goes the locked way
@@ -277,7 +277,7 @@ def _head(rows: list[Row]) -> ChainLink:
     return ChainLink(int(row["seq"]), row["link"], row["trace_id"])
 
 
-async def chain_head(db: Database) -> ChainLink:
+async def chain_head(db: Reads) -> ChainLink:
     return _head(await db.fetch(_HEAD))
 
 
@@ -288,7 +288,7 @@ async def chain_pending(db: Database, settled_before: float) -> int:
     return counts[0] if counts else 0
 
 
-async def chained_rows(db: Database) -> list[Row]:
+async def chained_rows(db: Reads) -> list[Row]:
     """Every row the chain should hold, in chain order: the chained rows, then final rows
     without a place (which the verifier reports). `interrupted` rows still settling
     (`chain_final_rows`) have no place yet and are not among them."""

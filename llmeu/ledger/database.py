@@ -15,7 +15,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from llmeu.errors import DatabaseError
 
@@ -86,6 +86,13 @@ class Dialect:
     def keep_existing(self, key: str) -> str:
         """The clause that makes an INSERT skip a row whose `key` is already there."""
         return f" ON CONFLICT ({key}) DO NOTHING"
+
+
+class Reads(Protocol):
+    """What reading a ledger takes: a `Database`, or the one connection that reads a
+    backup's snapshot (`llmeu.ledger.backups`)."""
+
+    async def fetch(self, sql: str, params: Params = ()) -> list[Row]: ...
 
 
 class Database(ABC):

@@ -4,7 +4,8 @@ One DDL text serves SQLite and PostgreSQL (TEXT, BIGINT, INTEGER and DOUBLE
 PRECISION mean the same in both); a step for one database only names it.
 Timestamps are seconds since the epoch, JSON is stored as TEXT. A migration
 is applied once, in order, inside a transaction; add new steps at the end,
-never edit an applied one.
+never edit an applied one. From migration 15 on every step is an expand step
+unless `CONTRACT` names it (docs/extending.md, "Changing the ledger's schema").
 """
 
 from __future__ import annotations
@@ -367,6 +368,18 @@ MIGRATIONS: tuple[tuple[int, str, tuple[Step, ...]], ...] = (
         ),
     ),
     (
+        15,
+        "the schema each gateway process runs on, contract steps marked",
+        (
+            # The highest migration the process's release knows (NULL: a release from
+            # before this step, which counts as older than any contract step), and the mark
+            # of a contract step (1), which a release that does not know it must not run
+            # beside (llmeu.ledger.schema). Expand-only: releases before it write neither.
+            "ALTER TABLE instances ADD COLUMN schema_version INTEGER",
+            "ALTER TABLE schema_migrations ADD COLUMN contract INTEGER",
+        ),
+    ),
+    (
         17,
         "administrative changes on the evidence chain",
         (
@@ -390,6 +403,12 @@ MIGRATIONS: tuple[tuple[int, str, tuple[Step, ...]], ...] = (
         ),
     ),
 )
+
+CONTRACT: frozenset[int] = frozenset()
+"""The versions of `MIGRATIONS` that are contract steps: they remove or narrow what an
+older release still reads or writes, so they run only once no process of a release that
+does not know them is alive (`llmeu.ledger.schema`, docs/extending.md). Every other step
+is an expand step, which an older release runs beside unharmed."""
 
 CREATE_MIGRATIONS_TABLE = """
 CREATE TABLE IF NOT EXISTS schema_migrations (

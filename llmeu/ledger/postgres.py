@@ -9,8 +9,9 @@ whose session commits that way, in one round trip.
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import asyncpg
@@ -23,6 +24,7 @@ from llmeu.ledger.database import (
     Followup,
     Listener,
     Params,
+    Reads,
     Row,
     Statement,
     WriteConflict,
@@ -172,6 +174,42 @@ class PostgresDatabase(Database):
         if at and ":" in credentials:
             rest = f"{credentials.split(':', 1)[0]}:***@{host}"
         return f"{scheme}{sep}{rest}"
+
+
+class _SnapshotReads:
+    """`Reads` on the one connection whose transaction holds an exported snapshot."""
+
+    def __init__(self, conn: Any):
+        self._conn = conn
+
+    async def fetch(self, sql: str, params: Params = ()) -> list[Row]:
+        counter = iter(range(1, 10_000))
+        numbered = _PLACEHOLDER.sub(lambda _: f"${next(counter)}", sql)
+        try:
+            return [dict(row) for row in await self._conn.fetch(numbered, *params)]
+        except _postgres_errors() as error:
+            raise _postgres_error(error) from error
+
+
+@contextlib.asynccontextmanager
+async def exported_snapshot(url: str) -> AsyncIterator[tuple[str, Reads]]:
+    """A read-only repeatable-read transaction on a connection of its own, and the id of
+    its exported snapshot: another session that imports it (`pg_dump --snapshot`) sees
+    exactly what the `Reads` yielded reads, as long as the block runs."""
+    try:
+        conn = await asyncpg.connect(url, timeout=30)
+    except _postgres_errors() as error:
+        raise DatabaseUnavailable(f"cannot connect to PostgreSQL: {error}") from error
+    try:
+        await conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        snapshot = await conn.fetchval("SELECT pg_export_snapshot()")
+    except _postgres_errors() as error:
+        await conn.close()
+        raise _postgres_error(error) from error
+    try:
+        yield str(snapshot), _SnapshotReads(conn)
+    finally:
+        await conn.close()  # ends the read-only transaction: nothing to commit
 
 
 async def _keep_session(conn: Any) -> None:

@@ -15,7 +15,8 @@ from llmeu.ledger.admin_events import NOT_ADMIN, EventPage, list_events, write_e
 from llmeu.ledger.admission import ADMIT, FORGET_CHAINED, KEEP_ADMITTED
 from llmeu.ledger.api_keys import ApiKey
 from llmeu.ledger.database import Database, Row, Statement
-from llmeu.ledger.migrations import CREATE_MIGRATIONS_TABLE, MIGRATIONS, Step
+from llmeu.ledger.migrations import CONTRACT, CREATE_MIGRATIONS_TABLE, MIGRATIONS, Step
+from llmeu.ledger.schema import SCHEMA_VERSION, mismatch
 from llmeu.ledger.trace_writes import TRACE_COLUMNS, TraceWrites, trace_row
 from llmeu.ledger.views import (
     STATUS_COUNTS,
@@ -45,6 +46,14 @@ _KEY_COLUMNS = (
     "created_at, revoked_at, purpose, allow_mcp_servers, allow_tools"
 )
 _KEY_VALUES = ", ".join("?" for _ in _KEY_COLUMNS.split(", "))
+_INSTANCE_COLUMNS = "instance_id, started_at, heartbeat_at, schema_version"
+LIVE_WINDOW_SECONDS = 15.0
+"""A process is gone once its heartbeat is older than this: three of the default 5 s."""
+
+
+def known_migrations() -> list[tuple[int, str, bool]]:
+    """This release's migrations, in order: version, name, whether a contract step."""
+    return [(version, name, version in CONTRACT) for version, name, _ in MIGRATIONS]
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,30 +92,44 @@ class Store:
         """Whether several gateway processes may share this ledger (the database's answer)."""
         return self.db.dialect.shared
 
-    async def migrate(self) -> list[int]:
+    async def migrate(self, *, live_after: float | None = None) -> list[int]:
         """Apply pending migrations; returns the versions applied now.
 
         Gateway processes starting together on a new database race here. Each
         migration's transaction first claims its version in `schema_migrations`:
         a second process's claim waits for the first transaction and then fails,
         and that process finds the version applied and moves on.
+
+        A contract step (`CONTRACT`) waits, and every step after it with it, while a
+        process whose heartbeat is not older than `live_after` (default: three default
+        heartbeats ago) runs a release that does not know it (`llmeu.ledger.schema`); the
+        next `migrate` applies it once they have gone.
         """
         try:
             await self.db.execute(CREATE_MIGRATIONS_TABLE)
         except DatabaseError:
             # PostgreSQL: a concurrent CREATE TABLE IF NOT EXISTS can still collide.
             await self._applied_versions()  # raises unless the table is there now
+        if live_after is None:
+            live_after = time.time() - LIVE_WINDOW_SECONDS
         applied = []
         for version, name, statements in MIGRATIONS:
             if version in await self._applied_versions():
                 continue
+            if version in CONTRACT and await self.older_processes(version, live_after):
+                break
             claim: Statement = (
                 "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
                 [(version, name, time.time())],
             )
+            marks: list[Statement] = []
+            if version in CONTRACT:
+                marks.append(
+                    ("UPDATE schema_migrations SET contract = 1 WHERE version = ?", [(version,)])
+                )
             try:
                 await self.db.transaction(
-                    [claim, *((sql, [()]) for sql in self._steps(statements))]
+                    [claim, *((sql, [()]) for sql in self._steps(statements)), *marks]
                 )
             except DatabaseError:
                 if version in await self._applied_versions():
@@ -114,6 +137,31 @@ class Store:
                 raise
             applied.append(version)
         return applied
+
+    async def schema(self) -> tuple[set[int], set[int]]:
+        """The migrations applied to this ledger, and which of them are contract steps."""
+        rows = await self.db.fetch("SELECT * FROM schema_migrations")
+        return {r["version"] for r in rows}, {r["version"] for r in rows if r.get("contract")}
+
+    async def check_schema(self) -> None:
+        """Raise `SchemaMismatch` unless this release runs on the ledger's schema as it is."""
+        applied: set[int] = set()
+        contracts: set[int] = set()
+        if await self.has_schema():
+            applied, contracts = await self.schema()
+        problem = mismatch(applied, contracts)
+        if problem is not None:
+            raise problem
+
+    async def older_processes(self, version: int, live_after: float) -> list[str]:
+        """Live gateway processes (heartbeat not older than `live_after`) of releases that do
+        not know migration `version`: a contract step `version` must wait for them."""
+        rows = await self.db.fetch(
+            "SELECT instance_id FROM instances WHERE heartbeat_at >= ? "
+            "AND (schema_version IS NULL OR schema_version < ?) ORDER BY instance_id",
+            (live_after, version),
+        )
+        return [r["instance_id"] for r in rows]
 
     def _steps(self, steps: Sequence[Step]) -> list[str]:
         """A migration's DDL for this database."""
@@ -260,18 +308,19 @@ class Store:
         )
 
     async def register_instance(self, instance_id: str, now: float) -> None:
+        """The process, and the schema its release knows (a contract step waits for it)."""
         await self.db.execute(
-            "INSERT INTO instances (instance_id, started_at, heartbeat_at) VALUES (?, ?, ?)",
-            (instance_id, now, now),
+            f"INSERT INTO instances ({_INSTANCE_COLUMNS}) VALUES (?, ?, ?, ?)",
+            (instance_id, now, now, SCHEMA_VERSION),
         )
 
     async def heartbeat(self, instance_id: str, now: float) -> None:
         """Also registers again a process whose row a sweep removed while its heartbeat
         could not be written (the database was away, or the process stalled)."""
         await self.db.execute(
-            "INSERT INTO instances (instance_id, started_at, heartbeat_at) VALUES (?, ?, ?)"
+            f"INSERT INTO instances ({_INSTANCE_COLUMNS}) VALUES (?, ?, ?, ?)"
             + self.db.dialect.upsert("instance_id", ("heartbeat_at",)),
-            (instance_id, now, now),
+            (instance_id, now, now, SCHEMA_VERSION),
         )
 
     async def unregister_instance(self, instance_id: str) -> None:

@@ -25,6 +25,9 @@ class ConnectionState(Protocol):
     def refused_busy(self) -> int: ...
 
     @property
+    def refused_proxy_protocol(self) -> int: ...
+
+    @property
     def evicted(self) -> int: ...
 
     @property
@@ -48,12 +51,14 @@ class ConnectionsCollector:
         )
         refused = CounterMetricFamily(
             "llmeu_connections_refused",
-            "Connections refused at once: per_client (429, the address holds its cap) or busy "
-            "(503, every connection held is answering).",
+            "Connections refused at once: per_client (429, the address holds its cap), busy "
+            "(503, every connection held is answering) or proxy_protocol (closed: not from a "
+            "trusted proxy, or no valid PROXY header first).",
             labels=("reason",),
         )
         refused.add_metric(("per_client",), guard.refused_per_client)
         refused.add_metric(("busy",), guard.refused_busy)
+        refused.add_metric(("proxy_protocol",), guard.refused_proxy_protocol)
         yield refused
         yield CounterMetricFamily(
             "llmeu_connections_evicted",

@@ -8,7 +8,15 @@ the oldest connection that holds no request — one silent since it opened or
 idle between requests, which a slowloris or a forgotten keep-alive is — and
 only when every connection is busy is the newcomer answered 503. One client
 address may hold at most `max_per_client` connections (429 above; 0 turns the
-cap off, as behind a load balancer that is every client's address).
+cap off).
+
+Behind a trusted proxy (`--trusted-proxy`, `llmeu.protocol.forwarded`) the
+client's address is known only once a request's head names it, so a
+connection from a trusted proxy is admitted under no address and counts for
+the client whose request it carries, from that request's head until its
+answer ends (`attribute`): a balancer's pooled connections count for the
+clients they serve at the moment, and an idle one for nobody. Over the cap,
+that request is refused with the 429 and its connection closed.
 
 Counts are per process: with `--workers N` each worker holds its own.
 """
@@ -61,16 +69,18 @@ class ConnectionGuard:
     def __init__(self, limits: ConnectionLimits):
         self.limits = limits
         self._capacity = limits.open_connections()
-        self._open: dict[Guarded, str] = {}
+        self._open: dict[Guarded, str | None] = {}
         self._per_client: dict[str, int] = {}
         self.evicted = 0
         self.refused_per_client = 0
         self.refused_busy = 0
+        self.refused_proxy_protocol = 0
+        """With `--proxy-protocol`: from a peer not trusted, or without a valid header."""
         self.head_timeouts = 0
 
     @property
     def refused(self) -> int:
-        return self.refused_per_client + self.refused_busy
+        return self.refused_per_client + self.refused_busy + self.refused_proxy_protocol
 
     @property
     def capacity(self) -> int:
@@ -79,22 +89,51 @@ class ConnectionGuard:
     def __len__(self) -> int:
         return len(self._open)
 
-    def admit(self, connection: Guarded, client: str) -> int | None:
-        """Hold `connection` (from `client`'s address); None when admitted, else the status
-        to refuse it with: 429 over the per-address cap, 503 when every connection is busy."""
-        cap = self.limits.max_per_client
-        if cap and self._per_client.get(client, 0) >= cap:
-            self.refused_per_client += 1
+    def admit(self, connection: Guarded, client: str | None) -> int | None:
+        """Hold `connection` (from `client`'s address; None: not known yet, counted for no
+        address); None when admitted, else the status to refuse it with: 429 over the
+        per-address cap, 503 when every connection is busy."""
+        if client is not None and self._over_cap(client):
             return 429
         if len(self._open) >= self._capacity and not self._evict_idle():
             self.refused_busy += 1
             return 503
         self._open[connection] = client
-        self._per_client[client] = self._per_client.get(client, 0) + 1
+        if client is not None:
+            self._per_client[client] = self._per_client.get(client, 0) + 1
         return None
 
+    def attribute(self, connection: Guarded, client: str | None) -> bool:
+        """Count the held `connection` for `client` from now on (None: for no address);
+        False, and counted for no address, when `client` holds its cap already."""
+        if connection not in self._open:
+            return True  # released meanwhile: nothing to count
+        if self._open[connection] == client:
+            return True
+        self._forget(connection)
+        if client is not None and self._over_cap(client):
+            self._open[connection] = None
+            return False
+        self._open[connection] = client
+        if client is not None:
+            self._per_client[client] = self._per_client.get(client, 0) + 1
+        return True
+
     def release(self, connection: Guarded) -> None:
-        client = self._open.pop(connection, None)
+        if connection in self._open:
+            self._forget(connection)
+            del self._open[connection]
+
+    def _over_cap(self, client: str) -> bool:
+        cap = self.limits.max_per_client
+        if cap and self._per_client.get(client, 0) >= cap:
+            self.refused_per_client += 1
+            return True
+        return False
+
+    def _forget(self, connection: Guarded) -> None:
+        """Take `connection` off its address's count (it stays held)."""
+        client = self._open[connection]
         if client is None:
             return
         left = self._per_client[client] - 1

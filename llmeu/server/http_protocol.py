@@ -11,7 +11,19 @@ never said anything — and the `ConnectionGuard` caps connections per process
 and per client address. A request uvicorn's parser cannot read (NUL or CR in a
 header, obs-fold) is a 400 in the OpenAI error shape, as every refusal here.
 uvicorn takes the protocol class as `Config(http=...)`; `protocol_factory`
-binds it to the guard.
+binds it to the guard and to the trusted proxies.
+
+Behind trusted proxies (`--trusted-proxy`), the client a request comes from
+is the one `llmeu.protocol.forwarded` reads from the header the proxy writes; it
+replaces the peer in the ASGI scope's `client`, which is all the app reads
+(the failed-authentication limit among others), and the guard counts the
+connection for it while the request runs. With `--proxy-protocol`, every
+connection must come from a trusted peer (any other is closed at once, before
+a byte is read) and begin with a PROXY header (`llmeu.protocol.proxy_header`;
+a connection whose first bytes are not one is closed); the address it names
+replaces the peer for the whole connection, and when that address is itself a
+trusted proxy's, each request's forwarding header is read as above. Without
+trusted proxies nothing of this runs: no header is looked at.
 """
 
 from __future__ import annotations
@@ -26,6 +38,8 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResp
 
 from llmeu.api.http.asgi import HANGUP_EXTENSION, HangupHook
 from llmeu.protocol.error_shape import encode_error
+from llmeu.protocol.forwarded import TrustedProxies
+from llmeu.protocol.proxy_header import read_proxy_header
 from llmeu.server.connection_guard import ConnectionGuard
 from llmeu.server.request_cycle import Http10Cycle, OneWriteCycle
 
@@ -34,12 +48,19 @@ _LINGER_SECONDS = 5.0
 _REFUSED_LINGER_SECONDS = 1.0  # a connection refused for want of room gives it back soon
 
 
-def protocol_factory(guard: ConnectionGuard) -> Callable[..., BoundedHttpToolsProtocol]:
-    """The protocol class for uvicorn's `Config(http=...)`, every connection under `guard`."""
-    return partial(BoundedHttpToolsProtocol, guard=guard)
+def protocol_factory(
+    guard: ConnectionGuard, proxies: TrustedProxies | None = None, proxy_protocol: bool = False
+) -> Callable[..., BoundedHttpToolsProtocol]:
+    """The protocol class for uvicorn's `Config(http=...)`, every connection under `guard`,
+    the client's address read behind `proxies` (with PROXY headers when `proxy_protocol`)."""
+    if proxy_protocol and proxies is None:
+        raise ValueError("the PROXY protocol is accepted from trusted proxies only")
+    return partial(
+        BoundedHttpToolsProtocol, guard=guard, proxies=proxies, proxy_protocol=proxy_protocol
+    )
 
 
-class _HeadTooLarge(Exception):
+class _Refused(Exception):
     """Stops the parser inside one of its callbacks; uvicorn then calls `send_400_response`."""
 
 
@@ -56,15 +77,26 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
     `_LINGER_SECONDS`).
     """
 
-    def __init__(self, *args: Any, guard: ConnectionGuard | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        guard: ConnectionGuard | None = None,
+        proxies: TrustedProxies | None = None,
+        proxy_protocol: bool = False,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
         self._guard = guard
+        self._proxies = proxies
+        self._forwarded = False  # the peer is a trusted proxy: each request names its client
+        # The start of a PROXY header while one is awaited, else None.
+        self._proxy_header: bytearray | None = bytearray() if proxy_protocol else None
         self._head_timer: asyncio.TimerHandle | None = None
         self._in_head = True
         self._head_bytes = 0  # request line and headers the parser reported
         self._head_received = 0  # bytes received while the head was incomplete
         self._message_ended = False
-        self._refusal: tuple[int, str] | None = None
+        self._refusal: Callable[[], None] | None = None
         self._refused = False
         self._linger: asyncio.TimerHandle | None = None
 
@@ -83,8 +115,14 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        client: str | None = self.client[0] if self.client else ""
+        if self._proxies is not None and self._proxies.trusts(client or ""):
+            client = None  # known once the PROXY header or a request's head names it
+            self._forwarded = self._proxy_header is None
+        elif self._proxy_header is not None:  # a PROXY header only from a trusted peer
+            self._close_without_header()
+            return
         if self._guard is not None:
-            client = self.client[0] if self.client else ""
             refusal = self._guard.admit(self, client)
             if refusal is not None:
                 self._refuse_connection(refusal)
@@ -94,6 +132,10 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
     def data_received(self, data: bytes) -> None:
         if self._refused:
             return
+        if self._proxy_header is not None:
+            data = self._read_proxy_header(data)
+            if not data:
+                return
         if self._in_head and self._head_received == 0 and self._head_timer is None:
             self._arm_head_timer()  # the first byte of a head on a kept-alive connection
         self._message_ended = False
@@ -125,18 +167,20 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
     def on_url(self, url: bytes) -> None:
         self._head_bytes += len(url)
         if self._head_bytes > MAX_HEAD_BYTES:
-            self._refusal = (414, "request URL")
-            raise _HeadTooLarge
+            self._refusal = partial(self._refuse_head, 414, "request URL")
+            raise _Refused
         super().on_url(url)
 
     def on_header(self, name: bytes, value: bytes) -> None:
         self._head_bytes += len(name) + len(value) + 4
         if self._head_bytes > MAX_HEAD_BYTES:
-            self._refusal = (431, "request headers")
-            raise _HeadTooLarge
+            self._refusal = partial(self._refuse_head, 431, "request headers")
+            raise _Refused
         super().on_header(name, value)
 
     def on_headers_complete(self) -> None:
+        if self._forwarded:
+            self._forward_client()
         self._in_head = False
         self._head_received = 0
         self._cancel_head_timer()
@@ -157,10 +201,59 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._in_head = True
         self._message_ended = True
 
+    def on_response_complete(self) -> None:
+        queued = bool(self.pipeline)  # a pipelined request starts now, already counted
+        super().on_response_complete()
+        if self._forwarded and not queued and self._guard is not None:
+            self._guard.attribute(self, None)  # idle again: counted for no client
+
+    def _read_proxy_header(self, data: bytes) -> bytes:
+        """What follows the PROXY header once it is whole (b"" until then); the address it
+        names becomes the connection's client."""
+        assert self._proxy_header is not None and self._proxies is not None
+        self._proxy_header += data
+        try:
+            header = read_proxy_header(bytes(self._proxy_header))
+        except ValueError:  # the specification: close, do not guess
+            self._close_without_header()
+            return b""
+        if header is None:
+            return b""
+        rest = bytes(self._proxy_header[header.length :])
+        self._proxy_header = None
+        if header.source is not None:
+            self.client = header.source
+        address = self.client[0] if self.client else ""
+        if self._proxies.trusts(address):
+            self._forwarded = True
+        elif self._guard is not None and not self._guard.attribute(self, address):
+            self._refuse_connection(429)
+            return b""
+        return rest
+
+    def _close_without_header(self) -> None:
+        self._refused = True
+        self._cancel_head_timer()
+        if self._guard is not None:
+            self._guard.refused_proxy_protocol += 1
+        self.transport.close()
+
+    def _forward_client(self) -> None:
+        """The client the forwarding header names replaces the peer; the guard counts the
+        connection for it until the answer ends (refused over its cap)."""
+        assert self._proxies is not None and self.client is not None
+        peer = self.client[0]
+        client, trusted = self._proxies.resolve(peer, self.headers)
+        if client != peer:
+            self.scope["client"] = (client, 0)  # no port: the header does not say one
+        counted = None if trusted else client
+        if self._guard is not None and not self._guard.attribute(self, counted):
+            self._refusal = partial(self._refuse_connection, 429)
+            raise _Refused
+
     def send_400_response(self, msg: str) -> None:
         if self._refusal is not None:
-            status, what = self._refusal
-            self._refuse_head(status, what)
+            self._refusal()
             return
         self._refuse(
             400,

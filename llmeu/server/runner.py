@@ -32,6 +32,7 @@ from llmeu.config import Settings
 from llmeu.errors import ConfigError
 from llmeu.observability.connection_metrics import ConnectionsCollector
 from llmeu.observability.logs import configure_logging
+from llmeu.protocol.forwarded import TrustedProxies
 from llmeu.server.connection_guard import ConnectionGuard, ConnectionLimits
 from llmeu.server.http_protocol import MAX_HEAD_BYTES, protocol_factory
 from llmeu.server.model_host import OnlyEndpointFailed, launch_model_host
@@ -59,6 +60,7 @@ def run(settings: Settings) -> int:
     local endpoint is served, is launched first and shared by them (`server.model_host`)."""
     configure_logging(settings.log_level, settings.log_format)
     try:
+        trusted_proxies(settings)  # before any worker or model host starts
         settings, host = launch_model_host(settings)
     except ConfigError as error:
         logging.getLogger("llmeu").error("configuration error: %s", error)
@@ -109,19 +111,26 @@ def _serve(settings: Settings, sock: socket.socket | None, instance_id: str | No
         )
     )
     app.gateway.telemetry.registry.register(ConnectionsCollector(guard))
+    try:
+        proxies = trusted_proxies(settings)
+    except ConfigError as error:
+        logging.getLogger("llmeu").error("configuration error: %s", error)
+        return 2
     config = uvicorn.Config(
         app,
         host=settings.host,
         port=settings.port,
         loop="uvloop",
-        http=protocol_factory(guard),  # type: ignore[arg-type]
+        http=protocol_factory(guard, proxies, settings.proxy_protocol),  # type: ignore[arg-type]
         lifespan="on",
         log_level=settings.log_level,
         # JSON lines: uvicorn's own loggers go through the root handler too.
         log_config=None if settings.log_format == "json" else uvicorn.config.LOGGING_CONFIG,
         access_log=False,
         server_header=False,
-        proxy_headers=False,  # X-Forwarded-* are not trusted, and parsing them costs every call
+        # uvicorn's own reading trusts every hop a trusted peer sends and costs every call;
+        # the protocol reads the forwarding header itself, and only from --trusted-proxy.
+        proxy_headers=False,
         # Seconds, fractions too: uvicorn waits with asyncio.wait_for.
         timeout_graceful_shutdown=settings.shutdown_grace_seconds,  # type: ignore[arg-type]
         h11_max_incomplete_event_size=MAX_HEAD_BYTES,
@@ -138,6 +147,21 @@ def _serve(settings: Settings, sock: socket.socket | None, instance_id: str | No
     server = uvicorn.Server(config)
     server.run(sockets=[sock] if sock is not None else None)
     return 0 if server.started else 1
+
+
+def trusted_proxies(settings: Settings) -> TrustedProxies | None:
+    """The trusted proxies of `settings`; None without any (then no header is read)."""
+    if settings.proxy_protocol and not settings.trusted_proxies:
+        raise ConfigError(
+            "--proxy-protocol needs --trusted-proxy: a PROXY header is accepted only from "
+            "a trusted proxy's address"
+        )
+    if not settings.trusted_proxies:
+        return None
+    try:
+        return TrustedProxies(settings.trusted_proxies, settings.forwarded_header)
+    except ValueError as error:
+        raise ConfigError(f"trusted proxies: {error}") from None
 
 
 FIRST_GENERATION = 10_000

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from types import FrameType
 
 from llmeu.api.gateway import load_gateway_config, new_instance_id
+from llmeu.api.services.signing import load_signing_keys
 from llmeu.config import Settings
 from llmeu.errors import ConfigError, DatabaseError
 from llmeu.ledger.opening import open_database
@@ -60,6 +61,7 @@ def supervise(settings: Settings) -> int:
         return 2
     try:
         load_gateway_config(settings)  # refuse an invalid file before any worker starts
+        load_signing_keys(settings)  # and an unusable key, which every worker would meet
     except ConfigError as error:
         log.error("configuration error: %s", error)
         return 2

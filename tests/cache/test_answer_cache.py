@@ -8,6 +8,9 @@ from typing import Any
 import pytest
 
 from llmeu.api.app import App
+from llmeu.calls.record import TraceRecord
+from llmeu.ledger.stored_responses import StoredResponse, StoredResponses
+from llmeu.ledger.writer import Ledger
 from tests.cache.conftest import CHAT, Client, Tenant, body, chat, upstream_calls
 from tests.support.processes import FakeUpstream
 
@@ -192,3 +195,58 @@ async def test_cache_stats_clear_and_metrics(app: App, admin: Client, tenant: Te
     cleared = await admin.delete("/v1/platform/cache")
     assert cleared.json()["entries"] == 1
     assert "cache" not in (await chat(client, "counted")).json()["llmeu"]
+
+
+STORED = {"model": "fake-model", "input": "same again", "store": True}
+
+
+@pytest.mark.parametrize(
+    ("path", "request_body", "suspends", "open_rows"),
+    [
+        (CHAT, body("same again"), False, 0),
+        ("/v1/responses", STORED, False, 0),
+        ("/v1/responses", STORED, True, 1),
+        (CHAT, body("same again", stream=True), False, 1),
+    ],
+    ids=["whole-answer", "stored-answer", "stored-answer-that-waits", "stream"],
+)
+async def test_a_hit_leaves_an_in_progress_row_only_where_the_loop_turns_before_its_trace(
+    app: App,
+    tenant: Tenant,
+    monkeypatch: pytest.MonkeyPatch,
+    path: str,
+    request_body: dict[str, Any],
+    suspends: bool,
+    open_rows: int,
+) -> None:
+    """An in-progress row is for a crash to find the call, and only the ledger's writer
+    writes it, on a turn of the loop: a whole answer from the cache that reaches its final
+    trace without one (its stored response written at once) makes none; one that waits
+    (the store's write lock taken: `suspends`), and a stream, leave one."""
+    client, _ = await tenant("cached")
+    first = await client.post(path, json=request_body)
+    assert first.status_code == 200, first.text
+    began: list[tuple[str, str]] = []
+    begin = Ledger.begin
+
+    def recording(
+        ledger: Ledger, record: TraceRecord, *, awaited: bool = False
+    ) -> asyncio.Future[None]:
+        began.append((record.trace_id, record.status.value))
+        return begin(ledger, record, awaited=awaited)
+
+    monkeypatch.setattr(Ledger, "begin", recording)
+    if suspends:
+        save = StoredResponses.save
+
+        async def waiting(rows: StoredResponses, stored: StoredResponse) -> None:
+            await asyncio.sleep(0)
+            await save(rows, stored)
+
+        monkeypatch.setattr(StoredResponses, "save", waiting)
+    hit = await client.post(path, json=request_body)
+    assert hit.status_code == 200, hit.text
+    trace_id = hit.headers["x-llmeu-trace-id"]
+    trace = (await client.get(f"/v1/platform/traces/{trace_id}")).json()
+    assert trace["status"] == "completed" and trace["cached"] is True
+    assert began == [(trace_id, "in_progress")] * open_rows

@@ -3,6 +3,7 @@ each with a health check, state in named volumes."""
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from typing import Any
 
@@ -78,3 +79,17 @@ def test_the_gateways_run_the_slim_image_for_a_catalog_of_upstreams() -> None:
     gateway = compose()["services"]["gateway"]
     assert gateway["build"] == {"context": "..", "dockerfile": "Containerfile", "target": "slim"}
     assert {e.kind.value for e in catalog().catalog.endpoints} == {"openai"}
+
+
+def test_the_gateways_trust_the_balancer_and_no_one_else_to_name_the_client() -> None:
+    services = compose()["services"]
+    balancer = services["balancer"]["networks"]["default"]["ipv4_address"]
+    subnet = compose()["networks"]["default"]["ipam"]["config"][0]["subnet"]
+    assert ipaddress.ip_address(balancer) in ipaddress.ip_network(subnet)
+    args = serve_args(services["gateway"]["command"])
+    assert args.trusted_proxy == [f"{balancer}/32"]
+    assert args.max_connections_per_client is None  # the cap per client applies again
+    assert (
+        "proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;"
+        in (DEPLOY / "nginx.conf").read_text()
+    )

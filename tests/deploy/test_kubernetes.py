@@ -115,6 +115,20 @@ def test_keys_come_from_secrets_for_the_ledger_limits_admin_and_every_upstream()
     assert all("value" not in e for e in env.values())  # no secret in the manifest
 
 
+def test_every_replica_signs_with_the_keys_of_one_secret() -> None:
+    args = serve_args(gateway_container()["args"])
+    mounts = {m["name"]: m for m in gateway_container()["volumeMounts"]}
+    volumes = {v["name"]: v for v in one("Deployment")["spec"]["template"]["spec"]["volumes"]}
+    assert args.signing_key_file is None
+    assert args.signing_key_dir.as_posix() == mounts["signing-keys"]["mountPath"]
+    assert mounts["signing-keys"]["readOnly"] is True
+    secret = volumes["signing-keys"]["secret"]
+    assert secret["secretName"] == "llmeu-signing-keys"
+    assert secret["defaultMode"] & 0o077 == 0  # a key file others may read is refused
+    env = {e["name"] for e in gateway_container()["env"]}
+    assert not env & {"LLMEU_SIGNING_KEY", "LLMEU_SIGNING_KEY_FILE"}  # one source of keys
+
+
 def test_selectors_find_the_gateway_pods() -> None:
     deployment = one("Deployment")
     pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
@@ -173,3 +187,19 @@ def test_the_kustomization_lists_every_built_in_object_file() -> None:
     assert set(kustomization["resources"]) == files
     image = gateway_container()["image"].rsplit(":", 1)[0]
     assert [i["name"] for i in kustomization["images"]] == [image]
+
+
+def test_an_init_container_migrates_the_ledger_before_the_gateway_refuses_to() -> None:
+    """`llmeu migrate` with the gateway's image, its database and its confinement; the
+    gateway itself then leaves the schema alone (`--no-migrate`)."""
+    pod = one("Deployment")["spec"]["template"]["spec"]
+    (migrate,) = pod["initContainers"]
+    gateway = gateway_container()
+    assert serve_args(migrate["args"]).command == "migrate"
+    assert migrate["image"] == gateway["image"]
+    env = {e["name"]: e["valueFrom"] for e in migrate["env"]}
+    assert env == {"LLMEU_DATABASE_URL": {"secretKeyRef": {"name": "llmeu", "key": "database-url"}}}
+    assert env["LLMEU_DATABASE_URL"] in [e.get("valueFrom") for e in gateway["env"]]
+    assert migrate["securityContext"] == gateway["securityContext"]
+    assert set(migrate["resources"]) == {"requests", "limits"}
+    assert serve_args(gateway["args"]).no_migrate

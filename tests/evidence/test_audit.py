@@ -225,9 +225,9 @@ def test_truncating_after_a_checkpoint_is_named() -> None:
         (Damage.TRUNCATED, rows[8]["trace_id"], None)
     ]
     assert report.lines() == [
-        f"truncated after checkpoint: 3 row(s) after seq 9 are gone: the checkpoint of "
-        f"2025-11-01T12:26:40Z vouches for seq 12 ({rows[-1]['trace_id']}) "
-        f"(between {rows[8]['trace_id']} and the end)"
+        f"truncated after checkpoint: the ledger ends at chain position 9; the checkpoint "
+        f"signed 2025-11-01T12:26:40Z vouches for position 12 ({rows[-1]['trace_id']}): "
+        f"positions 10..12 are missing (3 row(s)) (between {rows[8]['trace_id']} and the end)"
     ]
 
 

@@ -184,7 +184,7 @@ async def test_the_commands_that_act_on_the_ledger_record_their_events(
     stored = [AdminEvent.of_row(r) for r in await all_events(store.db)]
     assert [(e.action, e.target) for e in stored] == [
         ("key.reset", "admin"),
-        ("signing.rotate", rotated["active"]),
+        ("signing.rotate", rotated["new"]),
         ("ledger.purge", purged["database"]),
     ]
     reset, rotation, purge = stored

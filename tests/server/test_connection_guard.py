@@ -68,3 +68,30 @@ def test_the_default_capacity_leaves_descriptors_to_the_process() -> None:
     capacity = ConnectionGuard(ConnectionLimits()).capacity
     if soft != resource.RLIM_INFINITY:
         assert capacity == max(16, soft - DESCRIPTORS_KEPT)
+
+
+def test_a_connection_admitted_under_no_address_counts_for_none() -> None:
+    guard = ConnectionGuard(ConnectionLimits(max_connections=100, max_per_client=1))
+    for _ in range(3):  # a trusted proxy's connections: no cap until a request names a client
+        assert guard.admit(Connection(), None) is None
+    assert guard.admit(Connection(), "a") is None
+    assert len(guard) == 4
+
+
+def test_a_proxied_connection_counts_for_the_client_of_its_request() -> None:
+    guard = ConnectionGuard(ConnectionLimits(max_connections=100, max_per_client=1))
+    first, second, third = Connection(), Connection(), Connection()
+    for connection in (first, second, third):
+        assert guard.admit(connection, None) is None
+    assert guard.attribute(first, "a")
+    assert guard.attribute(first, "a")  # the same client again: still one
+    assert not guard.attribute(second, "a")  # over the cap: refused, counted for none
+    assert guard.refused_per_client == 1
+    assert guard.attribute(third, "b")  # another client is counted apart
+    assert guard.attribute(first, None)  # its answer ended: "a" has room again
+    assert guard.attribute(second, "a")
+    guard.release(second)
+    assert guard.admit(Connection(), "a") is None
+    guard.release(third)
+    assert guard.attribute(third, "b")  # released meanwhile: nothing to count
+    assert guard.admit(Connection(), "b") is None

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -31,7 +31,14 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _wait_http(url: str, proc: subprocess.Popen[bytes], timeout: float, log: Path | None) -> None:
+def _wait_http(
+    url: str,
+    proc: subprocess.Popen[bytes],
+    timeout: float,
+    log: Path | None,
+    ready: Callable[[], bool] | None = None,
+) -> None:
+    """Until `url` answers 200 (or `ready()` says so, for a server plain HTTP cannot ask)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -40,11 +47,16 @@ def _wait_http(url: str, proc: subprocess.Popen[bytes], timeout: float, log: Pat
                 f"process exited with {proc.returncode} before it answered:\n{output}"
             )
         try:
-            with urllib.request.urlopen(url, timeout=1) as response:
-                if response.status == 200:
+            if ready is not None:
+                if ready():
                     return
+            else:
+                with urllib.request.urlopen(url, timeout=1) as response:
+                    if response.status == 200:
+                        return
         except OSError:
-            time.sleep(0.05)
+            pass
+        time.sleep(0.05)
     raise TimeoutError(f"{url} did not answer within {timeout} s")
 
 
@@ -143,13 +155,18 @@ def start_gateway(
     port: int | None = None,
     timeout: float = 60,
     nofile: int | None = None,
+    ready: Callable[[int], bool] | None = None,
+    python: str = sys.executable,
+    code: Path = REPO,
 ) -> Gateway:
     """`llmeu serve` as a real process; `config` is the YAML text of docs/design.md §4; `nofile`
-    lowers its descriptor limit."""
+    lowers its descriptor limit; `ready(port)` tells it answers, where a plain GET cannot
+    (as with `--proxy-protocol`). `python` and `code`: another interpreter and another tree of
+    llmeu (a previous release, tests/support/releases.py)."""
     port = port or free_port()
     data_dir = data_dir or tmp / f"data-{port}"
     data_dir.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, "-m", "llmeu.cli.main", "serve", "--port", str(port),
+    command = [python, "-m", "llmeu.cli.main", "serve", "--port", str(port),
                "--data-dir", str(data_dir), "--log-level", "warning", *args]  # fmt: skip
     if config is not None:
         config_path = tmp / f"config-{port}.yaml"
@@ -161,12 +178,13 @@ def start_gateway(
     environment = {**os.environ, "LLMEU_ADMIN_KEY": ADMIN_KEY, **(env or {})}
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            command, stdout=out, stderr=subprocess.STDOUT, env=environment, cwd=REPO,
+            command, stdout=out, stderr=subprocess.STDOUT, env=environment, cwd=code,
             preexec_fn=None if nofile is None else partial(_limit_descriptors, nofile),
         )  # fmt: skip
     gateway = Gateway(port, proc, data_dir, log, args=list(args))
     try:
-        _wait_http(f"{gateway.url}/healthz", proc, timeout, log)
+        probe = None if ready is None else partial(ready, port)
+        _wait_http(f"{gateway.url}/healthz", proc, timeout, log, probe)
     except BaseException:
         gateway.kill()
         raise

@@ -88,10 +88,16 @@ def _kept_whole(answer: Completion | DeltaAnswer) -> Answer:
     return whole_of(answer)
 
 
-def chat_stream(chat: ChatRequest) -> Operation[ChatStream]:
-    upstream, names = function_form(chat), custom_names(chat)
+def _upstream_form(chat: ChatRequest) -> tuple[ChatRequest, frozenset[str]]:
+    """The request as an upstream gets it (custom tools in their function form) and the names
+    of those tools. Made when an attempt runs, not when the operation is built: a call the
+    answer cache serves runs none, and pays nothing for it."""
+    return function_form(chat), custom_names(chat)
 
+
+def chat_stream(chat: ChatRequest) -> Operation[ChatStream]:
     async def ask(provider: Provider, hangup: Hangup) -> ChatStream:
+        upstream, names = _upstream_form(chat)
         stream = await provider.stream_chat(upstream, hangup)
         return _CustomCallStream(stream, CustomCalls(names)) if names else stream
 
@@ -99,9 +105,8 @@ def chat_stream(chat: ChatRequest) -> Operation[ChatStream]:
 
 
 def chat_answer(chat: ChatRequest) -> Ask[Completion]:
-    upstream, names = function_form(chat), custom_names(chat)
-
     async def ask(provider: Provider, hangup: Hangup) -> Completion:
+        upstream, names = _upstream_form(chat)
         completion = await provider.complete_chat(upstream, hangup)
         message = completion.message
         if not names or not message.tool_calls:
@@ -115,12 +120,12 @@ def chat_answer(chat: ChatRequest) -> Ask[Completion]:
 def messages_stream(chat: ChatRequest, hosted: Hosted) -> Operation[ChatStream]:
     """A chat stream; on an endpoint that speaks Anthropic's wire, with the server tools it
     gets (`hosted`: the governance step's `ToolPassage.passed`), whole as sent."""
-    streamed, upstream = chat_stream(chat), function_form(chat)
+    streamed = chat_stream(chat)
 
     async def ask(provider: Provider, hangup: Hangup) -> ChatStream:
         tools = [tool.as_sent() for tool in hosted(provider.endpoint)]
         if tools and isinstance(provider, AnthropicWire):
-            return await provider.stream_chat(upstream, hangup, server_tools=tools)
+            return await provider.stream_chat(function_form(chat), hangup, server_tools=tools)
         return await streamed(provider, hangup)
 
     return ask

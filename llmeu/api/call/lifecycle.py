@@ -358,12 +358,27 @@ class Call:
 
     def _cache_hit(self, phase: Phase) -> Endpoint | None:
         """The endpoint that produced the cached answer this call is served, if any: the call
-        is then recorded as a hit, with no attempt (and nothing to watch or wait for)."""
+        is then recorded as a hit, with no attempt (and nothing to watch or wait for).
+
+        A stream served from the cache writes its frames over several turns of the loop, so
+        it leaves an in-progress row at once, as any stream does. A whole answer usually goes
+        from here to its final trace without awaiting anything, and its in-progress row would
+        only meet that final row in the ledger's batch and be dropped there unwritten
+        (`Ledger._write`): it is made at the loop's next turn, and only if the call is still
+        open then (a surface that awaits before it answers, as a stored Responses answer
+        does, still leaves one for a crash to find)."""
         if self._cache.hit is None:
             return None
         self._state.phase = phase
-        self.trace.begin()
+        if phase is Phase.STREAM:
+            self.trace.begin()
+        else:
+            asyncio.get_running_loop().call_soon(self._begin_if_open)
         return self._cache.serve(self.trace)
+
+    def _begin_if_open(self) -> None:
+        if self.trace.open:
+            self.trace.begin()
 
     def _planned(self) -> RoutePlan:
         assert self._plan is not None, "govern() the call first"

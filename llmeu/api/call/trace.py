@@ -109,7 +109,8 @@ class TraceRecorder:
         self.record.policy_sha256 = _policy_digest(policy)
 
     def routed(self, plan: RoutePlan) -> None:
-        self.governed_by(plan.policy)
+        if plan.policy is not self.policy:  # the same policy is not digested twice
+            self.governed_by(plan.policy)
         self.record.excluded = [x.as_dict() for x in plan.excluded]
 
     def personal_data(self, found: dict[str, Any]) -> None:

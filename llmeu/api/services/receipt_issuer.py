@@ -5,6 +5,11 @@ the ledger keeps beside it, so the receipt a call returns at once (header or
 final frame, when the request sets `llmeu: {"receipt": true}`) and the one
 `GET /v1/platform/traces/{id}/receipt` returns later are the same bytes while
 the signing key is the same.
+
+The ring is replaced whole when the keys are read again (SIGHUP, a changed key
+file): `use` swaps the ring and its JWKS body together, between two calls'
+steps on the event loop, so a receipt is always signed by a key the JWKS
+served at that moment lists.
 """
 
 from __future__ import annotations
@@ -24,6 +29,14 @@ class Receipts:
     def __init__(self, ring: KeyRing):
         self.ring = ring
         self.jwks_body = encoder.encode(ring.jwks())
+
+    def use(self, ring: KeyRing) -> bool:
+        """Sign with `ring` from now on; False when it is the ring already in use."""
+        body = encoder.encode(ring.jwks())
+        if ring.active.kid == self.ring.active.kid and body == self.jwks_body:
+            return False
+        self.ring, self.jwks_body = ring, body
+        return True
 
     def of_view(self, trace: Mapping[str, Any]) -> str:
         """The receipt of a stored trace; InvalidRequest while the call is in progress."""
