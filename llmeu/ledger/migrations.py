@@ -366,6 +366,17 @@ MIGRATIONS: tuple[tuple[int, str, tuple[Step, ...]], ...] = (
             "ALTER TABLE api_keys ADD COLUMN allow_tools TEXT",
         ),
     ),
+    (
+        16,
+        "a role on each key",
+        (
+            # The platform role a key acts in (`admin`, `operator`, `auditor`, `dpo`,
+            # `team_admin`, `member`); NULL for the keys made before roles, which act as
+            # `member` (or as `admin`, the admin key). An older release reading the same
+            # database ignores the column: its keys keep the rights it gave them.
+            "ALTER TABLE api_keys ADD COLUMN role TEXT",
+        ),
+    ),
 )
 
 CREATE_MIGRATIONS_TABLE = """

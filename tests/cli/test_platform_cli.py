@@ -77,6 +77,20 @@ def test_keys_create_list_revoke(gateway: Gateway, env: dict[str, str]) -> None:
     assert f"no active key `{created['id']}`" in again.stderr and "404" in again.stderr
 
 
+def test_keys_create_with_a_role_the_caller_may_grant(env: dict[str, str]) -> None:
+    operator = as_json(llmeu("keys", "create", "--name", "ops", "--role", "operator", "--json",
+                             env=env))  # fmt: skip
+    assert operator["role"] == "operator"
+    as_operator = {**env, "LLMEU_API_KEY": operator["key"]}
+    member = as_json(llmeu("keys", "create", "--role", "member", "--json", env=as_operator))
+    assert member["role"] == "member"
+    refused = llmeu("keys", "create", "--role", "admin", env=as_operator)
+    assert refused.returncode == 1
+    assert "403 the `operator` role may not create a key of role `admin`" in refused.stderr
+    rows = llmeu("keys", "list", env=env).stdout.splitlines()
+    assert any(row.split()[:4] == [operator["id"], "ops", "eu-store", "operator"] for row in rows)
+
+
 def test_keys_create_reports_the_api_error(env: dict[str, str]) -> None:
     done = llmeu("keys", "create", "--policy", "nope", env=env)
     assert done.returncode == 1

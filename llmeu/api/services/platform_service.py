@@ -1,11 +1,12 @@
 """The platform's records and settings as the platform API offers them (design §6).
 
 Keys, policies, the endpoint catalog with its health, a reload of the
-configuration, usage and traces. Every read is scoped to the calling key: the
-admin key sees everything (or the key it asks for), any other key only its
-own records — another key's trace id is as unknown as one that does not
-exist. The HTTP side (who may call which route, query parameters, bodies) is
-`llmeu.api.routes.platform`'s.
+configuration, usage and traces. Every read of records is scoped by its
+`Viewer`: a role that reads every key's records sees everything (or the key it
+asks for), any other only its own key's — another key's trace id is as unknown
+as one that does not exist. Who may call which route, and whose records each
+role reads, is `llmeu.api.routes.access`'s table; the HTTP side (query
+parameters, bodies) is `llmeu.api.routes.platform`'s.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from llmeu.routing.catalog import Endpoint
 from llmeu.routing.config_file import parse_policy
 from llmeu.routing.policy import policy_document
 
-__all__ = ["TRACE_FILTERS", "USAGE_GROUPS", "Broadcast", "KeySpec", "Platform"]
+__all__ = ["TRACE_FILTERS", "USAGE_GROUPS", "Broadcast", "KeySpec", "Platform", "Viewer"]
 
 MAX_PAGE = 500
 STATUSES = frozenset(s.value for s in CallStatus)
@@ -55,6 +56,15 @@ class KeySpec:
     purpose: str | None
     allow_mcp_servers: tuple[str, ...] = ()
     allow_tools: tuple[str, ...] = ()
+    role: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Viewer:
+    """Whose records of calls a caller reads: its own key's, or (`every_key`) every key's."""
+
+    key_id: str
+    every_key: bool
 
 
 @dataclass(slots=True)
@@ -93,12 +103,17 @@ class Platform:
             purpose=spec.purpose,
             allow_mcp_servers=spec.allow_mcp_servers,
             allow_tools=spec.allow_tools,
+            role=spec.role,
         )
         return {**key.public(), "key": token}
 
     async def list_keys(self) -> list[dict[str, Any]]:
         await self.keys.load()
         return [k.public() for k in self.keys.all()]
+
+    async def key(self, key_id: str) -> ApiKey | None:
+        """The key `key_id` as the ledger has it now, revoked or not."""
+        return await self.store.get_key(key_id)
 
     async def revoke_key(self, key_id: str) -> dict[str, Any]:
         if not await self.keys.revoke(key_id):
@@ -151,14 +166,15 @@ class Platform:
             "policies": len(self.policies.policies),
         }
 
-    def endpoints(self, caller: ApiKey) -> list[dict[str, Any]]:
-        """The catalog with each endpoint's health; the admin also sees which keys' calls make
-        up a failing streak or opened a circuit (`circuit_keys`: key ids are tenant data)."""
+    def endpoints(self, caller: Viewer) -> list[dict[str, Any]]:
+        """The catalog with each endpoint's health; a caller reading every key's records also
+        sees which keys' calls make up a failing streak or opened a circuit (`circuit_keys`:
+        key ids are tenant data)."""
         upstreams = self.upstreams
         data = []
         for endpoint in upstreams.catalog.endpoints:
             row = self._endpoint_row(endpoint)
-            if caller.is_admin:
+            if caller.every_key:
                 keys = upstreams.health(endpoint, keys=True)
                 row["circuit_keys"] = {
                     "failing": keys.get("failing_keys", []),
@@ -198,7 +214,7 @@ class Platform:
 
     async def usage(
         self,
-        caller: ApiKey,
+        caller: Viewer,
         *,
         group_by: str,
         since: float | None,
@@ -220,7 +236,7 @@ class Platform:
 
     async def traces(
         self,
-        caller: ApiKey,
+        caller: Viewer,
         *,
         filters: dict[str, str],
         since: float | None,
@@ -248,18 +264,19 @@ class Platform:
         return {"object": "list", "data": page.traces, "next_cursor": page.next_cursor,
                 "has_more": page.next_cursor is not None}  # fmt: skip
 
-    async def trace(self, caller: ApiKey, trace_id: str) -> dict[str, Any]:
-        """The trace the calling key may see: any for the admin, else only its own (404)."""
+    async def trace(self, caller: Viewer, trace_id: str) -> dict[str, Any]:
+        """The trace the caller may see: any if it reads every key's, else only its own
+        key's (another's is a 404)."""
         trace = await self.store.get_trace(
-            trace_id, key_id=None if caller.is_admin else caller.key_id
+            trace_id, key_id=None if caller.every_key else caller.key_id
         )
         if trace is None:
             raise NotFound(f"no trace `{trace_id}`", param="trace_id", code="trace_not_found")
         return trace
 
 
-def scope(caller: ApiKey, requested: str | None) -> str | None:
-    """Whose records a key may read: the admin any (or the one asked for), others their own."""
-    if caller.is_admin:
+def scope(caller: Viewer, requested: str | None) -> str | None:
+    """Whose records a caller reads: every key's (or the one asked for), else its own."""
+    if caller.every_key:
         return requested or None
     return caller.key_id
