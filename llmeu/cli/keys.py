@@ -2,6 +2,7 @@
 
     llmeu keys create --name ci --policy eu-strict --budget-eur 50 --rpm 600
     llmeu keys create --name audit-bot --role auditor
+    llmeu keys create --name search-bot --team team_1a2b3c4d5e6f
     llmeu keys create --name agent --allow-mcp-servers crm --allow-tools 'crm__get_*'
     llmeu keys list
     llmeu keys revoke k3f9a…
@@ -48,6 +49,9 @@ def register(subparsers: Any) -> None:
         choices=[role.value for role in Role],
         help="its platform role (default: none, acting as `member`); "
         "only a role that reaches no further than yours",
+    )
+    create.add_argument(
+        "--team", help="the team it belongs to (its policy at least as strict as the team's)"
     )
     create.add_argument("--budget-eur", type=float, help="spending limit in EUR")
     create.add_argument("--rpm", type=int, help="requests per minute")
@@ -98,7 +102,8 @@ def _create(client: PlatformClient, args: argparse.Namespace) -> int:
     spec = {"name": args.name, "policy_id": args.policy, "budget_eur": args.budget_eur,
             "rpm_limit": args.rpm, "tpm_limit": args.tpm, "purpose": args.purpose,
             "allow_mcp_servers": args.allow_mcp_servers,
-            "allow_tools": args.allow_tools, "role": args.role}  # fmt: skip
+            "allow_tools": args.allow_tools, "role": args.role,
+            "team_id": args.team}  # fmt: skip
     created = client.call("POST", "/v1/platform/keys",
                           body={k: v for k, v in spec.items() if v is not None})  # fmt: skip
     if args.json:

@@ -26,8 +26,10 @@ class ApiKey:
     allow_tools: tuple[str, ...] = ()
     """Patterns of the MCP tools (exposed names) the key may call, within its policy's."""
     role: str | None = None
-    """The platform role the key was given (`llmeu.api.services.roles`); None for a key
+    """The platform role the key was given (`llmeu.api.routes.access`); None for a key
     given none, which acts as `acting_role` says."""
+    team_id: str | None = None
+    """The team the key belongs to (`llmeu.ledger.teams`); None: none."""
 
     @property
     def acting_role(self) -> str:
@@ -46,6 +48,7 @@ class ApiKey:
             "policy_id": self.policy_id,
             "admin": self.is_admin,
             "role": self.acting_role,
+            "team_id": self.team_id,
             "budget_eur": self.budget_eur,
             "rpm_limit": self.rpm_limit,
             "tpm_limit": self.tpm_limit,

@@ -91,6 +91,20 @@ def test_keys_create_with_a_role_the_caller_may_grant(env: dict[str, str]) -> No
     assert any(row.split()[:4] == [operator["id"], "ops", "eu-store", "operator"] for row in rows)
 
 
+def test_keys_create_in_a_team_and_usage_by_team(gateway: Gateway, env: dict[str, str]) -> None:
+    team = httpx.post(f"{gateway.base_url}/platform/teams", json={"name": "search"},
+                      headers={"authorization": f"Bearer {gateway.admin_key}"})  # fmt: skip
+    assert team.status_code == 201, team.text
+    team_id = team.json()["id"]
+    key = as_json(llmeu("keys", "create", "--team", team_id, "--json", env=env))
+    assert key["team_id"] == team_id
+    assert chat(gateway, key["key"]).status_code == 200
+    usage = as_json(llmeu("usage", "--group-by", "team", "--json", env=env))
+    assert {r["team"]: r["requests"] for r in usage["data"]} == {team_id: 1}
+    table = llmeu("usage", "--group-by", "team", env=env)
+    assert table.returncode == 0 and team_id in table.stdout
+
+
 def test_keys_create_reports_the_api_error(env: dict[str, str]) -> None:
     done = llmeu("keys", "create", "--policy", "nope", env=env)
     assert done.returncode == 1

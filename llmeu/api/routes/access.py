@@ -17,12 +17,13 @@ docs/platform.md is the one `markdown_table` writes from it.
 
 Granting: a key may create (or revoke) a key of a role only if that role may do
 nothing its own role may not — on every route it is allowed at most the reach the
-granting role has (`may_grant`). So an operator can mint `operator`, `team_admin`
-and `member` keys but never `admin`, `auditor` or `dpo` keys, whose reads or
-erasures it does not have itself; only `admin` can mint every role.
+granting role has (`may_grant`). So an operator can mint `operator` and `member`
+keys but never `admin`, `auditor`, `dpo` or `team_admin` keys, whose reads or
+erasures it does not have itself; a team admin mints `team_admin` and `member`
+keys in its own team; only `admin` can mint every role.
 
-`team_admin` acts as `member` until teams exist: it reads its own key's records,
-not a team's.
+`team_admin` manages its team's keys and reads its team's records and the team
+itself (`Reach.TEAM`); a `team_admin` key in no team reaches only its own key.
 """
 
 from __future__ import annotations
@@ -43,10 +44,12 @@ class Role(StrEnum):
 
 
 class Reach(Enum):
-    """Whose records of calls a role reads on a route."""
+    """Whose records a role reads (and, on the key routes, whose keys it manages) on a
+    route: its own key's, its team's keys' (`team_admin`), or every key's."""
 
     OWN = 1
-    EVERY = 2
+    TEAM = 2
+    EVERY = 3
 
 
 _EVERY_ROLE = tuple(Role)
@@ -58,16 +61,23 @@ def only(*roles: Role) -> dict[Role, Reach]:
 
 
 def records(*every: Role) -> dict[Role, Reach]:
-    """A route every role may call: `every` reads every key's records, the others their own."""
-    return {role: Reach.EVERY if role in every else Reach.OWN for role in _EVERY_ROLE}
+    """A route every role may call: `every` reads every key's records, `team_admin` its
+    team's, the others their own key's."""
+    return {role: Reach.EVERY if role in every else _TEAM_OR_OWN[role] for role in _EVERY_ROLE}
 
 
+def team(*every: Role) -> dict[Role, Reach]:
+    """A route `every` may call on every key or team, and `team_admin` on its own team."""
+    return {**only(*every), Role.TEAM_ADMIN: Reach.TEAM}
+
+
+_TEAM_OR_OWN = {role: Reach.TEAM if role is Role.TEAM_ADMIN else Reach.OWN for role in Role}
 _A, _OP, _AU, _DPO = Role.ADMIN, Role.OPERATOR, Role.AUDITOR, Role.DPO
 
 ACCESS: dict[tuple[str, str], dict[Role, Reach]] = {
-    ("POST", "/v1/platform/keys"): only(_A, _OP),
-    ("GET", "/v1/platform/keys"): only(_A, _OP, _AU),
-    ("DELETE", "/v1/platform/keys/{key_id}"): only(_A, _OP),
+    ("POST", "/v1/platform/keys"): team(_A, _OP),
+    ("GET", "/v1/platform/keys"): team(_A, _OP, _AU),
+    ("DELETE", "/v1/platform/keys/{key_id}"): team(_A, _OP),
     ("GET", "/v1/platform/me"): only(*_EVERY_ROLE),
     ("GET", "/v1/platform/policies"): only(*_EVERY_ROLE),
     ("GET", "/v1/platform/policies/{policy_id}"): only(*_EVERY_ROLE),
@@ -86,6 +96,11 @@ ACCESS: dict[tuple[str, str], dict[Role, Reach]] = {
     ("DELETE", "/v1/platform/subjects/{user_id}"): only(_A, _DPO),
     ("GET", "/v1/platform/erasures"): only(_A, _DPO, _AU),
     ("GET", "/v1/platform/exports/{name}"): only(_A, _DPO, _AU),
+    ("POST", "/v1/platform/teams"): only(_A, _OP),
+    ("GET", "/v1/platform/teams"): team(_A, _OP, _AU),
+    ("GET", "/v1/platform/teams/{team_id}"): team(_A, _OP, _AU),
+    ("PATCH", "/v1/platform/teams/{team_id}"): only(_A, _OP),
+    ("DELETE", "/v1/platform/teams/{team_id}"): only(_A, _OP),
 }
 """(method, path template) → the roles that may call it, and whose records each reads.
 `GET /v1/platform/endpoints` reads records in that every key's reach adds which keys'
@@ -137,13 +152,14 @@ def _within(granted: Reach | None, held: Reach | None) -> bool:
 
 
 def markdown_table(rows: Mapping[tuple[str, str], Mapping[Role, Reach]] = ACCESS) -> str:
-    """The table as docs/platform.md shows it: ✓ allowed, `all`/`own` whose records, — 403."""
+    """The table as docs/platform.md shows it: ✓ allowed, `all`/`team`/`own` whose records
+    or keys, — 403."""
     lines = [
         "| route | " + " | ".join(f"`{r}`" for r in Role) + " |",
         "| --- |" + " --- |" * len(Role),
     ]
     for (method, path), allowed in rows.items():
-        scoped = Reach.OWN in allowed.values()
+        scoped = any(reach is not Reach.EVERY for reach in allowed.values())
         cells = [_cell(allowed.get(role), scoped) for role in Role]
         lines.append(f"| `{method} {path}` | " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -154,4 +170,4 @@ def _cell(granted: Reach | None, scoped: bool) -> str:
         return "—"
     if not scoped:
         return "✓"
-    return "all" if granted is Reach.EVERY else "own"
+    return {Reach.EVERY: "all", Reach.TEAM: "team", Reach.OWN: "own"}[granted]

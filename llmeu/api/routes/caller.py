@@ -31,11 +31,12 @@ _BODY_LIMIT = 64 << 10
 
 @dataclass(frozen=True, slots=True)
 class Caller:
-    """The calling key, the role it acts in, whose records it reads on this route (`viewer`),
-    and the request body."""
+    """The calling key, the role it acts in, how far it reaches on this route and whose
+    records it reads there (`viewer`), and the request body."""
 
     key: ApiKey
     role: Role
+    reach: Reach
     viewer: Viewer
     body: bytes
 
@@ -52,7 +53,9 @@ async def authorize(p: Platform, request: Request) -> Caller:
         )
     role = role_of(key.acting_role)
     granted = reach(role, request.method, request.route)
-    return Caller(key, role, Viewer(key.key_id, every_key=granted is Reach.EVERY), body)
+    team_id = key.team_id if granted is Reach.TEAM else None
+    viewer = Viewer(key.key_id, every_key=granted is Reach.EVERY, team_id=team_id)
+    return Caller(key, role, granted, viewer, body)
 
 
 def _streams(body: bytes) -> bool:

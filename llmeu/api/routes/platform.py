@@ -20,7 +20,7 @@ from msgspec import Meta, Struct
 
 from llmeu.api.http.asgi import Request
 from llmeu.api.http.route import OBJECT, Doc, Param
-from llmeu.api.routes.access import Role, refuse_grant, role_of
+from llmeu.api.routes.access import Reach, Role, refuse_grant, role_of
 from llmeu.api.routes.caller import authorize, decode_json, moment, reply
 from llmeu.api.services.platform_service import (
     MAX_PAGE,
@@ -28,9 +28,10 @@ from llmeu.api.services.platform_service import (
     USAGE_GROUPS,
     KeySpec,
     Platform,
+    reaches,
 )
 from llmeu.calls.record import CallStatus
-from llmeu.errors import InvalidRequest
+from llmeu.errors import InvalidRequest, NotFound, PermissionDenied
 from llmeu.protocol.json_codec import encoder
 
 
@@ -44,33 +45,45 @@ class KeyCreate(Struct, forbid_unknown_fields=True):
     allow_mcp_servers: Annotated[list[str], Meta(max_length=64)] = []
     allow_tools: Annotated[list[str], Meta(max_length=256)] = []
     role: Role | None = None
+    team_id: Annotated[str, Meta(max_length=200)] | None = None
     stream: bool | None = None
 
 
 async def create_key(p: Platform, request: Request) -> None:
     """A key of the role asked for (none: it acts as `member`), if the caller's role may
-    grant it (`llmeu.api.routes.access.may_grant`)."""
+    grant it (`llmeu.api.routes.access.may_grant`); a team admin's keys are in its team."""
     caller = await authorize(p, request)
     spec: KeyCreate = decode_json(caller.body, KeyCreate)
     refuse_grant(caller.role, spec.role or Role.MEMBER, "create")
+    team_id = spec.team_id
+    if caller.reach is Reach.TEAM:
+        if caller.key.team_id is None or team_id not in (None, caller.key.team_id):
+            raise PermissionDenied(
+                f"the `{caller.role}` role creates keys in its own team only",
+                param="team_id",
+                code="role_forbidden",
+            )
+        team_id = caller.key.team_id
     created = await p.create_key(
         KeySpec(spec.name, spec.policy_id, spec.budget_eur, spec.rpm_limit, spec.tpm_limit,
                 spec.purpose, tuple(spec.allow_mcp_servers), tuple(spec.allow_tools),
-                None if spec.role is None else spec.role.value)
+                None if spec.role is None else spec.role.value, team_id)
     )  # fmt: skip
     await reply(request, created, status=201)
 
 
 async def list_keys(p: Platform, request: Request) -> None:
-    await authorize(p, request)
-    await reply(request, {"object": "list", "data": await p.list_keys()})
+    caller = await authorize(p, request)
+    await reply(request, {"object": "list", "data": await p.list_keys(caller.viewer)})
 
 
 async def revoke_key(p: Platform, request: Request, key_id: str) -> None:
-    """Revoke a key whose role the caller's role may grant (an operator cannot revoke an
-    auditor's key)."""
+    """Revoke a key the caller reaches (a team admin: its team's), of a role the caller's
+    role may grant (an operator cannot revoke an auditor's key)."""
     caller = await authorize(p, request)
     target = await p.key(key_id)
+    if target is not None and not reaches(caller.viewer, target):
+        raise NotFound(f"no active key `{key_id}`", param="key_id")
     if target is not None:
         refuse_grant(caller.role, role_of(target.acting_role), "revoke")
     await reply(request, await p.revoke_key(key_id))
