@@ -5,6 +5,7 @@ On SQLite and on PostgreSQL: the team scope and the grouping by team are SQL.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from llmeu.api.app import App
@@ -119,12 +120,20 @@ async def test_a_team_admin_manages_and_reads_its_own_team_only(
     assert (await lead.delete(f"/v1/platform/keys/{bot_key['id']}")).status_code == 200
 
 
-async def test_usage_groups_by_team(app: App, admin: Client, tenant: TenantFactory) -> None:
+async def test_usage_and_exports_group_by_team(
+    app: App, admin: Client, tenant: TenantFactory
+) -> None:
     ours = await make_team(admin, "ours", policy_id="team")
-    in_team, _ = await tenant("in team", team_id=ours["id"])
-    alone, _ = await tenant("in no team")
+    in_team, in_team_key = await tenant("in team", team_id=ours["id"])
+    alone, alone_key = await tenant("in no team")
     for client in (in_team, in_team, alone):
         assert (await chat(client)).status_code == 200
     await app.gateway.ledger.flush()
     usage = (await admin.get("/v1/platform/usage", params={"group_by": "team"})).json()
     assert {row["team"]: row["requests"] for row in usage["data"]} == {"": 1, ours["id"]: 2}
+    calls = (await admin.get("/v1/platform/exports/calls.jsonl")).text.splitlines()
+    teams = [json.loads(line)["team_id"] for line in calls]
+    assert sorted(teams, key=str) == sorted([None, ours["id"], ours["id"]], key=str)
+    records = (await admin.get("/v1/platform/exports/records-of-processing.json")).json()
+    by_key = {a["key_id"]: a["team_id"] for a in records["activities"]}
+    assert by_key[in_team_key["id"]] == ours["id"] and by_key[alone_key["id"]] is None
