@@ -91,11 +91,11 @@ def test_keys_create_with_a_role_the_caller_may_grant(env: dict[str, str]) -> No
     assert any(row.split()[:4] == [operator["id"], "ops", "eu-store", "operator"] for row in rows)
 
 
-def test_keys_create_in_a_team_and_usage_by_team(gateway: Gateway, env: dict[str, str]) -> None:
-    team = httpx.post(f"{gateway.base_url}/platform/teams", json={"name": "search"},
-                      headers={"authorization": f"Bearer {gateway.admin_key}"})  # fmt: skip
-    assert team.status_code == 201, team.text
-    team_id = team.json()["id"]
+def test_teams_keys_in_them_and_usage_by_team(gateway: Gateway, env: dict[str, str]) -> None:
+    team = as_json(llmeu("teams", "create", "--name", "search", "--budget-eur-month", "200",
+                         "--members", "ana@example.eu, bo@example.eu", "--json", env=env))  # fmt: skip
+    team_id = team["id"]
+    assert team["members"] == ["ana@example.eu", "bo@example.eu"]
     key = as_json(llmeu("keys", "create", "--team", team_id, "--json", env=env))
     assert key["team_id"] == team_id
     assert chat(gateway, key["key"]).status_code == 200
@@ -103,6 +103,18 @@ def test_keys_create_in_a_team_and_usage_by_team(gateway: Gateway, env: dict[str
     assert {r["team"]: r["requests"] for r in usage["data"]} == {team_id: 1}
     table = llmeu("usage", "--group-by", "team", env=env)
     assert table.returncode == 0 and team_id in table.stdout
+
+    shown = llmeu("teams", "show", team_id, env=env)
+    assert shown.returncode == 0 and f"keys: {key['id']}" in shown.stdout
+    changed = as_json(llmeu("teams", "update", team_id, "--no-budget", "--json", env=env))
+    assert changed["budget_eur_month"] is None and changed["name"] == "search"
+    listed = llmeu("teams", "list", env=env)
+    assert any(row.split()[:2] == [team_id, "search"] for row in listed.stdout.splitlines())
+    kept = llmeu("teams", "delete", team_id, env=env)
+    assert kept.returncode == 1 and "still has active keys" in kept.stderr
+    assert llmeu("keys", "revoke", key["id"], env=env).returncode == 0
+    deleted = llmeu("teams", "delete", team_id, env=env)
+    assert deleted.returncode == 0 and deleted.stdout.strip() == f"deleted {team_id}"
 
 
 def test_keys_create_reports_the_api_error(env: dict[str, str]) -> None:
