@@ -8,10 +8,11 @@ receipts. Roles govern the platform API only: a call to the inference routes is
 held to the key's policy, limits and budget whatever its role.
 
 `ACCESS` maps each platform route (method, path template) to the roles that may
-call it and, for the routes that read records of calls, whose records each reads:
-`EVERY` key's, or its `OWN` key's only (another key's trace then answers 404, as
-one that does not exist). A role missing from a route's row is refused with 403
-`role_forbidden`, naming the role and the route. `tests/platform/test_roles.py`
+call it and, for the routes that read records of calls or manage keys and teams,
+how far each reaches: `EVERY` key, its `TEAM`'s keys, or its `OWN` key only
+(another key's trace then answers 404, as one that does not exist). A role
+missing from a route's row is refused with 403 `role_forbidden`, naming the
+role and the route. `tests/platform/test_roles.py`
 calls every route in every role against this table, and checks that the table in
 docs/platform.md is the one `markdown_table` writes from it.
 
