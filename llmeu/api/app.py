@@ -7,7 +7,7 @@ from collections.abc import Callable
 from urllib.parse import unquote
 
 from llmeu.api.gateway import Gateway
-from llmeu.api.http.asgi import Receive, Request, Scope, Send
+from llmeu.api.http.asgi import ROUTE_KEY, Receive, Request, Scope, Send
 from llmeu.api.http.body_intake import BodyBounds, BodyIntake
 from llmeu.api.http.cors import CorsMiddleware
 from llmeu.api.http.error_responses import OPENAI_ERRORS, ErrorShape, as_api_error, send_error
@@ -57,6 +57,7 @@ class App:
             shape = route.shape
             for name, value in zip(route.params, values, strict=True):
                 check_identifier(value, name)
+            scope[ROUTE_KEY] = route.path
             await route.handler(request, *values)
         except ClientDisconnected:
             return  # nobody is left to answer; a call records its own hang-up

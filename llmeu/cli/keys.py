@@ -1,6 +1,8 @@
-"""`llmeu keys create|list|revoke`: API keys through the platform API (admin key).
+"""`llmeu keys create|list|revoke`: API keys through the platform API.
 
     llmeu keys create --name ci --policy eu-strict --budget-eur 50 --rpm 600
+    llmeu keys create --name audit-bot --role auditor
+    llmeu keys create --name search-bot --team team_1a2b3c4d5e6f
     llmeu keys create --name agent --allow-mcp-servers crm --allow-tools 'crm__get_*'
     llmeu keys list
     llmeu keys revoke k3f9a…
@@ -9,7 +11,9 @@
 
 `create` prints the new key's secret once: only its hash is stored. `revoke`
 answers once every gateway process sharing the ledger has confirmed the
-revocation (or after a short wait, saying how many did).
+revocation (or after a short wait, saying how many did). `--role` gives the key a
+platform role (`llmeu.api.routes.access`): the calling key's role must be allowed to
+grant it — an operator's key mints no admin, auditor or dpo key.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from llmeu.api.routes.access import Role
 from llmeu.cli import signing_rotate
 from llmeu.cli.admin_reset import register_action
 from llmeu.cli.money import money
@@ -29,7 +34,7 @@ from llmeu.cli.platform_api import (
     runner,
 )
 
-COLUMNS = ("id", "name", "policy", "admin", "budget", "rpm", "tpm", "created", "revoked")
+COLUMNS = ("id", "name", "policy", "role", "budget", "rpm", "tpm", "created", "revoked")
 
 
 def register(subparsers: Any) -> None:
@@ -39,6 +44,15 @@ def register(subparsers: Any) -> None:
     create = actions.add_parser("create", help="create a key (its secret is shown once)")
     create.add_argument("--name", default="", help="what the key is for")
     create.add_argument("--policy", help="its policy (default: the gateway's default policy)")
+    create.add_argument(
+        "--role",
+        choices=[role.value for role in Role],
+        help="its platform role (default: none, acting as `member`); "
+        "only a role that reaches no further than yours",
+    )
+    create.add_argument(
+        "--team", help="the team it belongs to (its policy at least as strict as the team's)"
+    )
     create.add_argument("--budget-eur", type=float, help="spending limit in EUR")
     create.add_argument("--rpm", type=int, help="requests per minute")
     create.add_argument("--tpm", type=int, help="tokens per minute")
@@ -75,7 +89,7 @@ def register(subparsers: Any) -> None:
 
 def _row(key: dict[str, Any]) -> tuple[object, ...]:
     return (
-        key["id"], key["name"], key["policy_id"], key["admin"], money(key["budget_eur"]),
+        key["id"], key["name"], key["policy_id"], key["role"], money(key["budget_eur"]),
         key["rpm_limit"], key["tpm_limit"], moment(key["created_at"]), moment(key["revoked_at"]),
     )  # fmt: skip
 
@@ -88,7 +102,8 @@ def _create(client: PlatformClient, args: argparse.Namespace) -> int:
     spec = {"name": args.name, "policy_id": args.policy, "budget_eur": args.budget_eur,
             "rpm_limit": args.rpm, "tpm_limit": args.tpm, "purpose": args.purpose,
             "allow_mcp_servers": args.allow_mcp_servers,
-            "allow_tools": args.allow_tools}  # fmt: skip
+            "allow_tools": args.allow_tools, "role": args.role,
+            "team_id": args.team}  # fmt: skip
     created = client.call("POST", "/v1/platform/keys",
                           body={k: v for k, v in spec.items() if v is not None})  # fmt: skip
     if args.json:

@@ -24,13 +24,15 @@ from llmeu.cli import (
     route_report,
     serve,
     subjects,
+    teams,
     traces,
     usage,
 )
 from llmeu.cli.version import VersionAction
 
 SUBCOMMANDS = (
-    serve, chat, route_report, config_check, keys, usage, traces, ledger_purge, receipt, subjects,
+    serve, chat, route_report, config_check, keys, teams, usage, traces, ledger_purge, receipt,
+    subjects,
     audit_export,
     migrate,
     probe_upstream,

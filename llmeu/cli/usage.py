@@ -27,8 +27,9 @@ from llmeu.cli.platform_api import (
     runner,
 )
 
-GROUPS = ("day", "model", "requested_model", "endpoint", "key", "status", "sovereignty_class")
-NO_VALUE = {"model": "(no model ran)", "endpoint": "(no endpoint served)"}
+GROUPS = ("day", "model", "requested_model", "endpoint", "key", "status", "sovereignty_class",
+          "team")  # fmt: skip
+NO_VALUE = {"model": "(no model ran)", "endpoint": "(no endpoint served)", "team": "(no team)"}
 COUNTS = ("requests", "completed", "cancelled", "failed", "rejected", "interrupted")
 
 

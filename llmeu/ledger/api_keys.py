@@ -25,6 +25,19 @@ class ApiKey:
     the policy says)."""
     allow_tools: tuple[str, ...] = ()
     """Patterns of the MCP tools (exposed names) the key may call, within its policy's."""
+    role: str | None = None
+    """The platform role the key was given (`llmeu.api.routes.access`); None for a key
+    given none, which acts as `acting_role` says."""
+    team_id: str | None = None
+    """The team the key belongs to (`llmeu.ledger.teams`); None: none."""
+
+    @property
+    def acting_role(self) -> str:
+        """The role the key acts in: its own, else `admin` for the admin key and `member`
+        for every other key made before roles (what such a key could do then)."""
+        if self.role is not None:
+            return self.role
+        return "admin" if self.is_admin else "member"
 
     def public(self) -> dict[str, Any]:
         """The key as the platform API shows it: never the hash."""
@@ -34,6 +47,8 @@ class ApiKey:
             "name": self.name,
             "policy_id": self.policy_id,
             "admin": self.is_admin,
+            "role": self.acting_role,
+            "team_id": self.team_id,
             "budget_eur": self.budget_eur,
             "rpm_limit": self.rpm_limit,
             "tpm_limit": self.tpm_limit,

@@ -380,7 +380,40 @@ MIGRATIONS: tuple[tuple[int, str, tuple[Step, ...]], ...] = (
         ),
     ),
     (
+        16,
+        "a role on each key",
+        (
+            # The platform role a key acts in (`admin`, `operator`, `auditor`, `dpo`,
+            # `team_admin`, `member`); NULL for the keys made before roles, which act as
+            # `member` (or as `admin`, the admin key). An older release reading the same
+            # database ignores the column: its keys keep the rights it gave them.
+            "ALTER TABLE api_keys ADD COLUMN role TEXT",
+        ),
+    ),
+    (
         17,
+        "teams, and the team of each key",
+        (
+            # A team: its policy (its keys' are at least as strict), a monthly budget in
+            # EUR (NULL: none) and its members (a JSON list of names). A key's team is
+            # NULL for a key in none; an older release ignores both.
+            """
+            CREATE TABLE teams (
+                team_id TEXT PRIMARY KEY,
+                name TEXT NOT NULL,
+                policy_id TEXT NOT NULL,
+                budget_eur_month DOUBLE PRECISION,
+                members TEXT NOT NULL DEFAULT '[]',
+                created_at DOUBLE PRECISION NOT NULL,
+                updated_at DOUBLE PRECISION NOT NULL
+            )
+            """,
+            "ALTER TABLE api_keys ADD COLUMN team_id TEXT",
+            "CREATE INDEX api_keys_team ON api_keys (team_id) WHERE team_id IS NOT NULL",
+        ),
+    ),
+    (
+        18,
         "administrative changes on the evidence chain",
         (
             # Expand only: a release without it keeps running on this database. Each

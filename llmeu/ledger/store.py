@@ -38,12 +38,15 @@ _GROUPS = {
     "sovereignty_class": "COALESCE(sovereignty_class, '')",
     # MCP tool calls only, by their server (other calls have none and are left out).
     "mcp_server": "mcp_server",
+    # The team the calling key belongs to now ("" for keys in none).
+    "team": "COALESCE((SELECT team_id FROM api_keys WHERE api_keys.key_id = traces.key_id), '')",
 }
+_IN_TEAM = "key_id IN (SELECT key_id FROM api_keys WHERE team_id = ?)"
 USAGE_GROUPS = ("day", *_GROUPS)
 TRACE_FILTERS = ("status", "model", "endpoint_id", "key_id", "sovereignty_class", "mcp_server")
 _KEY_COLUMNS = (
     "key_id, name, secret_hash, policy_id, is_admin, budget_eur, rpm_limit, tpm_limit, "
-    "created_at, revoked_at, purpose, allow_mcp_servers, allow_tools"
+    "created_at, revoked_at, purpose, allow_mcp_servers, allow_tools, role, team_id"
 )
 _KEY_VALUES = ", ".join("?" for _ in _KEY_COLUMNS.split(", "))
 _INSTANCE_COLUMNS = "instance_id, started_at, heartbeat_at, schema_version"
@@ -209,14 +212,20 @@ class Store:
             self.db, filters=filters, since=since, until=until, limit=limit, cursor=cursor
         )
 
-    async def get_trace(self, trace_id: str, *, key_id: str | None = None) -> dict[str, Any] | None:
-        """The trace as stored, final, or else the call's in-progress row (never an admin
-        event's row: `llmeu.ledger.admin_events`)."""
+    async def get_trace(
+        self, trace_id: str, *, key_id: str | None = None, team_id: str | None = None
+    ) -> dict[str, Any] | None:
+        """The trace as stored, final, or else the call's in-progress row (of `key_id`, of a
+        key of `team_id`, when given); never an admin event's row
+        (`llmeu.ledger.admin_events`)."""
         where = f"WHERE trace_id = ? AND {NOT_ADMIN}"
         params: list[Any] = [trace_id]
         if key_id is not None:
             where += " AND key_id = ?"
             params.append(key_id)
+        if team_id is not None:
+            where += f" AND {_IN_TEAM}"
+            params.append(team_id)
         rows = await self.db.fetch(f"SELECT * FROM traces {where}", params)
         if not rows:
             rows = await self.db.fetch(f"SELECT * FROM open_calls {where}", params)
@@ -231,6 +240,7 @@ class Store:
         limit: int,
         cursor: str | None,
         key_id: str | None,
+        team_id: str | None = None,
     ) -> TracePage:
         where, params = _time_window(since, until)
         where.append(NOT_ADMIN)
@@ -244,6 +254,9 @@ class Store:
         if key_id is not None:
             where.append("key_id = ?")
             params.append(key_id)
+        if team_id is not None:
+            where.append(_IN_TEAM)
+            params.append(team_id)
         if cursor:
             received_at, trace_id = decode_cursor(cursor)
             where.append("(received_at < ? OR (received_at = ? AND trace_id < ?))")
@@ -263,7 +276,13 @@ class Store:
         return TracePage([trace_view(r, summary=True) for r in rows], next_cursor)
 
     async def usage(
-        self, *, group_by: str, since: float | None, until: float | None, key_id: str | None
+        self,
+        *,
+        group_by: str,
+        since: float | None,
+        until: float | None,
+        key_id: str | None,
+        team_id: str | None = None,
     ) -> list[dict[str, Any]]:
         group = self.db.dialect.day("received_at") if group_by == "day" else _GROUPS[group_by]
         where, params = _time_window(since, until)
@@ -274,6 +293,9 @@ class Store:
         if key_id is not None:
             where.append("key_id = ?")
             params.append(key_id)
+        if team_id is not None:
+            where.append(_IN_TEAM)
+            params.append(team_id)
         counts = ", ".join(
             f"SUM(CASE WHEN status = '{s}' THEN 1 ELSE 0 END) AS {s}" for s in STATUS_COUNTS
         )
@@ -454,7 +476,8 @@ def _key_row(key: ApiKey) -> tuple[Any, ...]:
     return (
         key.key_id, key.name, key.secret_hash, key.policy_id, int(key.is_admin), key.budget_eur,
         key.rpm_limit, key.tpm_limit, key.created_at, key.revoked_at, key.purpose,
-        _patterns_text(key.allow_mcp_servers), _patterns_text(key.allow_tools),
+        _patterns_text(key.allow_mcp_servers), _patterns_text(key.allow_tools), key.role,
+        key.team_id,
     )  # fmt: skip
 
 
@@ -473,6 +496,8 @@ def _key(row: Row) -> ApiKey:
         purpose=row["purpose"],
         allow_mcp_servers=_patterns(row["allow_mcp_servers"]),
         allow_tools=_patterns(row["allow_tools"]),
+        role=row["role"],
+        team_id=row["team_id"],
     )
 
 

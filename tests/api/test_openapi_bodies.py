@@ -79,6 +79,12 @@ CASES: list[Case] = [
     ("GET", "/v1/platform/exports/{name}", _fixed("/v1/platform/exports/calls.jsonl"), None),
     ("GET", "/v1/platform/cache", _fixed("/v1/platform/cache"), None),
     ("DELETE", "/v1/platform/cache", _fixed("/v1/platform/cache"), None),
+    ("POST", "/v1/platform/teams", _fixed("/v1/platform/teams"), {"name": "search", "members": ["ana"]}),
+    ("GET", "/v1/platform/teams", _fixed("/v1/platform/teams"), None),
+    ("GET", "/v1/platform/teams/{team_id}", lambda s: f"/v1/platform/teams/{s['team']}", None),
+    ("PATCH", "/v1/platform/teams/{team_id}", lambda s: f"/v1/platform/teams/{s['team']}",
+     {"budget_eur_month": 100}),
+    ("DELETE", "/v1/platform/teams/{team_id}", lambda s: f"/v1/platform/teams/{s['team']}", None),
     ("DELETE", "/v1/platform/keys/{key_id}", lambda s: f"/v1/platform/keys/{s['key']}", None),
     ("GET", "/healthz", _fixed("/healthz"), None),
     ("GET", "/readyz", _fixed("/readyz"), None),
@@ -134,6 +140,8 @@ def _remember(seen: dict[str, Any], template: str, response: httpx.Response) -> 
         seen["response"] = response.json()["id"]
     elif template == "/v1/platform/holds" and posted:
         seen["hold"] = response.json()["id"]
+    elif template == "/v1/platform/teams" and posted:
+        seen["team"] = response.json()["id"]
 
 
 async def test_every_route_answers_a_missing_key_with_its_documented_error(

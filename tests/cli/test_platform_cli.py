@@ -77,6 +77,46 @@ def test_keys_create_list_revoke(gateway: Gateway, env: dict[str, str]) -> None:
     assert f"no active key `{created['id']}`" in again.stderr and "404" in again.stderr
 
 
+def test_keys_create_with_a_role_the_caller_may_grant(env: dict[str, str]) -> None:
+    operator = as_json(llmeu("keys", "create", "--name", "ops", "--role", "operator", "--json",
+                             env=env))  # fmt: skip
+    assert operator["role"] == "operator"
+    as_operator = {**env, "LLMEU_API_KEY": operator["key"]}
+    member = as_json(llmeu("keys", "create", "--role", "member", "--json", env=as_operator))
+    assert member["role"] == "member"
+    refused = llmeu("keys", "create", "--role", "admin", env=as_operator)
+    assert refused.returncode == 1
+    assert "403 the `operator` role may not create a key of role `admin`" in refused.stderr
+    rows = llmeu("keys", "list", env=env).stdout.splitlines()
+    assert any(row.split()[:4] == [operator["id"], "ops", "eu-store", "operator"] for row in rows)
+
+
+def test_teams_keys_in_them_and_usage_by_team(gateway: Gateway, env: dict[str, str]) -> None:
+    team = as_json(llmeu("teams", "create", "--name", "search", "--budget-eur-month", "200",
+                         "--members", "ana@example.eu, bo@example.eu", "--json", env=env))  # fmt: skip
+    team_id = team["id"]
+    assert team["members"] == ["ana@example.eu", "bo@example.eu"]
+    key = as_json(llmeu("keys", "create", "--team", team_id, "--json", env=env))
+    assert key["team_id"] == team_id
+    assert chat(gateway, key["key"]).status_code == 200
+    usage = as_json(llmeu("usage", "--group-by", "team", "--json", env=env))
+    assert {r["team"]: r["requests"] for r in usage["data"]} == {team_id: 1}
+    table = llmeu("usage", "--group-by", "team", env=env)
+    assert table.returncode == 0 and team_id in table.stdout
+
+    shown = llmeu("teams", "show", team_id, env=env)
+    assert shown.returncode == 0 and f"keys: {key['id']}" in shown.stdout
+    changed = as_json(llmeu("teams", "update", team_id, "--no-budget", "--json", env=env))
+    assert changed["budget_eur_month"] is None and changed["name"] == "search"
+    listed = llmeu("teams", "list", env=env)
+    assert any(row.split()[:2] == [team_id, "search"] for row in listed.stdout.splitlines())
+    kept = llmeu("teams", "delete", team_id, env=env)
+    assert kept.returncode == 1 and "still has active keys" in kept.stderr
+    assert llmeu("keys", "revoke", key["id"], env=env).returncode == 0
+    deleted = llmeu("teams", "delete", team_id, env=env)
+    assert deleted.returncode == 0 and deleted.stdout.strip() == f"deleted {team_id}"
+
+
 def test_keys_create_reports_the_api_error(env: dict[str, str]) -> None:
     done = llmeu("keys", "create", "--policy", "nope", env=env)
     assert done.returncode == 1

@@ -108,4 +108,4 @@ def test_admin_routes_refuse_tenant_keys(gateway: Gateway, admin: httpx.Client) 
                              ("PUT", "/v1/platform/policies/eu-strict")):  # fmt: skip
             response = dave.request(method, path, json={})
             assert response.status_code == 403, (method, path)
-            assert response.json()["error"]["code"] == "admin_only"
+            assert response.json()["error"]["code"] == "role_forbidden"

@@ -87,3 +87,4 @@ def test_the_role_of_a_key() -> None:
                  created_at=0.0)  # fmt: skip
     assert role_of(key) == "member"
     assert role_of(dataclasses.replace(key, is_admin=True)) == "admin"
+    assert role_of(dataclasses.replace(key, role="auditor")) == "auditor"

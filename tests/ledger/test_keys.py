@@ -19,7 +19,8 @@ def key(key_id: str, created_at: float, **fields: object) -> ApiKey:
 
 async def test_keys_are_created_listed_and_read_back(store: Store) -> None:
     first = key("kfirst", 10.0, budget_eur=5.0, rpm_limit=60, tpm_limit=1000,
-                allow_mcp_servers=("crm", "docs-*"), allow_tools=("crm__lookup",))  # fmt: skip
+                allow_mcp_servers=("crm", "docs-*"), allow_tools=("crm__lookup",),
+                role="auditor")  # fmt: skip
     second = key("ksecond", 5.0)
     await store.insert_key(first)
     await store.insert_key(second)

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from llmeu.calls.record import CallStatus
+from llmeu.ledger.api_keys import ApiKey
 from llmeu.ledger.store import USAGE_GROUPS, Store
 from llmeu.ledger.trace_writes import open_row
 from tests.ledger.conftest import trace, write
@@ -38,6 +39,9 @@ async def calls(store: Store) -> None:
     )  # fmt: skip
     in_flight = trace(CallStatus.IN_PROGRESS, received_at=JAN_2_0100 + 4)
     await store.write_traces([open_row(in_flight)], [])
+    await store.insert_key(
+        ApiKey("kbob", "bob", "hash", "eu-strict", False, 1.0, team_id="tsearch")
+    )
 
 
 def summary(rows: list[dict[str, Any]], group: str) -> dict[str, tuple[int, ...]]:
@@ -65,6 +69,8 @@ EXPECTED = {
                           "eu_resident": (1, 1, 0, 0, 0, 0, 10, 20, 0),
                           "": (1, 0, 0, 0, 1, 0, 0, 0, 0)},
     "mcp_server": {},  # MCP tool calls only: these are model calls
+    # The team of the calling key now: bob's key is in `tsearch`, alice's in none.
+    "team": {"": (5, 1, 1, 1, 1, 1, 30, 27, 1), "tsearch": (1, 1, 0, 0, 0, 0, 10, 20, 0)},
 }  # fmt: skip
 
 
@@ -123,3 +129,16 @@ async def test_usage_by_tool_server_counts_tool_calls_only(store: Store) -> None
     assert {t["mcp"]["server"] for t in page.traces} == {"docs"}
     assert page.traces[0]["mcp"] == {"server": "docs", "tool": "lookup", "bytes_in": 120,
                                      "bytes_out": 480}  # fmt: skip
+
+
+@pytest.mark.usefixtures("calls")
+async def test_usage_and_traces_of_one_team(store: Store) -> None:
+    rows = await store.usage(group_by="key", since=None, until=None, key_id=None,
+                             team_id="tsearch")  # fmt: skip
+    assert summary(rows, "key") == {"kbob": (1, 1, 0, 0, 0, 0, 10, 20, 0)}
+    page = await store.list_traces(filters={}, since=None, until=None, limit=50, cursor=None,
+                                   key_id=None, team_id="tsearch")  # fmt: skip
+    assert [t["key_id"] for t in page.traces] == ["kbob"]
+    other = await store.usage(group_by="key", since=None, until=None, key_id=None,
+                              team_id="tnone")  # fmt: skip
+    assert other == []

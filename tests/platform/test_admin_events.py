@@ -154,7 +154,7 @@ async def test_the_listing_filters_and_pages(admin: Client, tenant: TenantFactor
     client, _ = await tenant("d")
     denied = await client.get(EVENTS)
     assert denied.status_code == 403
-    assert denied.json()["error"]["code"] == "admin_only"
+    assert denied.json()["error"]["code"] == "role_forbidden"
 
 
 async def test_events_never_count_as_calls(

@@ -66,7 +66,7 @@ async def test_admin_only_routes_refuse_tenant_keys(
     client, _ = await tenant("tenant")
     response = await client.request(route[0], route[1], json={})
     assert response.status_code == 403
-    assert response.json()["error"]["code"] == "admin_only"
+    assert response.json()["error"]["code"] == "role_forbidden"
 
 
 @pytest.mark.parametrize("route", ROUTES, ids=route_id)

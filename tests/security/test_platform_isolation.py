@@ -145,7 +145,7 @@ async def test_alice_sees_nothing_of_bob_on_any_route(
         if canary not in str(response.url):  # a 404 may name the id alice sent, nothing more
             assert canary not in response.text
     if response.status_code == 403:
-        assert response.json()["error"]["code"] == "admin_only"
+        assert response.json()["error"]["code"] == "role_forbidden"
 
 
 async def test_the_admin_sees_what_alice_does_not(tenants: Tenants, admin: Client) -> None:  # noqa: F811

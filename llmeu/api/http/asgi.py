@@ -64,6 +64,12 @@ class Request:
         return None
 
     @property
+    def route(self) -> str:
+        """The path template of the route the app dispatched this request to
+        (`/v1/platform/keys/{key_id}`): what the platform's access table is keyed by."""
+        return str(self.scope[ROUTE_KEY])
+
+    @property
     def client(self) -> str | None:
         """The client's address (no port), where the server knows it."""
         client = self.scope.get("client")
@@ -108,6 +114,8 @@ def with_header(headers: Headers, name: bytes, value: str) -> Headers:
 
 
 HANGUP_EXTENSION = "llmeu.hangup"
+ROUTE_KEY = "llmeu.route"
+"""The scope key under which the app puts the matched route's path template."""
 
 
 class HangupHook:

@@ -20,7 +20,7 @@ from llmeu.errors import PermissionDenied
 
 ASGIHandler = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-_METHODS = b"GET, POST, PUT, DELETE, OPTIONS"
+_METHODS = b"GET, POST, PUT, PATCH, DELETE, OPTIONS"
 _EXPOSED = b"x-llmeu-trace-id, retry-after, x-llmeu-overhead-ms, server-timing"
 _MAX_AGE = b"600"
 _MAX_REQUESTED_HEADERS = 1024

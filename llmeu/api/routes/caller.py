@@ -1,5 +1,8 @@
 """Who calls a platform route, and the little HTTP every platform route shares.
 
+The calling key's role is checked against the route in `llmeu.api.routes.access`'s
+table, for every platform route, before its handler does anything.
+
 The calling key is authenticated and the body read once, for every route, so
 that `stream: true` is refused in the body of any platform call as in its
 query: no platform route streams. Bodies are JSON, bounded in size and depth;
@@ -17,8 +20,9 @@ import msgspec
 from llmeu.api.http.asgi import Request
 from llmeu.api.http.bodies import decode_body
 from llmeu.api.http.identifiers import check_finite
-from llmeu.api.services.platform_service import Actor, Platform
-from llmeu.errors import InvalidRequest, PermissionDenied
+from llmeu.api.routes.access import Reach, Role, reach, role_of
+from llmeu.api.services.platform_service import Actor, Platform, Viewer
+from llmeu.errors import InvalidRequest
 from llmeu.ledger.api_keys import ApiKey
 from llmeu.protocol.json_codec import MAX_NESTING, encoder, nesting_depth
 
@@ -27,7 +31,13 @@ _BODY_LIMIT = 64 << 10
 
 @dataclass(frozen=True, slots=True)
 class Caller:
+    """The calling key, the role it acts in, how far it reaches on this route and whose
+    records it reads there (`viewer`), and the request body."""
+
     key: ApiKey
+    role: Role
+    reach: Reach
+    viewer: Viewer
     body: bytes
     source: str | None = None
     """The client's address, as the server knows it."""
@@ -38,18 +48,21 @@ class Caller:
         return Actor.of_key(self.key, self.source)
 
 
-async def authorize(p: Platform, request: Request, *, admin: bool = False) -> Caller:
-    """The calling key, and the request body (read here, for every route, so that
-    `stream: true` is refused in the body of any platform call, as in its query)."""
+async def authorize(p: Platform, request: Request) -> Caller:
+    """The calling key, if its role may call this route (`llmeu.api.routes.access`), and the
+    request body (read here, for every route, so that `stream: true` is refused in the body
+    of any platform call, as in its query)."""
     key = await p.authenticate(request.header(b"authorization"), request.client)
     body = await request.body(_BODY_LIMIT)
     if request.query.get("stream", "").lower() in ("true", "1", "yes") or _streams(body):
         raise InvalidRequest(
             "platform routes never stream; `stream` must not be true", param="stream"
         )
-    if admin and not key.is_admin:
-        raise PermissionDenied("this route needs the admin key", code="admin_only")
-    return Caller(key, body, request.client)
+    role = role_of(key.acting_role)
+    granted = reach(role, request.method, request.route)
+    team_id = key.team_id if granted is Reach.TEAM else None
+    viewer = Viewer(key.key_id, every_key=granted is Reach.EVERY, team_id=team_id)
+    return Caller(key, role, granted, viewer, body, request.client)
 
 
 def _streams(body: bytes) -> bool:

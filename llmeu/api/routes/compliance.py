@@ -1,4 +1,5 @@
-"""Legal holds and erasure by data subject: the platform routes a DPO works with (admin only).
+"""Legal holds and erasure by data subject: the platform routes a DPO works with (`dpo` and
+`admin`; an `auditor` reads them, `llmeu.api.routes.access`).
 
     POST   /v1/platform/holds              {"key_id": "k…" | null, "reason": "…"}
     GET    /v1/platform/holds              every hold, released ones included
@@ -32,35 +33,35 @@ class HoldCreate(Struct, forbid_unknown_fields=True):
 
 
 async def place_hold(c: Compliance, request: Request) -> None:
-    caller = await authorize(c.platform, request, admin=True)
+    caller = await authorize(c.platform, request)
     spec: HoldCreate = decode_json(caller.body, HoldCreate)
     await reply(request, await c.place_hold(spec.key_id, spec.reason, caller.actor), 201)
 
 
 async def list_holds(c: Compliance, request: Request) -> None:
-    await authorize(c.platform, request, admin=True)
+    await authorize(c.platform, request)
     await reply(request, {"object": "list", "data": await c.holds()})
 
 
 async def release_hold(c: Compliance, request: Request, hold_id: str) -> None:
-    caller = await authorize(c.platform, request, admin=True)
+    caller = await authorize(c.platform, request)
     await reply(request, await c.release_hold(hold_id, caller.actor))
 
 
 async def erase_subject(c: Compliance, request: Request, user_id: str) -> None:
     """Erase the stored content of every call made for this end user; metadata stays."""
-    caller = await authorize(c.platform, request, admin=True)
+    caller = await authorize(c.platform, request)
     await reply(request, await c.erase_subject(user_id, caller.actor))
 
 
 async def list_erasures(c: Compliance, request: Request) -> None:
-    await authorize(c.platform, request, admin=True)
+    await authorize(c.platform, request)
     await reply(request, {"object": "list", "data": await c.erasures()})
 
 
 async def export(c: Compliance, request: Request, name: str) -> None:
     """One export for [`from`, `to`) (default: the last 30 days up to now)."""
-    await authorize(c.platform, request, admin=True)
+    await authorize(c.platform, request)
     made = await c.export(name, moment(request.query, "from"), moment(request.query, "to"))
     await request.respond(200, made.text.encode(), [(b"content-type", made.content_type.encode())])
 
@@ -69,15 +70,14 @@ _EXPORT_TYPES = (("text/markdown", TEXT), ("text/csv", TEXT), ("application/x-nd
 
 COMPLIANCE_ROUTES: list[tuple[str, str, Callable[..., Awaitable[None]], Doc]] = [
     ("POST", "/v1/platform/holds", place_hold, Doc(
-        "Place a legal hold on one key's traces or on all (admin)", body=HoldCreate, status=201)),
-    ("GET", "/v1/platform/holds", list_holds, Doc("Legal holds, released ones included (admin)")),
-    ("DELETE", "/v1/platform/holds/{hold_id}", release_hold, Doc("Release a legal hold (admin)")),
+        "Place a legal hold on one key's traces or on all", body=HoldCreate, status=201)),
+    ("GET", "/v1/platform/holds", list_holds, Doc("Legal holds, released ones included")),
+    ("DELETE", "/v1/platform/holds/{hold_id}", release_hold, Doc("Release a legal hold")),
     ("DELETE", "/v1/platform/subjects/{user_id}", erase_subject, Doc(
-        "Erase the stored content of one end user's calls; metadata stays (admin)")),
+        "Erase the stored content of one end user's calls; metadata stays")),
     ("GET", "/v1/platform/erasures", list_erasures,
-     Doc("Erasures by data subject, as recorded (admin)")),
+     Doc("Erasures by data subject, as recorded")),
     ("GET", "/v1/platform/exports/{name}", export, Doc(
-        "Records of processing, subprocessors, call metadata or admin events for a period "
-        "(admin)",
+        "Records of processing, subprocessors, call metadata or admin events for a period",
         query=(Param("from"), Param("to")), media=_EXPORT_TYPES)),
 ]  # fmt: skip

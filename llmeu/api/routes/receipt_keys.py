@@ -23,7 +23,7 @@ _JWKS_HEADERS = [
 
 async def get_receipt(ev: Evidence, request: Request, trace_id: str) -> None:
     caller = await authorize(ev.platform, request)
-    await reply(request, await ev.receipt(caller.key, trace_id))
+    await reply(request, await ev.receipt(caller.viewer, trace_id))
 
 
 async def get_jwks(ev: Evidence, request: Request) -> None:

@@ -17,7 +17,7 @@ from llmeu.api.call.door import Calls
 from llmeu.api.health import Health
 from llmeu.api.http.error_responses import OPENAI_ERRORS, ErrorShape
 from llmeu.api.http.route import OBJECT, TEXT, Doc, Handler, Param, Route
-from llmeu.api.routes import compliance, console, platform, receipt_keys, service
+from llmeu.api.routes import compliance, console, platform, receipt_keys, service, teams
 from llmeu.api.routes.chat_completions import handle_chat
 from llmeu.api.routes.count_tokens import handle_count_tokens
 from llmeu.api.routes.embeddings import handle_embeddings
@@ -157,6 +157,7 @@ SERVICE: tuple[Spec, ...] = (
 ROUTES: tuple[Spec, ...] = (
     *INFERENCE,
     *(Spec(m, p, h, d, lambda s: (s.platform,)) for m, p, h, d in platform.PLATFORM_ROUTES),
+    *(Spec(m, p, h, d, lambda s: (s.platform,)) for m, p, h, d in teams.TEAM_ROUTES),
     *(Spec(m, p, h, d, lambda s: (s.compliance,)) for m, p, h, d in compliance.COMPLIANCE_ROUTES),
     *SERVICE,
 )

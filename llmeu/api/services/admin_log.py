@@ -25,8 +25,8 @@ from llmeu.ledger.store import Store
 
 
 def role_of(key: ApiKey) -> str:
-    """The role a key acts in: `admin` for the admin key, `member` for a tenant's key."""
-    return "admin" if key.is_admin else "member"
+    """The role a key acts in, as its event records it (`ApiKey.acting_role`)."""
+    return key.acting_role
 
 
 @dataclass(frozen=True, slots=True)

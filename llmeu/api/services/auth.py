@@ -125,7 +125,11 @@ class KeyRing:
         purpose: str | None = None,
         allow_mcp_servers: tuple[str, ...] = (),
         allow_tools: tuple[str, ...] = (),
+        role: str | None = None,
+        team_id: str | None = None,
     ) -> tuple[ApiKey, str]:
+        """A new key and its secret. A key of role `admin` is also stored `is_admin`, so that
+        an older release sharing the ledger gives it the admin's rights, not a member's."""
         key_id = new_key_id()
         token = new_token(key_id)
         key = ApiKey(
@@ -133,7 +137,7 @@ class KeyRing:
             name=name,
             secret_hash=hash_token(token),
             policy_id=policy_id,
-            is_admin=False,
+            is_admin=role == "admin",
             created_at=time.time(),
             budget_eur=budget_eur,
             rpm_limit=rpm_limit,
@@ -141,6 +145,8 @@ class KeyRing:
             purpose=purpose,
             allow_mcp_servers=allow_mcp_servers,
             allow_tools=allow_tools,
+            role=role,
+            team_id=team_id,
         )
         await self._store.insert_key(key)
         self._keys[key_id] = key

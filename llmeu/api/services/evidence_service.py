@@ -5,9 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from llmeu.api.services.platform_service import Platform
+from llmeu.api.services.platform_service import Platform, Viewer
 from llmeu.api.services.receipt_issuer import Receipts
-from llmeu.ledger.api_keys import ApiKey
 
 
 @dataclass(frozen=True, slots=True)
@@ -15,7 +14,7 @@ class Evidence:
     platform: Platform
     receipts: Receipts
 
-    async def receipt(self, caller: ApiKey, trace_id: str) -> dict[str, Any]:
+    async def receipt(self, caller: Viewer, trace_id: str) -> dict[str, Any]:
         """`{"object": "trace.receipt", "trace_id", "kid", "receipt"}`: the compact JWS of the
         trace the caller may see (tenant-isolated like the trace itself)."""
         trace = await self.platform.trace(caller, trace_id)

@@ -2,14 +2,15 @@
 
 For a period [`since`, `until`):
 
-    records-of-processing.json / .md   GDPR Art. 30: per key, its declared purpose, the
-                                       recipients (providers, their jurisdiction), the
+    records-of-processing.json / .md   GDPR Art. 30: per key (and its team), its declared
+                                       purpose, the recipients (providers, their jurisdiction), the
                                        countries data went to, the retention on each route
                                        and the volumes
     subprocessors.csv                  every provider that received data in the period, with
                                        country, jurisdiction, class and certifications
-    calls.jsonl                        the metadata of every call (never content), one JSON
-                                       object per line, for a log archive
+    calls.jsonl                        the metadata of every trace (never content) and the
+                                       team of its key, one JSON object per line, for a log
+                                       archive
     admin-events.jsonl                 every administrative change, one JSON object per
                                        line, as `GET /v1/platform/admin-events` shows it
                                        (`llmeu.evidence.admin_events`)
@@ -138,6 +139,7 @@ def records_of_processing(
         activities.append(
             {
                 "key_id": key_id,
+                "team_id": key.team_id if key else None,
                 "name": key.name if key else None,
                 "purpose": key.purpose if key else None,
                 "policy_id": key.policy_id if key else None,
@@ -243,8 +245,14 @@ def subprocessors_csv(calls: list[dict[str, Any]], catalog: Catalog, tools: Tool
     return out.getvalue()
 
 
-def calls_jsonl(calls: list[dict[str, Any]]) -> str:
-    return "".join(json.dumps(c, sort_keys=True, ensure_ascii=False) + "\n" for c in calls)
+def calls_jsonl(calls: list[dict[str, Any]], keys: list[ApiKey]) -> str:
+    """One line per call, with the team its key is in (`team_id`, null for none)."""
+    teams = {k.key_id: k.team_id for k in keys}
+    return "".join(
+        json.dumps({**c, "team_id": teams.get(c["key_id"])}, sort_keys=True, ensure_ascii=False)
+        + "\n"
+        for c in calls
+    )
 
 
 def admin_events_jsonl(rows: Iterable[Row]) -> str:
@@ -262,7 +270,7 @@ def render(
 ) -> tuple[str, str]:
     """(content type, text) of one export; `tools`: the MCP tool servers of the catalog."""
     if name == "calls.jsonl":
-        return "application/x-ndjson", calls_jsonl(calls)
+        return "application/x-ndjson", calls_jsonl(calls, keys)
     if name == "subprocessors.csv":
         return "text/csv; charset=utf-8", subprocessors_csv(calls, catalog, tools)
     records = records_of_processing(calls, keys, catalog, period, tools)

@@ -1,13 +1,14 @@
 """The platform's records and settings as the platform API offers them (design §6).
 
 Keys, policies, the endpoint catalog with its health, a reload of the
-configuration, usage, traces and the admin events. Every change made here is
+configuration, usage and traces. Every read of records is scoped by its
+`Viewer`: a role that reads every key's records sees everything (or the key it
+asks for), any other only its own key's — another key's trace id is as unknown
+as one that does not exist. Who may call which route, and whose records each
+role reads, is `llmeu.api.routes.access`'s table; the HTTP side (query
+parameters, bodies) is `llmeu.api.routes.platform`'s. Every change made here is
 recorded as an admin event on the evidence chain (`llmeu.api.services.admin_log`),
-by the `Actor` the route names. Every read is scoped to the calling key: the
-admin key sees everything (or the key it asks for), any other key only its
-own records — another key's trace id is as unknown as one that does not
-exist. The HTTP side (who may call which route, query parameters, bodies) is
-`llmeu.api.routes.platform`'s.
+by the `Actor` the route names.
 """
 
 from __future__ import annotations
@@ -36,12 +37,13 @@ from llmeu.ledger.api_keys import ApiKey
 from llmeu.ledger.notify import Propagation
 from llmeu.ledger.secrets import PREFIX, key_id_of
 from llmeu.ledger.store import TRACE_FILTERS, USAGE_GROUPS, Store
+from llmeu.ledger.teams import Team, get_team
 from llmeu.ledger.views import decode_cursor
 from llmeu.routing.catalog import Endpoint
 from llmeu.routing.config_file import parse_policy
-from llmeu.routing.policy import policy_document
+from llmeu.routing.policy import Policy, policy_document
 
-__all__ = ["TRACE_FILTERS", "USAGE_GROUPS", "Actor", "Broadcast", "KeySpec", "Platform"]
+__all__ = ["TRACE_FILTERS", "USAGE_GROUPS", "Actor", "Broadcast", "KeySpec", "Platform", "Viewer"]
 
 log = logging.getLogger("llmeu.platform")
 
@@ -70,6 +72,18 @@ class KeySpec:
     purpose: str | None
     allow_mcp_servers: tuple[str, ...] = ()
     allow_tools: tuple[str, ...] = ()
+    role: str | None = None
+    team_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Viewer:
+    """Whose records and keys a caller reaches: every key's (`every_key`), its team's keys'
+    (`team_id`), or its own key's."""
+
+    key_id: str
+    every_key: bool
+    team_id: str | None = None
 
 
 @dataclass(slots=True)
@@ -112,14 +126,22 @@ class Platform:
             log.error("a failed authentication could not be recorded: %s", error)
 
     async def create_key(self, spec: KeySpec, by: Actor) -> dict[str, Any]:
-        """The new key's public view, with its secret (shown this once; its event digests
-        the public view only)."""
-        policy_id = spec.policy_id or self.policies.default_policy
+        """The new key's public view, with its secret (shown this once; its
+        event digests the public view only). A key in a team
+        takes the team's policy unless it names one, which must be at least as strict."""
+        team = None
+        if spec.team_id is not None:
+            team = await get_team(self.store.db, spec.team_id)
+            if team is None:
+                raise InvalidRequest(f"no team `{spec.team_id}`", param="team_id")
+        policy_id = spec.policy_id or (team.policy_id if team else self.policies.default_policy)
         policy = self.policies.get(policy_id)
         if policy is None:
             raise InvalidRequest(
                 f"unknown policy `{policy_id}`", param="policy_id", code="unknown_policy"
             )
+        if team is not None:
+            within_team(self.policies, team, policy)
         key_narrowing(policy, spec.allow_mcp_servers, spec.allow_tools)
         key, token = await self.keys.create(
             name=spec.name,
@@ -130,13 +152,20 @@ class Platform:
             purpose=spec.purpose,
             allow_mcp_servers=spec.allow_mcp_servers,
             allow_tools=spec.allow_tools,
+            role=spec.role,
+            team_id=spec.team_id,
         )
         await self.admin_log.record(by, "key.create", key.key_id, after=key.public())
         return {**key.public(), "key": token}
 
-    async def list_keys(self) -> list[dict[str, Any]]:
+    async def list_keys(self, caller: Viewer) -> list[dict[str, Any]]:
+        """Every key, its team's keys, or the caller's own, as its reach says."""
         await self.keys.load()
-        return [k.public() for k in self.keys.all()]
+        return [k.public() for k in self.keys.all() if reaches(caller, k)]
+
+    async def key(self, key_id: str) -> ApiKey | None:
+        """The key `key_id` as the ledger has it now, revoked or not."""
+        return await self.store.get_key(key_id)
 
     async def revoke_key(self, key_id: str, by: Actor) -> dict[str, Any]:
         before = await self.store.get_key(key_id)
@@ -238,14 +267,15 @@ class Platform:
         return {"object": "list", "data": page.events, "next_cursor": page.next_cursor,
                 "has_more": page.next_cursor is not None}  # fmt: skip
 
-    def endpoints(self, caller: ApiKey) -> list[dict[str, Any]]:
-        """The catalog with each endpoint's health; the admin also sees which keys' calls make
-        up a failing streak or opened a circuit (`circuit_keys`: key ids are tenant data)."""
+    def endpoints(self, caller: Viewer) -> list[dict[str, Any]]:
+        """The catalog with each endpoint's health; a caller reading every key's records also
+        sees which keys' calls make up a failing streak or opened a circuit (`circuit_keys`:
+        key ids are tenant data)."""
         upstreams = self.upstreams
         data = []
         for endpoint in upstreams.catalog.endpoints:
             row = self._endpoint_row(endpoint)
-            if caller.is_admin:
+            if caller.every_key:
                 keys = upstreams.health(endpoint, keys=True)
                 row["circuit_keys"] = {
                     "failing": keys.get("failing_keys", []),
@@ -292,7 +322,7 @@ class Platform:
 
     async def usage(
         self,
-        caller: ApiKey,
+        caller: Viewer,
         *,
         group_by: str,
         since: float | None,
@@ -303,8 +333,9 @@ class Platform:
             raise InvalidRequest(
                 f"group_by must be one of {', '.join(USAGE_GROUPS)}", param="group_by"
             )
+        key_filter, team_filter = scope(caller, key_id)
         rows = await self.store.usage(
-            group_by=group_by, since=since, until=until, key_id=scope(caller, key_id)
+            group_by=group_by, since=since, until=until, key_id=key_filter, team_id=team_filter
         )
         totals = {name: sum(r[name] for r in rows) for name in _TOTALS}
         totals["cost_eur"] = round(totals["cost_eur"], 10)
@@ -314,7 +345,7 @@ class Platform:
 
     async def traces(
         self,
-        caller: ApiKey,
+        caller: Viewer,
         *,
         filters: dict[str, str],
         since: float | None,
@@ -329,18 +360,19 @@ class Platform:
             raise InvalidRequest(
                 f"status must be one of {', '.join(sorted(STATUSES))}", param="status"
             )
+        key_filter, team_filter = scope(caller, key_id)
         page = await self.store.list_traces(
             filters=filters, since=since, until=until, limit=limit, cursor=cursor,
-            key_id=scope(caller, key_id),
+            key_id=key_filter, team_id=team_filter,
         )  # fmt: skip
         return {"object": "list", "data": page.traces, "next_cursor": page.next_cursor,
                 "has_more": page.next_cursor is not None}  # fmt: skip
 
-    async def trace(self, caller: ApiKey, trace_id: str) -> dict[str, Any]:
-        """The trace the calling key may see: any for the admin, else only its own (404)."""
-        trace = await self.store.get_trace(
-            trace_id, key_id=None if caller.is_admin else caller.key_id
-        )
+    async def trace(self, caller: Viewer, trace_id: str) -> dict[str, Any]:
+        """The trace the caller may see: any if it reads every key's, else only its own
+        key's (another's is a 404)."""
+        key_filter, team_filter = scope(caller, None)
+        trace = await self.store.get_trace(trace_id, key_id=key_filter, team_id=team_filter)
         if trace is None:
             raise NotFound(f"no trace `{trace_id}`", param="trace_id", code="trace_not_found")
         return trace
@@ -360,8 +392,33 @@ def _public(key: ApiKey | None) -> dict[str, Any] | None:
     return None if key is None else key.public()
 
 
-def scope(caller: ApiKey, requested: str | None) -> str | None:
-    """Whose records a key may read: the admin any (or the one asked for), others their own."""
-    if caller.is_admin:
-        return requested or None
-    return caller.key_id
+def reaches(caller: Viewer, key: ApiKey) -> bool:
+    """Whether the caller reaches this key (to list or revoke it)."""
+    if caller.every_key:
+        return True
+    if caller.team_id is not None:
+        return key.team_id == caller.team_id
+    return key.key_id == caller.key_id
+
+
+def within_team(policies: PolicyBook, team: Team, policy: Policy) -> None:
+    """400 `policy_wider_than_team` unless `policy` is at least as strict as the team's."""
+    team_policy = policies.get(team.policy_id)
+    wider = team_policy.widening_field(policy) if team_policy is not None else None
+    if wider is not None:
+        raise InvalidRequest(
+            f"policy `{policy.policy_id}` is wider than team `{team.team_id}`'s policy "
+            f"`{team.policy_id}` in `{wider}`: a team's keys are at least as strict as it",
+            param="policy_id",
+            code="policy_wider_than_team",
+        )
+
+
+def scope(caller: Viewer, requested: str | None) -> tuple[str | None, str | None]:
+    """Whose records a caller reads, as (key id, team id) filters: every key's (or the one
+    asked for), its team's keys' (or the one of them asked for), else its own key's."""
+    if caller.every_key:
+        return requested or None, None
+    if caller.team_id is not None:
+        return requested or None, caller.team_id
+    return caller.key_id, None

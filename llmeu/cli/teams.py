@@ -1,0 +1,129 @@
+"""`llmeu teams create|list|show|update|delete`: teams through the platform API.
+
+    llmeu teams create --name search --policy eu-strict --budget-eur-month 200 \\
+        --members ana@example.eu,bo@example.eu
+    llmeu teams list
+    llmeu teams update team_1a2b3c4d5e6f --budget-eur-month 300
+    llmeu teams delete team_1a2b3c4d5e6f
+
+Keys join a team when created in it (`llmeu keys create --team ID`); a key's
+policy is at least as strict as its team's (docs/platform.md#teams).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from llmeu.cli.money import money
+from llmeu.cli.platform_api import (
+    PlatformClient,
+    add_connection_options,
+    moment,
+    print_json,
+    print_table,
+    runner,
+)
+
+COLUMNS = ("id", "name", "policy", "budget/month", "members", "keys", "created")
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("teams", help="create, list, change and delete teams")
+    actions = parser.add_subparsers(dest="action", required=True)
+
+    create = actions.add_parser("create", help="create a team")
+    create.add_argument("--name", required=True)
+    _team_options(create)
+    add_connection_options(create)
+    create.set_defaults(func=runner(_create))
+
+    listing = actions.add_parser("list", help="list teams (a team admin: its own)")
+    add_connection_options(listing)
+    listing.set_defaults(func=runner(_list))
+
+    show = actions.add_parser("show", help="one team, with its active keys")
+    show.add_argument("team_id")
+    add_connection_options(show)
+    show.set_defaults(func=runner(_show))
+
+    update = actions.add_parser("update", help="change a team's name, policy, budget, members")
+    update.add_argument("team_id")
+    update.add_argument("--name")
+    _team_options(update)
+    update.add_argument("--no-budget", action="store_true", help="remove the monthly budget")
+    add_connection_options(update)
+    update.set_defaults(func=runner(_update))
+
+    delete = actions.add_parser("delete", help="delete a team that has no active keys")
+    delete.add_argument("team_id")
+    add_connection_options(delete)
+    delete.set_defaults(func=runner(_delete))
+
+
+def _team_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--policy", help="its policy; its keys' are at least as strict")
+    parser.add_argument("--budget-eur-month", type=float, help="monthly budget in EUR")
+    parser.add_argument("--members", type=_names, metavar="A,B", help="its members' names")
+
+
+def _names(text: str) -> list[str]:
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def _row(team: dict[str, Any]) -> tuple[object, ...]:
+    return (
+        team["id"], team["name"], team["policy_id"], money(team["budget_eur_month"]),
+        ", ".join(team["members"]), len(team["keys"]), moment(team["created_at"]),
+    )  # fmt: skip
+
+
+def _print(args: argparse.Namespace, teams: list[dict[str, Any]], raw: object) -> int:
+    if args.json:
+        print_json(raw)
+    else:
+        print_table(COLUMNS, [_row(t) for t in teams])
+    return 0
+
+
+def _create(client: PlatformClient, args: argparse.Namespace) -> int:
+    spec = {"name": args.name, "policy_id": args.policy,
+            "budget_eur_month": args.budget_eur_month, "members": args.members}  # fmt: skip
+    made = client.call("POST", "/v1/platform/teams",
+                       body={k: v for k, v in spec.items() if v is not None})  # fmt: skip
+    return _print(args, [made], made)
+
+
+def _list(client: PlatformClient, args: argparse.Namespace) -> int:
+    listed = client.call("GET", "/v1/platform/teams")
+    return _print(args, listed["data"], listed)
+
+
+def _show(client: PlatformClient, args: argparse.Namespace) -> int:
+    team = client.call("GET", f"/v1/platform/teams/{args.team_id}")
+    if not args.json:
+        print_table(COLUMNS, [_row(team)])
+        print(f"keys: {', '.join(team['keys']) or 'none'}")
+        return 0
+    print_json(team)
+    return 0
+
+
+def _update(client: PlatformClient, args: argparse.Namespace) -> int:
+    spec: dict[str, Any] = {"name": args.name, "policy_id": args.policy,
+                            "budget_eur_month": args.budget_eur_month,
+                            "members": args.members}  # fmt: skip
+    body = {k: v for k, v in spec.items() if v is not None}
+    if args.no_budget:
+        body["budget_eur_month"] = None
+    changed = client.call("PATCH", f"/v1/platform/teams/{args.team_id}", body=body)
+    return _print(args, [changed], changed)
+
+
+def _delete(client: PlatformClient, args: argparse.Namespace) -> int:
+    done = client.call("DELETE", f"/v1/platform/teams/{args.team_id}")
+    if args.json:
+        print_json(done)
+    else:
+        print(f"deleted {done['id']}")
+    return 0
