@@ -105,6 +105,16 @@ async def test_every_change_is_one_event(admin: Client, app: App, tenant: Tenant
     event = await one_new(admin, seen)
     assert_event(event, "auth.failed", "kforged", None, None, actor="unauthenticated", role=None)
 
+    seen = await events(admin)
+    made = (await admin.post("/v1/platform/teams", json={"name": "search"})).json()
+    assert_event(await one_new(admin, seen), "team.create", made["id"], None, made)
+    seen = await events(admin)
+    changed = (await admin.patch(f"/v1/platform/teams/{made['id']}", json={"name": "s2"})).json()
+    assert_event(await one_new(admin, seen), "team.update", made["id"], made, changed)
+    seen = await events(admin)
+    assert (await admin.delete(f"/v1/platform/teams/{made['id']}")).status_code == 200
+    assert_event(await one_new(admin, seen), "team.delete", made["id"], changed, None)
+
     # Refused or failed changes record nothing: a tenant's, an invalid policy, no key.
     seen = await events(admin)
     client, _ = await tenant("bot")
