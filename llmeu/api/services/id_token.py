@@ -6,7 +6,7 @@ kind: `alg: none` and every HMAC algorithm are refused before any key is
 looked at, so a token "signed" with the issuer's public key as an HMAC
 secret can never verify. Then: the signature, `iss` equal to the issuer,
 `aud` naming this client (and `azp`, when present or when several audiences
-are named, equal to it), `exp` and `iat` within `LEEWAY_SECONDS` of now,
+are named, equal to it), `exp` and `iat` within `LEEWAY_SECONDS` of the clock,
 `sub` present, and `nonce` equal to the one stored with the login.
 
 A `kid` the key set does not hold raises `UnknownKey`: the caller fetches the
@@ -44,7 +44,6 @@ def validate_id_token(
     issuer: str,
     client_id: str,
     nonce: str,
-    now: float,
 ) -> dict[str, Any]:
     """The token's claims, if it passes every check above; else `AuthenticationFailed`
     (401 `invalid_id_token`) naming the first check it failed."""

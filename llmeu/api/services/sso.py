@@ -126,7 +126,7 @@ class Sso:
         id_token = answer.get("id_token")
         if not isinstance(id_token, str):
             raise refused("the issuer's token answer holds no id_token")
-        claims = await self.validate(id_token, login.nonce, now)
+        claims = await self.validate(id_token, login.nonce)
         roles = self.roles_of(claims)
         session_id = _token()
         name = claims.get("email") or claims.get("name") or claims.get("preferred_username")
@@ -137,14 +137,14 @@ class Sso:
         await insert_session(self._db, session)
         return Opened(session_id, session)
 
-    async def validate(self, id_token: str, nonce: str, now: float) -> dict[str, object]:
+    async def validate(self, id_token: str, nonce: str) -> dict[str, object]:
         """The token's claims; a `kid` the cached key set lacks fetches it again, once."""
         for refresh in (False, True):
             jwks = await self.issuer.jwks(refresh=refresh)
             try:
                 return validate_id_token(
                     id_token, jwks, issuer=self.issuer.url, client_id=self.client_id,
-                    nonce=nonce, now=now,
+                    nonce=nonce,
                 )  # fmt: skip
             except UnknownKey as unknown:
                 missing = str(unknown)
