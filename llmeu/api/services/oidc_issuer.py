@@ -40,7 +40,8 @@ class Issuer:
         self._metadata: dict[str, Any] | None = None
         self._metadata_at = 0.0
         self._jwks: dict[str, Any] | None = None
-        self._jwks_at = 0.0
+        self.last_keys_fetch = 0.0
+        """When the key set was last fetched (`time.monotonic()`)."""
         self._turn = asyncio.Lock()
 
     async def metadata(self) -> dict[str, Any]:
@@ -67,10 +68,10 @@ class Issuer:
         was fetched within the last `REFETCH_INTERVAL_SECONDS`."""
         metadata = await self.metadata()
         async with self._turn:
-            stale = refresh and time.monotonic() - self._jwks_at > REFETCH_INTERVAL_SECONDS
+            stale = refresh and time.monotonic() - self.last_keys_fetch > REFETCH_INTERVAL_SECONDS
             if self._jwks is None or stale:
                 self._jwks = await self._get(metadata["jwks_uri"])
-                self._jwks_at = time.monotonic()
+                self.last_keys_fetch = time.monotonic()
             return self._jwks
 
     async def token(
