@@ -18,7 +18,7 @@ import pytest
 from playwright.sync_api import Browser, Page
 
 from tests.support.oidc_issuer import CLIENT_SECRET, Issuer, oidc_issuer, sso_args
-from tests.support.processes import Gateway, free_port, start_gateway
+from tests.support.processes import ADMIN_KEY, Gateway, free_port, start_gateway
 
 
 @pytest.fixture
@@ -162,5 +162,51 @@ def test_an_idle_session_ends(browser: Browser, tmp_path: Path):
                 assert ended.status_code == 401
                 assert ended.json()["error"]["code"] == "session_expired"
             page.context.close()
+        finally:
+            gateway.stop()
+
+
+def test_the_console_signs_in_and_out_with_the_organisation(
+    browser: Browser, signed_in: tuple[Issuer, Gateway]
+):
+    """The console's own button, the provider's forms, the console signed in as the user
+    (its calls carry the cookie), and its Sign out through the issuer's logout."""
+    issuer, gateway = signed_in
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(f"{gateway.url}/console")
+    page.get_by_role("link", name="Sign in with your organisation").click()
+    page.locator("input[name=login]").fill("alice")
+    page.locator("input[name=password]").fill("any password")
+    page.locator("button[type=submit]").click()
+    page.locator("button[type=submit]").click()
+    page.get_by_role("heading", name="Playground", level=1).wait_for()
+    page.get_by_text("alice@example.org").wait_for()
+    page.goto(f"{gateway.url}/console#/traces")
+    page.get_by_role("heading", name="Traces", level=1).wait_for()
+    with page.expect_request(lambda r: r.url.startswith(f"{issuer.url}/session/end")):
+        page.get_by_role("button", name="Sign out").click()
+    assert page.request.get(f"{gateway.url}/auth/session").json()["signed_in"] is False
+    context.close()
+
+
+def test_console_auth_oidc_offers_no_key_form(browser: Browser, tmp_path: Path):
+    port = free_port()
+    with oidc_issuer(tmp_path, port) as issuer:
+        gateway = start_gateway(
+            tmp_path, port=port, args=sso_args(issuer, "--console-auth", "oidc"),
+            env={"OIDC_SECRET": CLIENT_SECRET},
+        )  # fmt: skip
+        try:
+            context = browser.new_context()
+            page = context.new_page()
+            page.goto(f"{gateway.url}/console")
+            page.get_by_role("link", name="Sign in with your organisation").wait_for()
+            assert page.get_by_label("API key").count() == 0
+            context.close()
+            # The admin key still works on the API: the break-glass way in.
+            me = httpx.get(f"{gateway.url}/v1/platform/me",
+                           headers={"authorization": f"Bearer {ADMIN_KEY}"}, timeout=30)  # fmt: skip
+            assert me.status_code == 200 and me.json()["role"] == "admin"
         finally:
             gateway.stop()
