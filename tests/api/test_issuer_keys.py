@@ -32,23 +32,27 @@ class IssuerServer:
         self.claimed_issuer: str | None = None
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        while head := await reader.readuntil(b"\r\n\r\n") if not reader.at_eof() else b"":
-            path = head.split(b" ", 2)[1].decode()
-            if path == "/.well-known/openid-configuration":
-                body: dict[str, Any] = {
-                    "issuer": self.claimed_issuer or self.issuer,
-                    "authorization_endpoint": f"{self.issuer}/auth",
-                    "token_endpoint": f"{self.issuer}/token",
-                    "jwks_uri": f"{self.issuer}/jwks",
-                }
-            else:
-                self.jwks_reads += 1
-                body = {"keys": self.keys}
-            data = json.dumps(body).encode()
-            writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
-                         b"content-length: %d\r\n\r\n%s" % (len(data), data))  # fmt: skip
-            await writer.drain()
-        writer.close()
+        """One request after another on a kept-alive connection, until the client closes it."""
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                data = json.dumps(self.answer(head.split(b" ", 2)[1].decode())).encode()
+                writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                             b"content-length: %d\r\n\r\n%s" % (len(data), data))  # fmt: skip
+                await writer.drain()
+        except asyncio.IncompleteReadError:
+            writer.close()
+
+    def answer(self, path: str) -> dict[str, Any]:
+        if path == "/.well-known/openid-configuration":
+            return {
+                "issuer": self.claimed_issuer or self.issuer,
+                "authorization_endpoint": f"{self.issuer}/auth",
+                "token_endpoint": f"{self.issuer}/token",
+                "jwks_uri": f"{self.issuer}/jwks",
+            }
+        self.jwks_reads += 1
+        return {"keys": self.keys}
 
 
 def es256(kid: str) -> tuple[ec.EllipticCurvePrivateKey, dict[str, Any]]:

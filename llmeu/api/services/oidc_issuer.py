@@ -110,7 +110,11 @@ class Issuer:
                 origin, method, path, head, body,
                 connect_timeout=_TIMEOUT, response_timeout=_TIMEOUT,
             )  # fmt: skip
-            raw = await response.read(_TIMEOUT, _LIMIT)
+            try:
+                raw = await response.read(_TIMEOUT, _LIMIT)
+            except BaseException:
+                response.abort()
+                raise
             response.release()
         except TransportError as error:
             raise unavailable(f"{method.decode()} {url}: {error}") from None

@@ -33,7 +33,7 @@ from urllib.parse import urlencode
 from llmeu.api.services.id_token import UnknownKey, refused, validate_id_token
 from llmeu.api.services.oidc_issuer import Issuer
 from llmeu.config import Settings
-from llmeu.errors import InvalidRequest, PermissionDenied
+from llmeu.errors import ConfigError, InvalidRequest, PermissionDenied
 from llmeu.ledger.console_sessions import (
     ConsoleSession,
     PendingLogin,
@@ -62,7 +62,8 @@ class Opened:
 
 class Sso:
     def __init__(self, settings: Settings, http: HttpClient, db: Database):
-        assert settings.oidc_issuer and settings.oidc_client_id
+        if not settings.oidc_issuer or not settings.oidc_client_id:
+            raise ConfigError("single sign-on needs an issuer and a client id", field="oidc_issuer")
         self.issuer = Issuer(settings.oidc_issuer, http)
         self.client_id = settings.oidc_client_id
         self._secret = settings.oidc_client_secret
