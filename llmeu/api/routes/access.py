@@ -134,7 +134,8 @@ def widest(roles: tuple[Role, ...], method: str, path: str) -> tuple[Role, Reach
     """The role of several (a user signed in with the organisation may hold more than one)
     that reaches furthest on the route, and its reach; 403 if none may call it."""
     allowed = ACCESS[(method, path)]
-    granted = [(allowed[role], role) for role in roles if role in allowed]
+    # In the table's order, so of roles reaching as far the first (`admin` first) is named.
+    granted = [(allowed[role], role) for role in Role if role in roles and role in allowed]
     if not granted:
         reach(roles[0], method, path)
     best = max(granted, key=lambda pair: pair[0].value)

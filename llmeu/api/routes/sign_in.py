@@ -88,7 +88,8 @@ async def handle_logout(p: Platform, request: Request) -> None:
     session = await console_session(p, request)
     if session is None:
         raise AuthenticationFailed("not signed in with a console session", code="missing_session")
-    console_url = own_origin(request, sso.redirect_url) + "/console"
+    # Where the issuer sends the browser back: beside the callback, so a path prefix holds.
+    console_url = _redirect_url(sso, request).removesuffix("/auth/callback") + "/console"
     logout_url = await sso.sign_out(session, console_url)
     headers = [*JSON_HEADERS, clear_cookie(secure=_secure(sso, request)), *_NO_STORE]
     await request.respond(200, _json({"object": "sign_out", "logout_url": logout_url}), headers)

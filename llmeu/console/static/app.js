@@ -40,7 +40,7 @@ function parseHash() {
 async function loadContext(key) {
   const me = await api("v1/platform/me", { key });
   const policies = await api("v1/platform/policies", { key });
-  return { me, isAdmin: me.admin, policies: policies.data, defaultPolicy: policies.default_policy };
+  return { me, isAdmin: me.admin || me.role === "admin", policies: policies.data, defaultPolicy: policies.default_policy };
 }
 
 function showSignIn(message) {
