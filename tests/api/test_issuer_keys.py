@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 
 from llmeu.api.services.sso import Sso
 from llmeu.config import Settings
-from llmeu.errors import AuthenticationFailed, ServiceUnavailable
+from llmeu.errors import AuthenticationFailed, PermissionDenied, ServiceUnavailable
 from llmeu.ledger.opening import open_database
 from llmeu.providers.transport import HttpClient
 
@@ -70,7 +70,11 @@ async def served(tmp_path: Path) -> AsyncIterator[tuple[IssuerServer, Sso]]:
     db = open_database(f"sqlite:///{tmp_path / 'ledger.db'}")
     await db.open()
     http = HttpClient()
-    settings = Settings(oidc_issuer=server.issuer, oidc_client_id="console")
+    settings = Settings(
+        oidc_issuer=server.issuer,
+        oidc_client_id="console",
+        oidc_role_map=(("auditors", "auditor"), ("ops", "operator")),
+    )
     yield server, Sso(settings, http, db)
     await http.aclose()
     await db.close()
@@ -112,3 +116,25 @@ async def test_an_issuer_whose_document_names_another_issuer_is_refused(
     server.claimed_issuer = "https://evil.example.org"
     with pytest.raises(ServiceUnavailable, match="names issuer"):
         await sso.issuer.metadata()
+
+
+@pytest.mark.parametrize(
+    ("groups", "roles"),
+    [
+        (["auditors", "ops"], ("auditor", "operator")),
+        ("ops", ("operator",)),
+        ([{"name": "ops"}, "auditors", 7], ("auditor",)),
+    ],
+    ids=["a-list", "one-string", "odd-values-ignored"],
+)
+def test_groups_map_to_roles(served: tuple[IssuerServer, Sso], groups: Any, roles: Any) -> None:
+    _, sso = served
+    assert sso.roles_of({"groups": groups}) == roles
+
+
+@pytest.mark.parametrize("groups", [None, [], ["strangers"], {"ops": True}])
+def test_no_mapped_group_is_no_role(served: tuple[IssuerServer, Sso], groups: Any) -> None:
+    _, sso = served
+    with pytest.raises(PermissionDenied) as refused:
+        sso.roles_of({"groups": groups})
+    assert refused.value.code == "no_role"

@@ -153,9 +153,8 @@ class Sso:
 
     def roles_of(self, claims: dict[str, object]) -> tuple[str, ...]:
         value = claims.get(self._claim)
-        groups = (
-            {value} if isinstance(value, str) else set(value) if isinstance(value, list) else set()
-        )
+        listed = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+        groups = {group for group in listed if isinstance(group, str)}
         roles = tuple(dict.fromkeys(role for group, role in self._role_map if group in groups))
         if not roles:
             raise PermissionDenied(
