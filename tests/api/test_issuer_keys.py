@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -138,3 +139,20 @@ def test_no_mapped_group_is_no_role(served: tuple[IssuerServer, Sso], groups: An
     with pytest.raises(PermissionDenied) as refused:
         sso.roles_of({"groups": groups})
     assert refused.value.code == "no_role"
+
+
+async def test_an_issuer_that_does_not_answer_is_unavailable(tmp_path: Path) -> None:
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    db = open_database(f"sqlite:///{tmp_path / 'ledger.db'}")
+    await db.open()
+    http = HttpClient()
+    settings = Settings(oidc_issuer=f"http://127.0.0.1:{port}", oidc_client_id="console")
+    try:
+        with pytest.raises(ServiceUnavailable) as down:
+            await Sso(settings, http, db).begin("http://gw/auth/callback")
+        assert down.value.code == "issuer_unavailable"
+    finally:
+        await http.aclose()
+        await db.close()

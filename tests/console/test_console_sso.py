@@ -144,6 +144,15 @@ def test_the_callback_takes_each_state_once(browser: Browser, signed_in: tuple[I
     replayed = httpx.get(callback.value.url, timeout=30)
     assert replayed.status_code == 400 and replayed.json()["error"]["code"] == "invalid_state"
     context.close()
+    bad = {
+        "?state=made-up&code=x": (400, "invalid_state"),
+        "": (400, None),
+        "?error=access_denied&error_description=the+user+said+no": (401, "sign_in_failed"),
+    }
+    for query, (status, code) in bad.items():
+        answer = httpx.get(f"{gateway.url}/auth/callback{query}", timeout=30)
+        assert answer.status_code == status, (query, answer.text)
+        assert code is None or answer.json()["error"]["code"] == code
 
 
 def test_an_idle_session_ends(browser: Browser, tmp_path: Path):
