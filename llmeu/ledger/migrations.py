@@ -412,6 +412,36 @@ MIGRATIONS: tuple[tuple[int, str, tuple[Step, ...]], ...] = (
             "CREATE INDEX api_keys_team ON api_keys (team_id) WHERE team_id IS NOT NULL",
         ),
     ),
+    (
+        18,
+        "console sign-ins: pending logins and sessions",
+        (
+            # A sign-in under way (`state` → its nonce and PKCE verifier), single use; and a
+            # signed-in console session, keyed by the SHA-256 of its cookie's id (the id
+            # itself is never stored). Both are new tables: an older release ignores them.
+            """
+            CREATE TABLE console_logins (
+                state TEXT PRIMARY KEY,
+                nonce TEXT NOT NULL,
+                verifier TEXT NOT NULL,
+                redirect_url TEXT NOT NULL,
+                created_at DOUBLE PRECISION NOT NULL
+            )
+            """,
+            """
+            CREATE TABLE console_sessions (
+                session_hash TEXT PRIMARY KEY,
+                subject TEXT NOT NULL,
+                name TEXT,
+                roles TEXT NOT NULL,
+                csrf_token TEXT NOT NULL,
+                id_token TEXT NOT NULL,
+                created_at DOUBLE PRECISION NOT NULL,
+                last_seen_at DOUBLE PRECISION NOT NULL
+            )
+            """,
+        ),
+    ),
 )
 
 CONTRACT: frozenset[int] = frozenset()
