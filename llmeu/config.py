@@ -105,6 +105,25 @@ class Settings:
     checkpoint_every_seconds: float = 300.0
     audit_checkpoint_dir: Path | None = None
     """Where each signed checkpoint is also written, one file each (append-only)."""
+    oidc_issuer: str | None = None
+    """The OpenID Connect issuer the console signs in with (docs/sso.md); None: no sign-in
+    with the organisation."""
+    oidc_client_id: str | None = None
+    oidc_client_secret_env: str | None = None
+    """The environment variable holding the client secret; None: a public client (PKCE only)."""
+    oidc_client_secret: str | None = field(default=None, repr=False)
+    oidc_roles_claim: str = "groups"
+    """The ID-token claim whose values (group names) `oidc_role_map` maps to roles."""
+    oidc_role_map: tuple[tuple[str, str], ...] = ()
+    """(group, role) pairs: a user holds the role of every group of theirs that is listed."""
+    oidc_redirect_url: str | None = None
+    """The callback URL as registered at the issuer; None: this gateway's `/auth/callback`
+    at the address the browser used."""
+    console_auth: str = "key"
+    """How the console signs in: `key` (an API key), `oidc` (the issuer only; keys still
+    work on the API) or `both`."""
+    session_idle_seconds: float = 1800.0
+    session_max_seconds: float = 43200.0
     environ: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -131,6 +150,9 @@ class Settings:
         if env.get("LLMEU_AUDIT_CHECKPOINT_DIR"):
             values["audit_checkpoint_dir"] = Path(env["LLMEU_AUDIT_CHECKPOINT_DIR"])
         values.update({k: v for k, v in overrides.items() if v is not None})
+        secret_env = values.get("oidc_client_secret_env")
+        if isinstance(secret_env, str) and env.get(secret_env):
+            values["oidc_client_secret"] = env[secret_env]
         return cls(**values)  # type: ignore[arg-type]
 
     @property

@@ -31,6 +31,7 @@ from llmeu.api.services.policies import PolicyBook
 from llmeu.api.services.receipt_issuer import Receipts
 from llmeu.api.services.response_store import ResponseStore
 from llmeu.api.services.signing import KeyReloader, load_signing_keys
+from llmeu.api.services.sso import Sso
 from llmeu.api.services.upstreams import (
     Closable,
     ProviderBuilder,
@@ -90,6 +91,9 @@ def _breaker(settings: Settings) -> CircuitBreaker:
         cooldown=settings.breaker_cooldown_seconds,
         timeout=settings.redis_timeout_seconds,
     )
+
+
+_CONSOLE_AUTH = {"key": ("key",), "oidc": ("oidc",), "both": ("key", "oidc")}
 
 
 class Gateway:
@@ -161,6 +165,8 @@ class Gateway:
             self.keys, self.policies, store, self.upstreams, self.broadcast, self.reload,
             answers=self.answers, tool_servers=self.tool_servers,
             admin_log=AdminLog(store, self.instance_id),
+            sso=Sso(settings, self.http, store.db) if settings.oidc_issuer else None,
+            console_auth=_CONSOLE_AUTH[settings.console_auth],
         )  # fmt: skip
         self.evidence = Evidence(self.platform, self.receipts)
         self.compliance = Compliance(self.platform)

@@ -5,7 +5,7 @@ act without the platform API (whoever runs them can write the ledger or the data
 so they record their admin event straight on the ledger, in the same chain
 (`llmeu.api.services.admin_log`). The actor is the local account and host
 (`local:<user>@<host>`), acting as `admin`; there is no client address. A
-ledger from before migration 18 gets no event (the command says so).
+ledger from before migration 19 gets no event (the command says so).
 """
 
 from __future__ import annotations

@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from llmeu.api.routes.access import Role
 from llmeu.config import Settings
-from llmeu.errors import DatabaseUnavailable, SchemaMismatch
+from llmeu.errors import ConfigError, DatabaseUnavailable, SchemaMismatch
 from llmeu.observability.logs import FORMATS
 from llmeu.protocol.forwarded import parse_network
 from llmeu.routing.durations import Duration
@@ -178,11 +179,45 @@ def register(subparsers: Any) -> None:
     evidence.add_argument(
         "--checkpoint-minutes", type=float, help="or every M minutes if the chain moved (5)"
     )
+    sso = parser.add_argument_group("single sign-on for the console (docs/sso.md)")
+    sso.add_argument("--oidc-issuer", help="the OpenID Connect issuer URL (its discovery base)")
+    sso.add_argument("--oidc-client-id", help="this gateway's client id at the issuer")
+    sso.add_argument(
+        "--oidc-client-secret-env",
+        metavar="VAR",
+        help="the environment variable holding the client secret (none: a public client)",
+    )
+    sso.add_argument(
+        "--oidc-roles-claim", help="the ID-token claim listing the user's groups (groups)"
+    )
+    sso.add_argument(
+        "--oidc-role-map",
+        action="append",
+        type=_role_pair,
+        default=[],
+        metavar="GROUP=ROLE",
+        help="members of GROUP act as ROLE (repeatable)",
+    )
+    sso.add_argument(
+        "--oidc-redirect-url",
+        help="the callback URL registered at the issuer (default: <this gateway>/auth/callback)",
+    )
+    sso.add_argument(
+        "--console-auth",
+        choices=["key", "oidc", "both"],
+        help="how the console signs in (key); API keys always work on the API",
+    )
+    sso.add_argument(
+        "--session-idle-timeout", type=float, help="seconds a console session may sit idle (1800)"
+    )
+    sso.add_argument(
+        "--session-max-age", type=float, help="seconds a console session lasts at most (43200)"
+    )
     parser.set_defaults(func=run)
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
-    return Settings.from_env(
+    settings = Settings.from_env(
         host=args.host,
         port=args.port,
         config_file=args.config,
@@ -223,7 +258,42 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         checkpoint_every_seconds=None
         if args.checkpoint_minutes is None
         else args.checkpoint_minutes * 60,
+        oidc_issuer=args.oidc_issuer,
+        oidc_client_id=args.oidc_client_id,
+        oidc_client_secret_env=args.oidc_client_secret_env,
+        oidc_roles_claim=args.oidc_roles_claim,
+        oidc_role_map=tuple(args.oidc_role_map) or None,
+        oidc_redirect_url=args.oidc_redirect_url,
+        console_auth=args.console_auth,
+        session_idle_seconds=args.session_idle_timeout,
+        session_max_seconds=args.session_max_age,
     )
+    check_sso(settings)
+    return settings
+
+
+def check_sso(settings: Settings) -> None:
+    """Single sign-on needs both the issuer and the client id; `--console-auth oidc` or
+    `both` needs them set up."""
+    if bool(settings.oidc_issuer) != bool(settings.oidc_client_id):
+        raise ConfigError("--oidc-issuer and --oidc-client-id go together", field="oidc_client_id")
+    if settings.console_auth != "key" and not settings.oidc_issuer:
+        raise ConfigError(
+            f"--console-auth {settings.console_auth} needs --oidc-issuer", field="console_auth"
+        )
+    if settings.oidc_client_secret_env and settings.oidc_client_secret is None:
+        raise ConfigError(
+            f"--oidc-client-secret-env names ${settings.oidc_client_secret_env}, which is unset",
+            field="oidc_client_secret_env",
+        )
+
+
+def _role_pair(value: str) -> tuple[str, str]:
+    group, sep, role = value.rpartition("=")
+    roles = [r.value for r in Role]
+    if not sep or not group or role not in roles:
+        raise argparse.ArgumentTypeError(f"GROUP=ROLE, ROLE one of {', '.join(roles)}")
+    return group, role
 
 
 def _network(value: str) -> str:
@@ -275,7 +345,11 @@ def _bytes(value: str) -> int:
 def run(args: argparse.Namespace) -> int:
     from llmeu.server import run as serve
 
-    settings = settings_from_args(args)
+    try:
+        settings = settings_from_args(args)
+    except ConfigError as error:
+        print(f"llmeu serve: {error}", file=sys.stderr)
+        return 2
     if not settings.migrate:
         refusal = asyncio.run(_schema_refusal(settings))
         if refusal is not None:

@@ -1,7 +1,7 @@
 """Admin events in the ledger: written into the hash chain, listed, read for the verifier.
 
 An event is two rows written in one transaction (`llmeu.evidence.admin_events`
-says why): the event itself in `admin_events` (migration 18), and a final row
+says why): the event itself in `admin_events` (migration 19), and a final row
 of `traces` with route `admin` whose chained `request_sha256` is the event's
 digest, linked the locked way (`TraceWrites.write_locked`) — admin events are
 rare, so they never take the ahead path that calls take. The trace row has
@@ -11,7 +11,7 @@ tokens and cost.
 Every read of `traces` that counts calls leaves these rows out (`NOT_ADMIN`):
 usage, the traces listing and a trace by id, spend per key (budgets), and the
 call metadata of exports and compliance reports. A release from before
-migration 18 counts them as calls with no tokens and no cost while it runs
+migration 19 counts them as calls with no tokens and no cost while it runs
 beside this one; nothing else of it changes.
 """
 
@@ -29,7 +29,7 @@ from llmeu.ledger.views import decode_cursor, encode_cursor
 
 NOT_ADMIN = f"route <> '{ADMIN_ROUTE}'"
 """The condition that leaves admin events out of a read of `traces` that counts calls."""
-ADMIN_EVENTS_MIGRATION = 18
+ADMIN_EVENTS_MIGRATION = 19
 _INSERT_EVENT = (
     f"INSERT INTO admin_events ({', '.join(EVENT_FIELDS)}) "
     f"VALUES ({', '.join('?' for _ in EVENT_FIELDS)})"
@@ -118,7 +118,7 @@ async def all_events(
     db: Database, since: float | None = None, until: float | None = None
 ) -> list[Row]:
     """Every event as stored (oldest first), in [since, until) when given; none on a ledger
-    from before migration 18."""
+    from before migration 19."""
     if not await holds_admin_events(db):
         return []
     where: list[str] = []
@@ -138,7 +138,7 @@ async def all_events(
 
 
 async def holds_admin_events(db: Database) -> bool:
-    """Whether the ledger has the `admin_events` table (migration 18 applied)."""
+    """Whether the ledger has the `admin_events` table (migration 19 applied)."""
     applied = await db.fetch(
         "SELECT version FROM schema_migrations WHERE version = ?", (ADMIN_EVENTS_MIGRATION,)
     )

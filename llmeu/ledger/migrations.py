@@ -414,6 +414,36 @@ MIGRATIONS: tuple[tuple[int, str, tuple[Step, ...]], ...] = (
     ),
     (
         18,
+        "console sign-ins: pending logins and sessions",
+        (
+            # A sign-in under way (`state` → its nonce and PKCE verifier), single use; and a
+            # signed-in console session, keyed by the SHA-256 of its cookie's id (the id
+            # itself is never stored). Both are new tables: an older release ignores them.
+            """
+            CREATE TABLE console_logins (
+                state TEXT PRIMARY KEY,
+                nonce TEXT NOT NULL,
+                verifier TEXT NOT NULL,
+                redirect_url TEXT NOT NULL,
+                created_at DOUBLE PRECISION NOT NULL
+            )
+            """,
+            """
+            CREATE TABLE console_sessions (
+                session_hash TEXT PRIMARY KEY,
+                subject TEXT NOT NULL,
+                name TEXT,
+                roles TEXT NOT NULL,
+                csrf_token TEXT NOT NULL,
+                id_token TEXT NOT NULL,
+                created_at DOUBLE PRECISION NOT NULL,
+                last_seen_at DOUBLE PRECISION NOT NULL
+            )
+            """,
+        ),
+    ),
+    (
+        19,
         "administrative changes on the evidence chain",
         (
             # Expand only: a release without it keeps running on this database. Each

@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from llmeu.api.app import App
-from llmeu.api.routes.access import ACCESS, Role, markdown_table, may_grant
+from llmeu.api.routes.access import ACCESS, Role, markdown_table, may_grant, widest
+from llmeu.errors import PermissionDenied
 from llmeu.evidence.receipts import verify_receipt
 from tests.platform.conftest import Client, TenantFactory, chat
 
@@ -225,3 +226,26 @@ async def test_a_role_never_widens_the_keys_policy_for_calls(
     refused = await chat(admin_role)
     assert refused.status_code == 403
     assert refused.json()["error"]["code"] == "no_compliant_route"
+
+
+@pytest.mark.parametrize(
+    ("roles", "method", "path", "expected"),
+    [
+        (("auditor", "operator"), "POST", "/v1/platform/reload", ("operator", "EVERY")),
+        (("member", "auditor"), "GET", "/v1/platform/traces", ("auditor", "EVERY")),
+        (("member", "team_admin"), "GET", "/v1/platform/traces", ("team_admin", "TEAM")),
+        (("auditor", "admin"), "GET", "/v1/platform/me", ("admin", "EVERY")),
+    ],
+    ids=["the-one-allowed", "every-over-own", "team-over-own", "admin-named-first-on-ties"],
+)
+def test_a_user_with_several_roles_acts_in_the_widest(
+    roles: tuple[str, ...], method: str, path: str, expected: tuple[str, str]
+) -> None:
+    role, granted = widest(tuple(Role(r) for r in roles), method, path)
+    assert (role.value, granted.name) == expected
+
+
+def test_a_user_none_of_whose_roles_may_call_a_route_is_refused() -> None:
+    with pytest.raises(PermissionDenied) as refused:
+        widest((Role.AUDITOR, Role.MEMBER), "POST", "/v1/platform/reload")
+    assert refused.value.code == "role_forbidden"

@@ -131,6 +131,18 @@ def reach(role: Role, method: str, path: str) -> Reach:
     return granted
 
 
+def widest(roles: tuple[Role, ...], method: str, path: str) -> tuple[Role, Reach]:
+    """The role of several (a user signed in with the organisation may hold more than one)
+    that reaches furthest on the route, and its reach; 403 if none may call it."""
+    allowed = ACCESS[(method, path)]
+    # In the table's order, so of roles reaching as far the first (`admin` first) is named.
+    granted = [(allowed[role], role) for role in Role if role in roles and role in allowed]
+    if not granted:
+        reach(roles[0], method, path)
+    best = max(granted, key=lambda pair: pair[0].value)
+    return best[1], best[0]
+
+
 def may_grant(holder: Role, role: Role) -> bool:
     """Whether a key acting as `holder` may create or revoke a key of `role`: `role` reaches
     no further than `holder` on any route."""

@@ -3,6 +3,10 @@
 The calling key's role is checked against the route in `llmeu.api.routes.access`'s
 table, for every platform route, before its handler does anything.
 
+A request with no `Authorization` header and the console's session cookie acts as
+the signed-in user (`llmeu.api.routes.session_cookie`), in the widest of their
+roles on the route; a Bearer key is checked as before, cookie or not.
+
 The calling key is authenticated and the body read once, for every route, so
 that `stream: true` is refused in the body of any platform call as in its
 query: no platform route streams. Bodies are JSON, bounded in size and depth;
@@ -20,7 +24,8 @@ import msgspec
 from llmeu.api.http.asgi import Request
 from llmeu.api.http.bodies import decode_body
 from llmeu.api.http.identifiers import check_finite
-from llmeu.api.routes.access import Reach, Role, reach, role_of
+from llmeu.api.routes.access import Reach, Role, reach, role_of, widest
+from llmeu.api.routes.session_cookie import console_session, session_key
 from llmeu.api.services.platform_service import Actor, Platform, Viewer
 from llmeu.errors import InvalidRequest
 from llmeu.ledger.api_keys import ApiKey
@@ -52,14 +57,21 @@ async def authorize(p: Platform, request: Request) -> Caller:
     """The calling key, if its role may call this route (`llmeu.api.routes.access`), and the
     request body (read here, for every route, so that `stream: true` is refused in the body
     of any platform call, as in its query)."""
-    key = await p.authenticate(request.header(b"authorization"), request.client)
+    signed_in = await console_session(p, request)
+    if signed_in is None:
+        key = await p.authenticate(request.header(b"authorization"), request.client)
+        role = role_of(key.acting_role)
+        granted = reach(role, request.method, request.route)
+    else:
+        role, granted = widest(
+            tuple(role_of(r) for r in signed_in.roles), request.method, request.route
+        )
+        key = session_key(signed_in, role, p.policies.default_policy)
     body = await request.body(_BODY_LIMIT)
     if request.query.get("stream", "").lower() in ("true", "1", "yes") or _streams(body):
         raise InvalidRequest(
             "platform routes never stream; `stream` must not be true", param="stream"
         )
-    role = role_of(key.acting_role)
-    granted = reach(role, request.method, request.route)
     team_id = key.team_id if granted is Reach.TEAM else None
     viewer = Viewer(key.key_id, every_key=granted is Reach.EVERY, team_id=team_id)
     return Caller(key, role, granted, viewer, body, request.client)

@@ -35,7 +35,7 @@ CONTENT_SECURITY_POLICY = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
     "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
-_SECURITY_HEADERS: Headers = [
+SECURITY_HEADERS: Headers = [
     (b"content-security-policy", CONTENT_SECURITY_POLICY.encode()),
     (b"x-content-type-options", b"nosniff"),
     (b"referrer-policy", b"no-referrer"),
@@ -84,7 +84,7 @@ async def _send_asset(request: Request, asset: Asset) -> None:
         (b"content-type", asset.content_type),
         (b"cache-control", b"no-cache"),
         (b"etag", asset.etag),
-        *_SECURITY_HEADERS,
+        *SECURITY_HEADERS,
     ]
     if request.header(b"if-none-match") == asset.etag.decode():
         await request.respond(304, b"", headers)
@@ -98,7 +98,7 @@ async def handle_console(request: Request) -> None:
 
 async def handle_console_slash(request: Request) -> None:
     """`/console/` → `/console`; relative, so a gateway behind a path prefix keeps it."""
-    headers: Headers = [(b"location", b"../console"), *_SECURITY_HEADERS]
+    headers: Headers = [(b"location", b"../console"), *SECURITY_HEADERS]
     await request.respond(308, b"", headers)
 
 

@@ -17,7 +17,15 @@ from llmeu.api.call.door import Calls
 from llmeu.api.health import Health
 from llmeu.api.http.error_responses import OPENAI_ERRORS, ErrorShape
 from llmeu.api.http.route import OBJECT, TEXT, Doc, Handler, Param, Route
-from llmeu.api.routes import compliance, console, platform, receipt_keys, service, teams
+from llmeu.api.routes import (
+    compliance,
+    console,
+    platform,
+    receipt_keys,
+    service,
+    sign_in,
+    teams,
+)
 from llmeu.api.routes.chat_completions import handle_chat
 from llmeu.api.routes.count_tokens import handle_count_tokens
 from llmeu.api.routes.embeddings import handle_embeddings
@@ -80,6 +88,10 @@ def _stored(s: Services) -> tuple[Any, ...]:
 
 def _models(s: Services) -> tuple[Any, ...]:
     return (s.calls, s.started_at)
+
+
+def _platform(s: Services) -> tuple[Any, ...]:
+    return (s.platform,)
 
 
 def _openapi(_: Services) -> tuple[Any, ...]:
@@ -152,6 +164,10 @@ SERVICE: tuple[Spec, ...] = (
     Spec("GET", "/console", console.handle_console, None),
     Spec("GET", "/console/", console.handle_console_slash, None),
     Spec("GET", "/console/{name}", console.handle_console_asset, None),
+    Spec("GET", "/auth/login", sign_in.handle_login, None, _platform),
+    Spec("GET", "/auth/callback", sign_in.handle_callback, None, _platform),
+    Spec("GET", "/auth/session", sign_in.handle_session, None, _platform),
+    Spec("POST", "/auth/logout", sign_in.handle_logout, None, _platform),
 )  # fmt: skip
 
 ROUTES: tuple[Spec, ...] = (

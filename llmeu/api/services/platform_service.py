@@ -24,6 +24,7 @@ from llmeu.api.services.answer_cache import CacheService
 from llmeu.api.services.auth import KeyRing
 from llmeu.api.services.mcp_upstreams import ToolServers
 from llmeu.api.services.policies import PolicyBook, key_narrowing
+from llmeu.api.services.sso import Sso
 from llmeu.api.services.upstreams import Upstreams
 from llmeu.calls.record import CallStatus
 from llmeu.errors import (
@@ -101,6 +102,10 @@ class Platform:
     tool_servers: ToolServers
     """The MCP tool servers (replaced on a reload, as `upstreams` is)."""
     admin_log: AdminLog
+    sso: Sso | None = None
+    """Sign-in with the organisation's issuer (`llmeu.api.services.sso`); None: not set up."""
+    console_auth: tuple[str, ...] = ("key",)
+    """How the console offers to sign in: `key`, `oidc`, or both (`--console-auth`)."""
 
     async def authenticate(self, authorization: str | None, client: str | None) -> ApiKey:
         """The calling key. A key sent that does not authenticate is an admin event

@@ -1,21 +1,37 @@
-// The platform API as the console calls it, with the signed-in key.
+// The platform API as the console calls it, with the signed-in key or the
+// organisation's session.
 //
 // The key lives in sessionStorage: it survives a reload but not the tab, and
 // it is only ever sent in the Authorization header, never in a URL (URLs end
-// up in history, logs and Referer headers). Paths are relative to the page,
-// so a gateway served under a path prefix works unchanged.
+// up in history, logs and Referer headers). Signed in with the organisation,
+// there is no key: the gateway's HttpOnly session cookie goes with each call
+// (the page never sees it), and every change carries the session's CSRF token
+// in X-CSRF-Token. Paths are relative to the page, so a gateway served under
+// a path prefix works unchanged.
 
 const STORAGE_KEY = "llmeu.console.key";
+let csrfToken = null;
 
 export const session = {
   get key() {
     return sessionStorage.getItem(STORAGE_KEY);
   },
+  /** Signed in with the organisation (a session cookie), not a key. */
+  get organisation() {
+    return csrfToken !== null;
+  },
+  get signedIn() {
+    return this.key !== null || csrfToken !== null;
+  },
   set(key) {
     sessionStorage.setItem(STORAGE_KEY, key);
   },
+  useCookie(csrf) {
+    csrfToken = csrf;
+  },
   clear() {
     sessionStorage.removeItem(STORAGE_KEY);
+    csrfToken = null;
   },
 };
 
@@ -44,6 +60,8 @@ export function apiUrl(path, query = {}) {
 export function send(path, { method = "GET", body, query, signal, key = session.key, headers: extra } = {}) {
   const headers = { accept: "application/json", ...extra };
   if (key) headers.authorization = `Bearer ${key}`;
+  const withCookie = !key && csrfToken !== null;
+  if (withCookie && method !== "GET") headers["x-csrf-token"] = csrfToken;
   if (body !== undefined) headers["content-type"] = "application/json";
   return fetch(apiUrl(path, query), {
     method,
@@ -51,7 +69,7 @@ export function send(path, { method = "GET", body, query, signal, key = session.
     body: body === undefined ? undefined : JSON.stringify(body),
     signal,
     cache: "no-store",
-    credentials: "omit",
+    credentials: withCookie ? "same-origin" : "omit",
   });
 }
 

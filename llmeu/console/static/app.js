@@ -6,7 +6,7 @@
 // params) fills <main> and may return a cleanup function, called when the
 // view is left (the playground uses it to stop a stream still running).
 
-import { api, ApiError, session } from "./api.js";
+import { api, ApiError, apiUrl, session } from "./api.js";
 import { errorNote, fill, h } from "./dom.js";
 
 const VIEWS = {
@@ -24,6 +24,7 @@ let ctx = null;
 let cleanup = null;
 let firstRender = true;
 let navigation = 0;
+let methods = ["key"];
 
 function parseHash() {
   const raw = location.hash.startsWith("#/") ? location.hash.slice(2) : "";
@@ -39,7 +40,7 @@ function parseHash() {
 async function loadContext(key) {
   const me = await api("v1/platform/me", { key });
   const policies = await api("v1/platform/policies", { key });
-  return { me, isAdmin: me.admin, policies: policies.data, defaultPolicy: policies.default_policy };
+  return { me, isAdmin: me.admin || me.role === "admin", policies: policies.data, defaultPolicy: policies.default_policy };
 }
 
 function showSignIn(message) {
@@ -57,6 +58,19 @@ function showSignIn(message) {
     "aria-describedby": "api-key-hint",
   });
   const note = h("div", { className: "signin-note", "aria-live": "polite" }, message ? errorNote({ message }) : null);
+  const withIssuer = methods.includes("oidc")
+    ? h(
+        "div",
+        { className: "card signin" },
+        h("h1", { id: "signin-org-title", tabIndex: -1 }, "Sign in"),
+        h("a", { className: "button primary", href: "auth/login", id: "sign-in-org" }, "Sign in with your organisation"),
+        methods.includes("key") ? null : note,
+      )
+    : null;
+  if (!methods.includes("key")) {
+    main.replaceChildren(withIssuer);
+    return;
+  }
   const form = h(
     "form",
     { className: "card signin", method: "post", "aria-labelledby": "signin-title" },
@@ -105,8 +119,21 @@ function showSignIn(message) {
     firstRender = false; // the form is gone: focus goes to the new page's heading
     route();
   });
-  main.replaceChildren(form);
+  main.replaceChildren(...(withIssuer ? [withIssuer, form] : [form]));
   input.focus();
+}
+
+/** How the console may sign in, and the organisation's session if this browser has one. */
+async function loadSignIn() {
+  try {
+    // The cookie is HttpOnly: only the gateway can say whether this browser holds one.
+    const response = await fetch(apiUrl("auth/session"), { credentials: "same-origin", cache: "no-store" });
+    const state = await response.json();
+    methods = state.methods;
+    if (state.signed_in && !session.key) session.useCookie(state.csrf_token);
+  } catch {
+    methods = ["key"]; // an older gateway: keys only
+  }
 }
 
 function showShell() {
@@ -127,13 +154,13 @@ async function route() {
     cleanup();
     cleanup = null;
   }
-  if (!session.key) {
+  if (!session.signedIn) {
     showSignIn();
     return;
   }
   if (ctx === null) {
     try {
-      ctx = await loadContext(session.key);
+      ctx = await loadContext(session.key ?? undefined);
     } catch (error) {
       session.clear();
       showSignIn(error instanceof ApiError && error.status === 401 ? "Your key is no longer accepted." : error.message);
@@ -183,7 +210,15 @@ async function route() {
   firstRender = false;
 }
 
-document.getElementById("sign-out").addEventListener("click", () => {
+document.getElementById("sign-out").addEventListener("click", async () => {
+  if (session.organisation) {
+    const answer = await api("auth/logout", { method: "POST" }).catch(() => ({ logout_url: null }));
+    session.clear();
+    if (answer.logout_url) {
+      location.assign(answer.logout_url); // the issuer's own sign-out, then back here
+      return;
+    }
+  }
   session.clear();
   if (cleanup) cleanup();
   cleanup = null;
@@ -211,4 +246,4 @@ window.addEventListener("unhandledrejection", (event) => {
 });
 
 window.addEventListener("hashchange", route);
-route();
+loadSignIn().then(route);
