@@ -20,6 +20,7 @@ from typing import Any
 from llmeu.api.call.context import CallContext
 from llmeu.api.call.door import Calls
 from llmeu.api.health import Health
+from llmeu.api.services.admin_log import SIGNAL_ACTOR, AdminLog
 from llmeu.api.services.answer_cache import CHANGE, CacheService
 from llmeu.api.services.auth import KeyRing
 from llmeu.api.services.compliance_service import Compliance
@@ -163,6 +164,7 @@ class Gateway:
         self.platform = Platform(
             self.keys, self.policies, store, self.upstreams, self.broadcast, self.reload,
             answers=self.answers, tool_servers=self.tool_servers,
+            admin_log=AdminLog(store, self.instance_id),
             sso=Sso(settings, self.http, store.db) if settings.oidc_issuer else None,
             console_auth=_CONSOLE_AUTH[settings.console_auth],
         )  # fmt: skip
@@ -320,13 +322,27 @@ class Gateway:
 
     def _reload_in_background(self) -> None:
         async def reload() -> None:
+            before = self.platform.configuration_state()
             try:
                 await self.reload(tell_others=False)
             except ConfigError as error:
                 log.error("configuration not reloaded, the previous one stays: %s", error)
+            else:
+                await self._record_signal_reload(before)
             await self.signing.reload()
 
         self._spawn(reload())
+
+    async def _record_signal_reload(self, before: dict[str, Any]) -> None:
+        """A configuration reloaded by signal is an admin event too: its actor is the signal
+        (whoever may signal the process runs the host), with no role and no address."""
+        after = self.platform.configuration_state()
+        try:
+            await self.platform.admin_log.record(
+                SIGNAL_ACTOR, "config.reload", "configuration", before=before, after=after
+            )
+        except DatabaseError as error:
+            log.error("the reload's admin event could not be written: %s", error)
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
         """Background work that ends by itself (stopped with the gateway if it has not)."""

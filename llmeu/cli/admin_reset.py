@@ -9,7 +9,8 @@ its hash is stored, and the old key stops working. A gateway that is running
 keeps the key it loaded until it restarts (on a shared PostgreSQL ledger,
 within a few seconds). To choose the key rather than have one made, set
 `LLMEU_ADMIN_KEY` before `llmeu serve`; while it is set, every start installs
-that key, whatever a reset made.
+that key, whatever a reset made. The reset is an admin event on the ledger's
+chain (`key.reset`, by the local account: `llmeu.cli.local_events`).
 
 Exit status: 0; 1 when the database holds no ledger or no admin key yet.
 """
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from llmeu.api.services.auth import KeyRing
+from llmeu.cli.local_events import record_local
 from llmeu.config import Settings
 from llmeu.errors import DatabaseError, DatabaseUnavailable
 from llmeu.ledger.database import Database
@@ -77,6 +79,11 @@ async def reset_admin(database: Database) -> str:
             )
         token = new_token(ADMIN_KEY_ID)
         await KeyRing(store).ensure_admin(token, existing.policy_id)
+        after = await store.get_key(ADMIN_KEY_ID)
+        await record_local(
+            store, "key.reset", ADMIN_KEY_ID, before=existing.public(),
+            after=None if after is None else after.public(),
+        )  # fmt: skip
         return token
     finally:
         await database.close()

@@ -3,10 +3,13 @@
     llmeu audit export --from 2026-11-01 --to 2026-12-01 --out exports/ [--config FILE]
                        [--data-dir DIR | --database-url URL]
 
-Writes `records-of-processing.json` and `.md` (GDPR Art. 30), `subprocessors.csv` and
-`calls.jsonl` (the metadata of every trace, never content) into `--out`, straight from
-the ledger database and the configuration (`--config`, else the built-in catalog) — the
-same files as `GET /v1/platform/exports/{name}`. `--to` is exclusive; both take an
+Writes `records-of-processing.json` and `.md` (GDPR Art. 30), `subprocessors.csv`,
+`calls.jsonl` (the metadata of every call, never content) and `admin-events.jsonl`
+(every administrative change of the period, oldest first, as
+`GET /v1/platform/admin-events` shows them: with each one's digest and place in the
+chain, which `llmeu audit verify` checks) into `--out`, straight from the ledger
+database and the configuration (`--config`, else the built-in catalog) — the same
+files as `GET /v1/platform/exports/{name}`. `--to` is exclusive; both take an
 ISO-8601 date or time (UTC unless it says otherwise).
 
 Exit status: 0; 1 when the ledger cannot be read; 2 for bad arguments or configuration.
@@ -22,11 +25,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from llmeu.api.services.exports import EXPORTS, Period, render
+from llmeu.api.services.exports import ADMIN_EVENTS, EXPORTS, Period, admin_events_jsonl, render
 from llmeu.cli import audit_verify
 from llmeu.config import Settings
 from llmeu.errors import ConfigError, DatabaseError, DatabaseUnavailable
+from llmeu.ledger.admin_events import all_events
 from llmeu.ledger.api_keys import ApiKey
+from llmeu.ledger.database import Row
 from llmeu.ledger.opening import open_database
 from llmeu.ledger.retention import calls_between
 from llmeu.ledger.store import Store
@@ -75,7 +80,7 @@ def run_export(args: argparse.Namespace) -> int:
         return 2
     period = Period(args.since, args.until)
     try:
-        calls, keys = asyncio.run(_read(settings, period))
+        calls, keys, events = asyncio.run(_read(settings, period))
     except (DatabaseError, LookupError) as error:
         print(f"llmeu audit export: {error}", file=sys.stderr)
         return 1
@@ -85,10 +90,16 @@ def run_export(args: argparse.Namespace) -> int:
         path = args.out / name
         path.write_text(text, encoding="utf-8")
         print(f"{path} ({len(text.encode())} bytes)")
+    path = args.out / ADMIN_EVENTS
+    text = admin_events_jsonl(events)
+    path.write_text(text, encoding="utf-8")
+    print(f"{path} ({len(text.encode())} bytes)")
     return 0
 
 
-async def _read(settings: Settings, period: Period) -> tuple[list[dict[str, Any]], list[ApiKey]]:
+async def _read(
+    settings: Settings, period: Period
+) -> tuple[list[dict[str, Any]], list[ApiKey], list[Row]]:
     database = open_database(settings.effective_database_url)
     try:
         await database.open(create=False)
@@ -98,6 +109,8 @@ async def _read(settings: Settings, period: Period) -> tuple[list[dict[str, Any]
         store = Store(database)
         if not await store.has_schema():
             raise LookupError(f"no ledger in {database.describe()}")
-        return await calls_between(database, period.since, period.until), await store.list_keys()
+        calls = await calls_between(database, period.since, period.until)
+        events = await all_events(database, period.since, period.until)
+        return calls, await store.list_keys(), events
     finally:
         await database.close()

@@ -6,11 +6,18 @@
 Reads every final trace in chain order and every checkpoint (those stored in
 the ledger, and those exported to `--checkpoints`, a directory of `*.jws`
 files or one file with a token a line), then prints
-`OK: N traces, chain intact up to <trace_id> (checkpoint <time>)` and exits 0,
+`OK: N traces [and M admin events], chain intact up to <trace_id> (checkpoint
+<time>)` and exits 0,
 or one line per broken place — `edited`, `deleted`, `inserted`, `reordered`,
 `truncated after checkpoint`, `invalid checkpoint`, `suspect` — with the
 trace ids around it, and exits 1. A last line says which keys the checkpoints
 were checked against.
+
+Admin events are rows of the same chain (`llmeu.evidence.admin_events`): on
+top of the chain's walk, each event's record in `admin_events` must hash to
+the digest its chained row holds, and each side must have the other. An
+edited, deleted or reordered event is named by its trace id, its place
+(`seq`) and its action.
 
 The keys: `--jwks`, a JWKS file or the gateway's
 `https://…/.well-known/llmeu/jwks.json`. Without it, a ledger found through
@@ -29,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import sys
 import time
@@ -40,7 +48,9 @@ import httpx
 from llmeu.api.services.signing import configured_key_source, load_signing_keys
 from llmeu.config import Settings
 from llmeu.errors import ConfigError, DatabaseError, DatabaseUnavailable
+from llmeu.evidence.admin_events import ADMIN_ROUTE, check_events, name_events
 from llmeu.evidence.audit import ChainReport, verify_chain
+from llmeu.ledger.admin_events import all_events
 from llmeu.ledger.chaining import chained_rows, read_checkpoint_files
 from llmeu.ledger.database import Row
 from llmeu.ledger.opening import open_database
@@ -69,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"llmeu audit verify: {error}", file=sys.stderr)
         return 2
     try:
-        rows, stored, where = asyncio.run(_read(settings))
+        rows, events, stored, where = asyncio.run(_read(settings))
     except (DatabaseError, LookupError) as error:
         print(f"llmeu audit verify: {error}", file=sys.stderr)
         return 1
@@ -84,7 +94,10 @@ def run(args: argparse.Namespace) -> int:
         )
         return 2
     jwks, source = keys or ({"keys": []}, "")
-    report: ChainReport = verify_chain(rows, tokens, jwks, now=time.time())
+    chain: ChainReport = verify_chain(rows, tokens, jwks, now=time.time())
+    actions = {r["trace_id"]: r["request_model"] for r in rows if r.get("route") == ADMIN_ROUTE}
+    findings = [*name_events(chain.findings, actions), *check_events(rows, events)]
+    report = dataclasses.replace(chain, findings=tuple(findings), admin_events=len(actions))
     for line in report.lines():
         print(line)
     if tokens:
@@ -121,8 +134,9 @@ def _read_jwks(source: str) -> dict[str, Any]:
     return document
 
 
-async def _read(settings: Settings) -> tuple[list[Row], list[str], str]:
-    """The rows in chain order, the stored checkpoints, and where the ledger is."""
+async def _read(settings: Settings) -> tuple[list[Row], list[Row], list[str], str]:
+    """The rows in chain order, the admin events, the stored checkpoints, and where the
+    ledger is."""
     database = open_database(settings.effective_database_url)
     try:
         await database.open(create=False)
@@ -132,7 +146,8 @@ async def _read(settings: Settings) -> tuple[list[Row], list[str], str]:
         if not await Store(database).has_schema():
             raise LookupError(f"no ledger in {database.describe()}")
         rows = await chained_rows(database)
+        events = await all_events(database)
         checkpoints = await database.fetch("SELECT token FROM chain_checkpoints ORDER BY chain_seq")
-        return rows, [r["token"] for r in checkpoints], database.describe()
+        return rows, events, [r["token"] for r in checkpoints], database.describe()
     finally:
         await database.close()

@@ -5,7 +5,9 @@ straight on the ledger database (the same `--data-dir`/`--database-url` as
 `llmeu serve`), with or without a gateway running. Content (prompts and
 outputs) goes when the policy's `store_content` ran out; the trace keeps its
 timings, routing, tokens and cost until `keep_metadata` (default six months)
-ran out too, unless a legal hold covers it (`llmeu.ledger.retention`).
+ran out too, unless a legal hold covers it (`llmeu.ledger.retention`). A purge run
+by this command is an admin event (`ledger.purge`, with the counts) on the ledger's
+chain; the gateway's own purges, which only carry out the retention, are not.
 
 Exit status: 0; 1 when the database cannot be reached or holds no ledger.
 """
@@ -21,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from llmeu.cli import ledger_backup
+from llmeu.cli.local_events import record_local
 from llmeu.config import Settings
 from llmeu.errors import DatabaseError, DatabaseUnavailable
 from llmeu.ledger.database import Database
@@ -71,6 +74,9 @@ async def purge(database: Database, now: float) -> tuple[int, int]:
             raise LookupError(
                 f"no ledger in {database.describe()} (start `llmeu serve` on it first)"
             )
-        return await store.purge_content(now), await Retention(database).purge_metadata(now)
+        purged = await store.purge_content(now), await Retention(database).purge_metadata(now)
+        after = {"content_purged": purged[0], "metadata_purged": purged[1]}
+        await record_local(store, "ledger.purge", database.describe(), after=after)
+        return purged
     finally:
         await database.close()

@@ -27,12 +27,17 @@ When the settings name a PEM key (`LLMEU_SIGNING_KEY_FILE`,
 the old public key in `LLMEU_SIGNING_RETIRED_KEYS`; this command then refuses,
 saying so.
 
+A rotation is an admin event (`signing.rotate`: the new key's id, the JWKS
+published before and after) on the ledger of the same settings (`--data-dir`,
+`LLMEU_DATABASE_URL`), when there is one (`llmeu.cli.local_events`).
+
 Exit status: 0; 1 when the keys cannot be rotated here.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import sys
 import time
@@ -40,10 +45,13 @@ from pathlib import Path
 from typing import Any
 
 from llmeu.api.services.signing import configured_key_source, configured_pem_source
+from llmeu.cli.local_events import record_local
 from llmeu.config import Settings
-from llmeu.errors import ConfigError
+from llmeu.errors import ConfigError, DatabaseError, DatabaseUnavailable
 from llmeu.evidence.key_directory import read_key_directory, write_new_key
-from llmeu.evidence.signing_keys import KeyRing, rotate_directory_keys
+from llmeu.evidence.signing_keys import KeyRing, load_directory_keys, rotate_directory_keys
+from llmeu.ledger.opening import open_database
+from llmeu.ledger.store import Store
 
 
 def register_action(actions: Any) -> None:
@@ -83,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
         )
         return 1
     directory = settings.signing_key_dir or settings.generated_signing_key_dir
+    before = _published(settings)
     try:
         ring, signs_from = _rotate(settings, args.activate_in)
     except (ConfigError, OSError) as error:
@@ -90,10 +99,15 @@ def run(args: argparse.Namespace) -> int:
         return 1
     published = [key["kid"] for key in ring.jwks()["keys"]]
     new = published[0] if signs_from is None else signs_from[0]
+    try:
+        event = asyncio.run(_record(settings, new, before, ring.jwks()))
+    except DatabaseError as error:
+        event = None
+        print(f"llmeu keys rotate-signing: rotated, but not recorded: {error}", file=sys.stderr)
     if args.json:
         moment = None if signs_from is None else signs_from[1]
         result = {"active": ring.active.kid, "new": new, "published": published}
-        print(json.dumps({**result, "signs_from": moment}))
+        print(json.dumps({**result, "signs_from": moment, "admin_event": event}))
         return 0
     when = "" if signs_from is None else f" from {signs_from[1]}"
     print(
@@ -101,7 +115,39 @@ def run(args: argparse.Namespace) -> int:
         f"gateways sign with it{when}, once they have looked (every "
         f"{settings.signing_key_poll_seconds:g} s, or at SIGHUP)."
     )
+    if event is None:
+        print("no ledger here holds admin events: the rotation is not on record")
     return 0
+
+
+def _published(settings: Settings) -> dict[str, Any] | None:
+    """The JWKS the keys publish before the rotation; None when there is no key yet."""
+    try:
+        if settings.signing_key_dir is not None:
+            return read_key_directory(settings.signing_key_dir).jwks()
+        directory = settings.generated_signing_key_dir
+        return load_directory_keys(directory).jwks() if any(directory.glob("*.key")) else None
+    except (ConfigError, OSError):
+        return None
+
+
+async def _record(
+    settings: Settings, kid: str, before: dict[str, Any] | None, after: dict[str, Any]
+) -> str | None:
+    """The rotation's admin event on the settings' ledger; its id, or None without one."""
+    database = open_database(settings.effective_database_url)
+    try:
+        await database.open(create=False)
+    except DatabaseUnavailable:
+        return None
+    try:
+        store = Store(database)
+        if not await store.has_schema():
+            return None
+        event = await record_local(store, "signing.rotate", kid, before=before, after=after)
+        return None if event is None else event.trace_id
+    finally:
+        await database.close()
 
 
 def _rotate(settings: Settings, activate_in: float) -> tuple[KeyRing, tuple[str, str] | None]:

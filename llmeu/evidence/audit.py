@@ -75,6 +75,9 @@ class ChainReport:
     head: ChainLink | None
     checkpoint: Checkpoint | None
     findings: tuple[Finding, ...]
+    admin_events: int = 0
+    """How many of the rows are admin events (`llmeu.evidence.admin_events`), each found
+    to match its record; the others are calls."""
 
     @property
     def ok(self) -> bool:
@@ -87,7 +90,11 @@ class ChainReport:
         checkpoint = (
             f"checkpoint {self.checkpoint.created_iso}" if self.checkpoint else "no checkpoint"
         )
-        return [f"OK: {self.rows} traces, chain intact up to {up_to} ({checkpoint})"]
+        events = self.admin_events
+        rows = f"{self.rows - events} traces"
+        if events:
+            rows += f" and {events} admin event{'s' if events != 1 else ''}"
+        return [f"OK: {rows}, chain intact up to {up_to} ({checkpoint})"]
 
 
 def verify_chain(

@@ -442,6 +442,29 @@ MIGRATIONS: tuple[tuple[int, str, tuple[Step, ...]], ...] = (
             """,
         ),
     ),
+    (
+        19,
+        "administrative changes on the evidence chain",
+        (
+            # Expand only: a release without it keeps running on this database. Each
+            # event is also a final row of `traces` (route 'admin') whose chained
+            # request_sha256 is the digest of this row (llmeu.evidence.admin_events).
+            """
+            CREATE TABLE admin_events (
+                trace_id TEXT PRIMARY KEY,
+                at DOUBLE PRECISION NOT NULL,
+                actor TEXT NOT NULL,
+                role TEXT,
+                action TEXT NOT NULL,
+                target TEXT,
+                before_sha256 TEXT,
+                after_sha256 TEXT,
+                source TEXT
+            )
+            """,
+            "CREATE INDEX admin_events_at ON admin_events (at, trace_id)",
+        ),
+    ),
 )
 
 CONTRACT: frozenset[int] = frozenset()

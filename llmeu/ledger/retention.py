@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from llmeu.evidence.chain import PURGED_VALUES
+from llmeu.ledger.admin_events import NOT_ADMIN
 from llmeu.ledger.database import Database, Row
 
 # A metadata purge empties what the chain's digest of the metadata covers (the verifier
@@ -64,7 +65,7 @@ _CALL_COLUMNS = (
 _OPEN_COLUMNS = ", ".join("NULL" if c == "metadata_purged_at" else c for c in _CALL_COLUMNS)
 _SELECT_CALLS = (
     f"SELECT {', '.join(_CALL_COLUMNS)} FROM traces "
-    "WHERE received_at >= ? AND received_at < ? "
+    f"WHERE received_at >= ? AND received_at < ? AND {NOT_ADMIN} "
     f"UNION ALL SELECT {_OPEN_COLUMNS} FROM open_calls "
     "WHERE received_at >= ? AND received_at < ? "
     "AND NOT EXISTS (SELECT 1 FROM traces t WHERE t.trace_id = open_calls.trace_id) "
@@ -73,8 +74,8 @@ _SELECT_CALLS = (
 
 
 async def calls_between(db: Database, since: float, until: float) -> list[dict[str, Any]]:
-    """The metadata (never the content) of every trace received in [since, until), oldest
-    first, with JSON and boolean columns decoded."""
+    """The metadata (never the content) of every call received in [since, until), oldest
+    first, with JSON and boolean columns decoded; admin events are not calls."""
     calls = []
     for row in await db.fetch(_SELECT_CALLS, (since, until, since, until)):
         call = dict(row)

@@ -10,6 +10,8 @@ from typing import Any
 
 from llmeu.calls.record import TraceRecord
 from llmeu.errors import DatabaseError, DatabaseUnavailable
+from llmeu.evidence.admin_events import AdminEvent
+from llmeu.ledger.admin_events import NOT_ADMIN, EventPage, list_events, write_event
 from llmeu.ledger.admission import ADMIT, FORGET_CHAINED, KEEP_ADMITTED
 from llmeu.ledger.api_keys import ApiKey
 from llmeu.ledger.database import Database, Row, Statement
@@ -193,12 +195,30 @@ class Store:
         rows (of `trace_row`), in one transaction: `TraceWrites.write`."""
         await self.writes.write(begins, finishes, marks)
 
+    async def write_admin_event(self, event: AdminEvent, instance_id: str) -> None:
+        """An administrative change, into the hash chain (`llmeu.ledger.admin_events`)."""
+        await write_event(self.writes, event, instance_id)
+
+    async def list_admin_events(
+        self,
+        *,
+        filters: dict[str, str],
+        since: float | None,
+        until: float | None,
+        limit: int,
+        cursor: str | None,
+    ) -> EventPage:
+        return await list_events(
+            self.db, filters=filters, since=since, until=until, limit=limit, cursor=cursor
+        )
+
     async def get_trace(
         self, trace_id: str, *, key_id: str | None = None, team_id: str | None = None
     ) -> dict[str, Any] | None:
         """The trace as stored, final, or else the call's in-progress row (of `key_id`, of a
-        key of `team_id`, when given)."""
-        where = "WHERE trace_id = ?"
+        key of `team_id`, when given); never an admin event's row
+        (`llmeu.ledger.admin_events`)."""
+        where = f"WHERE trace_id = ? AND {NOT_ADMIN}"
         params: list[Any] = [trace_id]
         if key_id is not None:
             where += " AND key_id = ?"
@@ -223,6 +243,7 @@ class Store:
         team_id: str | None = None,
     ) -> TracePage:
         where, params = _time_window(since, until)
+        where.append(NOT_ADMIN)
         for column, value in filters.items():
             if column == "model":
                 where.append("(model_used = ? OR request_model = ?)")
@@ -266,6 +287,7 @@ class Store:
         group = self.db.dialect.day("received_at") if group_by == "day" else _GROUPS[group_by]
         where, params = _time_window(since, until)
         where.append("status <> 'in_progress'")
+        where.append(NOT_ADMIN)
         if group_by == "mcp_server":
             where.append("mcp_server IS NOT NULL")
         if key_id is not None:
@@ -292,7 +314,8 @@ class Store:
 
     async def spend_by_key(self) -> dict[str, float]:
         rows = await self.db.fetch(
-            "SELECT key_id, SUM(COALESCE(cost_eur, 0)) AS cost FROM traces GROUP BY key_id"
+            f"SELECT key_id, SUM(COALESCE(cost_eur, 0)) AS cost FROM traces WHERE {NOT_ADMIN} "
+            "GROUP BY key_id"
         )
         return {r["key_id"]: float(r["cost"] or 0) for r in rows}
 

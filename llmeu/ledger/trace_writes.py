@@ -282,6 +282,13 @@ class TraceWrites:
                 self.chain_tail.head = None  # rolled back: the locked way below
         statements.append((self.finish_trace, finishes))
         statements.append((self.close_open, [(i,) for i in closed]))
+        await self.write_locked(statements, now, written)
+
+    async def write_locked(
+        self, statements: list[Statement], now: float, written: dict[str, Row]
+    ) -> None:
+        """`statements`, which write the final rows `written` (by trace id, as written), and
+        their links the locked way, in one transaction (`chain_final_rows`)."""
         for _ in range(_LOCKED_ATTEMPTS - 1):
             try:
                 await self.db.transaction(statements, self.chain(now, written))

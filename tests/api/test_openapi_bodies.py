@@ -79,6 +79,7 @@ CASES: list[Case] = [
     ("GET", "/v1/platform/exports/{name}", _fixed("/v1/platform/exports/calls.jsonl"), None),
     ("GET", "/v1/platform/cache", _fixed("/v1/platform/cache"), None),
     ("DELETE", "/v1/platform/cache", _fixed("/v1/platform/cache"), None),
+    ("GET", "/v1/platform/admin-events", _fixed("/v1/platform/admin-events"), None),
     ("POST", "/v1/platform/teams", _fixed("/v1/platform/teams"), {"name": "search", "members": ["ana"]}),
     ("GET", "/v1/platform/teams", _fixed("/v1/platform/teams"), None),
     ("GET", "/v1/platform/teams/{team_id}", lambda s: f"/v1/platform/teams/{s['team']}", None),

@@ -230,6 +230,9 @@ def test_ledger_purge_on_postgres(
                           trace_id))  # fmt: skip
         done = as_json(llmeu("ledger", "purge", "--database-url", url, "--json"))
         assert done == {"purged": 1, "metadata_purged": 0, "database": url}
-        rows = asyncio.run(fetch(url, "SELECT prompt, completion, input_tokens FROM traces"))
+        rows = asyncio.run(fetch(url, "SELECT prompt, completion, input_tokens FROM traces "
+                                      "WHERE route <> 'admin'"))  # fmt: skip
         assert rows == [{"prompt": None, "completion": None, "input_tokens": 11}]
+        events = asyncio.run(fetch(url, "SELECT action, target FROM admin_events"))
+        assert events == [{"action": "ledger.purge", "target": url}]  # the command's own
         gateway.kill()

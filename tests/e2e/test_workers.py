@@ -141,6 +141,17 @@ def test_sighup_reloads_every_worker_for_new_calls(
     _, done = parse_sse(body)
     assert done  # the call in flight finished on the configuration it started with
 
+    def reload_events() -> list[dict[str, object]]:
+        with admin(workers) as client:
+            found = client.get("/v1/platform/admin-events", params={"action": "config.reload"})
+        return list(found.json()["data"])
+
+    # Each worker that reloaded on the signal records it: an admin event without a key.
+    wait_for(lambda: len(reload_events()) == 2, what="an admin event per worker")
+    for event in reload_events():
+        assert (event["actor"], event["role"], event["source"]) == ("signal:SIGHUP", None, None)
+        assert event["before_sha256"] != event["after_sha256"]  # an endpoint came
+
 
 def test_an_invalid_reload_keeps_serving_and_says_why(workers: Gateway, tmp_path: Path) -> None:
     config_path = tmp_path / f"config-{workers.port}.yaml"

@@ -127,8 +127,8 @@ async def test_exports_say_what_the_calls_did(app: App, tmp_path: Path) -> None:
         )  # fmt: skip
         assert done.returncode == 0, done.stderr
         assert sorted(p.name for p in out.iterdir()) == sorted(
-            ["calls.jsonl", "records-of-processing.json", "records-of-processing.md",
-             "subprocessors.csv"]
+            ["admin-events.jsonl", "calls.jsonl", "records-of-processing.json",
+             "records-of-processing.md", "subprocessors.csv"]
         )  # fmt: skip
         assert (out / "subprocessors.csv").read_text() == csv_text
         exported = [json.loads(line) for line in (out / "calls.jsonl").read_text().splitlines()]

@@ -27,12 +27,14 @@ ROUTES = [
     ("GET", "/v1/platform/usage"),
     ("GET", "/v1/platform/traces"),
     ("GET", "/v1/platform/traces/trc_none"),
+    ("GET", "/v1/platform/admin-events"),
 ]
 ADMIN_ONLY = [
     ("GET", "/v1/platform/keys"),
     ("POST", "/v1/platform/keys"),
     ("DELETE", "/v1/platform/keys/knone"),
     ("PUT", "/v1/platform/policies/eu-strict"),
+    ("GET", "/v1/platform/admin-events"),
 ]
 
 

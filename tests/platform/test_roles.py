@@ -50,6 +50,7 @@ REQUESTS: dict[tuple[str, str], tuple[str, dict[str, Any] | None, int]] = {
     ("DELETE", "/v1/platform/subjects/{user_id}"): ("/v1/platform/subjects/user-1", None, 200),
     ("GET", "/v1/platform/erasures"): ("/v1/platform/erasures", None, 200),
     ("GET", "/v1/platform/exports/{name}"): ("/v1/platform/exports/subprocessors.csv", None, 200),
+    ("GET", "/v1/platform/admin-events"): ("/v1/platform/admin-events", None, 200),
     ("POST", "/v1/platform/teams"): ("/v1/platform/teams", {"name": "made"}, 201),
     ("GET", "/v1/platform/teams"): ("/v1/platform/teams", None, 200),
     ("GET", "/v1/platform/teams/{team_id}"): ("/v1/platform/teams/team_none", None, 404),

@@ -100,6 +100,8 @@ ALICE_CALLS = [
     ("GET", "/v1/platform/traces/{bob_failed}", None, 404),
     ("GET", "/v1/platform/cache", None, 403),
     ("DELETE", "/v1/platform/cache", None, 403),
+    ("GET", "/v1/platform/admin-events", None, 403),
+    ("GET", "/v1/platform/admin-events?actor={bob_id}", None, 403),
 ]
 
 

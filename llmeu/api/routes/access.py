@@ -97,6 +97,7 @@ ACCESS: dict[tuple[str, str], dict[Role, Reach]] = {
     ("DELETE", "/v1/platform/subjects/{user_id}"): only(_A, _DPO),
     ("GET", "/v1/platform/erasures"): only(_A, _DPO, _AU),
     ("GET", "/v1/platform/exports/{name}"): only(_A, _DPO, _AU),
+    ("GET", "/v1/platform/admin-events"): only(_A, _AU, _DPO),
     ("POST", "/v1/platform/teams"): only(_A, _OP),
     ("GET", "/v1/platform/teams"): team(_A, _OP, _AU),
     ("GET", "/v1/platform/teams/{team_id}"): team(_A, _OP, _AU),

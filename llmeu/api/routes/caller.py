@@ -26,7 +26,7 @@ from llmeu.api.http.bodies import decode_body
 from llmeu.api.http.identifiers import check_finite
 from llmeu.api.routes.access import Reach, Role, reach, role_of, widest
 from llmeu.api.routes.session_cookie import console_session, session_key
-from llmeu.api.services.platform_service import Platform, Viewer
+from llmeu.api.services.platform_service import Actor, Platform, Viewer
 from llmeu.errors import InvalidRequest
 from llmeu.ledger.api_keys import ApiKey
 from llmeu.protocol.json_codec import MAX_NESTING, encoder, nesting_depth
@@ -44,6 +44,13 @@ class Caller:
     reach: Reach
     viewer: Viewer
     body: bytes
+    source: str | None = None
+    """The client's address, as the server knows it."""
+
+    @property
+    def actor(self) -> Actor:
+        """Who makes a change with this call (its admin event's actor)."""
+        return Actor.of_key(self.key, self.source)
 
 
 async def authorize(p: Platform, request: Request) -> Caller:
@@ -67,7 +74,7 @@ async def authorize(p: Platform, request: Request) -> Caller:
         )
     team_id = key.team_id if granted is Reach.TEAM else None
     viewer = Viewer(key.key_id, every_key=granted is Reach.EVERY, team_id=team_id)
-    return Caller(key, role, granted, viewer, body)
+    return Caller(key, role, granted, viewer, body, request.client)
 
 
 def _streams(body: bytes) -> bool:

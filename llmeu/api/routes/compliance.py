@@ -35,7 +35,7 @@ class HoldCreate(Struct, forbid_unknown_fields=True):
 async def place_hold(c: Compliance, request: Request) -> None:
     caller = await authorize(c.platform, request)
     spec: HoldCreate = decode_json(caller.body, HoldCreate)
-    await reply(request, await c.place_hold(spec.key_id, spec.reason, caller.key.key_id), 201)
+    await reply(request, await c.place_hold(spec.key_id, spec.reason, caller.actor), 201)
 
 
 async def list_holds(c: Compliance, request: Request) -> None:
@@ -45,13 +45,13 @@ async def list_holds(c: Compliance, request: Request) -> None:
 
 async def release_hold(c: Compliance, request: Request, hold_id: str) -> None:
     caller = await authorize(c.platform, request)
-    await reply(request, await c.release_hold(hold_id, caller.key.key_id))
+    await reply(request, await c.release_hold(hold_id, caller.actor))
 
 
 async def erase_subject(c: Compliance, request: Request, user_id: str) -> None:
     """Erase the stored content of every call made for this end user; metadata stays."""
     caller = await authorize(c.platform, request)
-    await reply(request, await c.erase_subject(user_id, caller.key.key_id))
+    await reply(request, await c.erase_subject(user_id, caller.actor))
 
 
 async def list_erasures(c: Compliance, request: Request) -> None:
@@ -78,6 +78,6 @@ COMPLIANCE_ROUTES: list[tuple[str, str, Callable[..., Awaitable[None]], Doc]] = 
     ("GET", "/v1/platform/erasures", list_erasures,
      Doc("Erasures by data subject, as recorded")),
     ("GET", "/v1/platform/exports/{name}", export, Doc(
-        "Records of processing, subprocessors or call metadata for a period",
+        "Records of processing, subprocessors, call metadata or admin events for a period",
         query=(Param("from"), Param("to")), media=_EXPORT_TYPES)),
 ]  # fmt: skip

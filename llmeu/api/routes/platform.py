@@ -1,5 +1,5 @@
 """The platform API's routes (design §6): keys, policies, endpoints, usage, traces, the answer
-cache. JSON only.
+cache, admin events. JSON only.
 
 Which roles may call each route, and whose records each reads, is the table in
 `llmeu.api.routes.access`: the admin key manages keys and policies and sees
@@ -67,7 +67,8 @@ async def create_key(p: Platform, request: Request) -> None:
     created = await p.create_key(
         KeySpec(spec.name, spec.policy_id, spec.budget_eur, spec.rpm_limit, spec.tpm_limit,
                 spec.purpose, tuple(spec.allow_mcp_servers), tuple(spec.allow_tools),
-                None if spec.role is None else spec.role.value, team_id)
+                None if spec.role is None else spec.role.value, team_id),
+        caller.actor,
     )  # fmt: skip
     await reply(request, created, status=201)
 
@@ -86,7 +87,7 @@ async def revoke_key(p: Platform, request: Request, key_id: str) -> None:
         raise NotFound(f"no active key `{key_id}`", param="key_id")
     if target is not None:
         refuse_grant(caller.role, role_of(target.acting_role), "revoke")
-    await reply(request, await p.revoke_key(key_id))
+    await reply(request, await p.revoke_key(key_id, caller.actor))
 
 
 async def current_key(p: Platform, request: Request) -> None:
@@ -110,13 +111,14 @@ async def put_policy(p: Platform, request: Request, policy_id: str) -> None:
     body = decode_json(caller.body, dict[str, Any])
     if body.setdefault("policy_id", policy_id) != policy_id:
         raise InvalidRequest("policy_id in the body differs from the path", param="policy_id")
-    await reply(request, await p.put_policy(policy_id, encoder.encode(body).decode()))
+    document = encoder.encode(body).decode()
+    await reply(request, await p.put_policy(policy_id, document, caller.actor))
 
 
 async def reload_configuration(p: Platform, request: Request) -> None:
     """Read the configuration file again, here and in every other gateway process."""
-    await authorize(p, request)
-    await reply(request, await p.reload())
+    caller = await authorize(p, request)
+    await reply(request, await p.reload(caller.actor))
 
 
 async def list_endpoints(p: Platform, request: Request) -> None:
@@ -140,16 +142,12 @@ async def usage(p: Platform, request: Request) -> None:
 async def list_traces(p: Platform, request: Request) -> None:
     caller = await authorize(p, request)
     query = request.query
-    try:
-        limit = int(query.get("limit", "50"))
-    except ValueError:
-        raise InvalidRequest("limit must be an integer", param="limit") from None
     page = await p.traces(
         caller.viewer,
         filters={f: query[f] for f in TRACE_FILTERS if query.get(f) and f != "key_id"},
         since=moment(query, "from"),
         until=moment(query, "to"),
-        limit=limit,
+        limit=_limit(query),
         cursor=query.get("cursor") or None,
         key_id=query.get("key_id"),
     )
@@ -167,11 +165,33 @@ async def cache_stats(p: Platform, request: Request) -> None:
 
 
 async def clear_cache(p: Platform, request: Request) -> None:
+    caller = await authorize(p, request)
+    await reply(request, await p.clear_cache(caller.actor))
+
+
+async def list_admin_events(p: Platform, request: Request) -> None:
+    """Administrative changes, newest first (`llmeu.evidence.admin_events`)."""
     await authorize(p, request)
-    await reply(request, await p.answers.clear())
+    query = request.query
+    page = await p.admin_events(
+        filters={f: query[f] for f in ADMIN_EVENT_FILTERS if query.get(f)},
+        since=moment(query, "from"),
+        until=moment(query, "to"),
+        limit=_limit(query),
+        cursor=query.get("cursor") or None,
+    )
+    await reply(request, page)
+
+
+def _limit(query: dict[str, str]) -> int:
+    try:
+        return int(query.get("limit", "50"))
+    except ValueError:
+        raise InvalidRequest("limit must be an integer", param="limit") from None
 
 
 _WINDOW = (Param("from"), Param("to"))
+ADMIN_EVENT_FILTERS = ("action", "actor")
 _STATUSES = sorted(s.value for s in CallStatus)
 
 PLATFORM_ROUTES: list[tuple[str, str, Callable[..., Awaitable[None]], Doc]] = [
@@ -199,6 +219,11 @@ PLATFORM_ROUTES: list[tuple[str, str, Callable[..., Awaitable[None]], Doc]] = [
      Doc("The answer cache: where it lives, its size, this process's hits and misses")),
     ("DELETE", "/v1/platform/cache", clear_cache,
      Doc("Empty the answer cache, in every gateway process")),
+    ("GET", "/v1/platform/admin-events", list_admin_events, Doc(
+        "Administrative changes, newest first, each with its place in the evidence chain",
+        query=(Param("action"), Param("actor"),
+               Param("limit", {"type": "integer", "minimum": 1, "maximum": MAX_PAGE}),
+               Param("cursor"), *_WINDOW))),
 ]  # fmt: skip
 """(method, path, handler, doc): each handler takes the `Platform`, the request, and the
 path's `{…}` segment where it has one."""

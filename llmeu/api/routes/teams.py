@@ -49,7 +49,7 @@ async def create_team(p: Platform, request: Request) -> None:
     caller = await authorize(p, request)
     spec: TeamCreate = decode_json(caller.body, TeamCreate)
     made = await teams_service.create_team(
-        p, spec.name, spec.policy_id, spec.budget_eur_month, tuple(spec.members)
+        p, spec.name, spec.policy_id, spec.budget_eur_month, tuple(spec.members), caller.actor
     )
     await reply(request, made, status=201)
 
@@ -74,12 +74,12 @@ async def patch_team(p: Platform, request: Request, team_id: str) -> None:
         clear_budget=spec.budget_eur_month is None,
         members=None if spec.members is UNSET else tuple(spec.members),
     )
-    await reply(request, await teams_service.change_team(p, team_id, change))
+    await reply(request, await teams_service.change_team(p, team_id, change, caller.actor))
 
 
 async def delete_team(p: Platform, request: Request, team_id: str) -> None:
-    await authorize(p, request)
-    await reply(request, await teams_service.remove_team(p, team_id))
+    caller = await authorize(p, request)
+    await reply(request, await teams_service.remove_team(p, team_id, caller.actor))
 
 
 TEAM_ROUTES: list[tuple[str, str, Callable[..., Awaitable[None]], Doc]] = [

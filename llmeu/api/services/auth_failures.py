@@ -46,6 +46,11 @@ class AuthFailures:
                 code="too_many_failed_authentications",
             )
 
+    def allows(self, address: str) -> bool:
+        """Whether `address` has failures left: what bounds the failures that are recorded
+        as admin events (`Platform.authenticate`)."""
+        return self._tokens(address, time.monotonic()) >= 1.0
+
     def failed(self, address: str) -> None:
         now = time.monotonic()
         tokens = self._tokens(address, now)

@@ -11,6 +11,9 @@ For a period [`since`, `until`):
     calls.jsonl                        the metadata of every trace (never content) and the
                                        team of its key, one JSON object per line, for a log
                                        archive
+    admin-events.jsonl                 every administrative change, one JSON object per
+                                       line, as `GET /v1/platform/admin-events` shows it
+                                       (`llmeu.evidence.admin_events`)
 
 Nothing here is written by hand: a recipient is a provider that served a call in the
 period (an attempt that failed sent data too, so every attempt counts), its country and
@@ -32,7 +35,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from llmeu.ledger.admin_events import event_view
 from llmeu.ledger.api_keys import ApiKey
+from llmeu.ledger.database import Row
+from llmeu.protocol.json_codec import encoder
 from llmeu.routing.catalog import Catalog, Endpoint
 from llmeu.routing.tool_servers import ToolCatalog
 
@@ -42,6 +48,8 @@ EXPORTS = (
     "subprocessors.csv",
     "calls.jsonl",
 )
+ADMIN_EVENTS = "admin-events.jsonl"
+"""Made from the ledger's `admin_events` alone (`admin_events_jsonl`), not from the calls."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,6 +253,11 @@ def calls_jsonl(calls: list[dict[str, Any]], keys: list[ApiKey]) -> str:
         + "\n"
         for c in calls
     )
+
+
+def admin_events_jsonl(rows: Iterable[Row]) -> str:
+    """The events (rows of `all_events`, oldest first), one JSON object a line."""
+    return "".join(encoder.encode(event_view(row)).decode() + "\n" for row in rows)
 
 
 def render(

@@ -6,16 +6,20 @@ configuration, usage and traces. Every read of records is scoped by its
 asks for), any other only its own key's — another key's trace id is as unknown
 as one that does not exist. Who may call which route, and whose records each
 role reads, is `llmeu.api.routes.access`'s table; the HTTP side (query
-parameters, bodies) is `llmeu.api.routes.platform`'s.
+parameters, bodies) is `llmeu.api.routes.platform`'s. Every change made here is
+recorded as an admin event on the evidence chain (`llmeu.api.services.admin_log`),
+by the `Actor` the route names.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from llmeu.api.services.admin_log import Actor, AdminLog
 from llmeu.api.services.answer_cache import CacheService
 from llmeu.api.services.auth import KeyRing
 from llmeu.api.services.mcp_upstreams import ToolServers
@@ -23,9 +27,16 @@ from llmeu.api.services.policies import PolicyBook, key_narrowing
 from llmeu.api.services.sso import Sso
 from llmeu.api.services.upstreams import Upstreams
 from llmeu.calls.record import CallStatus
-from llmeu.errors import ConfigError, InvalidRequest, NotFound
+from llmeu.errors import (
+    AuthenticationFailed,
+    ConfigError,
+    DatabaseError,
+    InvalidRequest,
+    NotFound,
+)
 from llmeu.ledger.api_keys import ApiKey
 from llmeu.ledger.notify import Propagation
+from llmeu.ledger.secrets import PREFIX, key_id_of
 from llmeu.ledger.store import TRACE_FILTERS, USAGE_GROUPS, Store
 from llmeu.ledger.teams import Team, get_team
 from llmeu.ledger.views import decode_cursor
@@ -33,9 +44,13 @@ from llmeu.routing.catalog import Endpoint
 from llmeu.routing.config_file import parse_policy
 from llmeu.routing.policy import Policy, policy_document
 
-__all__ = ["TRACE_FILTERS", "USAGE_GROUPS", "Broadcast", "KeySpec", "Platform", "Viewer"]
+__all__ = ["TRACE_FILTERS", "USAGE_GROUPS", "Actor", "Broadcast", "KeySpec", "Platform", "Viewer"]
+
+log = logging.getLogger("llmeu.platform")
 
 MAX_PAGE = 500
+UNAUTHENTICATED = "unauthenticated"
+"""The actor of a failed authentication: nobody the gateway knows."""
 STATUSES = frozenset(s.value for s in CallStatus)
 _TOTALS = ("requests", "completed", "cancelled", "failed", "rejected", "interrupted",
            "input_tokens", "output_tokens", "estimated_requests", "cost_eur", "cached",
@@ -86,16 +101,38 @@ class Platform:
     answers: CacheService
     tool_servers: ToolServers
     """The MCP tool servers (replaced on a reload, as `upstreams` is)."""
+    admin_log: AdminLog
     sso: Sso | None = None
     """Sign-in with the organisation's issuer (`llmeu.api.services.sso`); None: not set up."""
     console_auth: tuple[str, ...] = ("key",)
     """How the console offers to sign in: `key`, `oidc`, or both (`--console-auth`)."""
 
     async def authenticate(self, authorization: str | None, client: str | None) -> ApiKey:
-        return await self.keys.authenticate(authorization, client)
+        """The calling key. A key sent that does not authenticate is an admin event
+        (`auth.failed`: no actor, the key id it claims as target, the client address),
+        while the address has failures left (`AuthFailures.allows`): a flood from one
+        address writes a bounded number of rows; a request without a key, or from no
+        known address, writes none. An event that cannot be written is logged: the
+        answer stays the 401."""
+        try:
+            return await self.keys.authenticate(authorization, client)
+        except AuthenticationFailed:
+            token = (authorization or "").partition(" ")[2].strip()
+            if token and client is not None and self.keys.failures.allows(client):
+                await self._failed_authentication(token, client)
+            raise
 
-    async def create_key(self, spec: KeySpec) -> dict[str, Any]:
-        """The new key's public view, with its secret (shown this once). A key in a team
+    async def _failed_authentication(self, token: str, client: str) -> None:
+        claimed = key_id_of(token) if token.startswith(PREFIX) else None
+        try:
+            await self.admin_log.record(Actor(UNAUTHENTICATED, None, client), "auth.failed",
+                                        claimed)  # fmt: skip
+        except DatabaseError as error:
+            log.error("a failed authentication could not be recorded: %s", error)
+
+    async def create_key(self, spec: KeySpec, by: Actor) -> dict[str, Any]:
+        """The new key's public view, with its secret (shown this once; its
+        event digests the public view only). A key in a team
         takes the team's policy unless it names one, which must be at least as strict."""
         team = None
         if spec.team_id is not None:
@@ -123,6 +160,7 @@ class Platform:
             role=spec.role,
             team_id=spec.team_id,
         )
+        await self.admin_log.record(by, "key.create", key.key_id, after=key.public())
         return {**key.public(), "key": token}
 
     async def list_keys(self, caller: Viewer) -> list[dict[str, Any]]:
@@ -134,9 +172,14 @@ class Platform:
         """The key `key_id` as the ledger has it now, revoked or not."""
         return await self.store.get_key(key_id)
 
-    async def revoke_key(self, key_id: str) -> dict[str, Any]:
+    async def revoke_key(self, key_id: str, by: Actor) -> dict[str, Any]:
+        before = await self.store.get_key(key_id)
         if not await self.keys.revoke(key_id):
             raise NotFound(f"no active key `{key_id}`", param="key_id")
+        after = await self.store.get_key(key_id)
+        await self.admin_log.record(
+            by, "key.revoke", key_id, before=_public(before), after=_public(after)
+        )
         propagation = await self.broadcast("key", key_id)
         return {
             "id": key_id,
@@ -155,21 +198,28 @@ class Platform:
             raise NotFound(f"no policy `{policy_id}`", param="policy_id")
         return policy_document(policy)
 
-    async def put_policy(self, policy_id: str, document: str) -> dict[str, Any]:
+    async def put_policy(self, policy_id: str, document: str, by: Actor) -> dict[str, Any]:
         """Store a policy (YAML or JSON of the configuration file's shape); every process
-        applies it."""
+        applies it. Its event digests the policy in force before (None: a new id) and
+        after, as `policy_document` writes them."""
         try:
             policy = parse_policy(document)
         except ConfigError as error:
             raise InvalidRequest(f"invalid policy: {error}", param=error.field) from None
+        previous = self.policies.get(policy.policy_id)
         await self.policies.put(policy, time.time())
         await self.answers.policies_changed([policy.policy_id])
         await self.broadcast("policy", policy_id)
-        return policy_document(policy)
+        after = policy_document(policy)
+        before = None if previous is None else policy_document(previous)
+        await self.admin_log.record(by, "policy.put", policy_id, before=before, after=after)
+        return after
 
-    async def reload(self) -> dict[str, Any]:
+    async def reload(self, by: Actor) -> dict[str, Any]:
         """Read the configuration file again, here and in every other gateway process. An
-        invalid file changes nothing: a 400 `invalid_configuration` says why."""
+        invalid file changes nothing: a 400 `invalid_configuration` says why (and no event
+        is recorded). The event digests `configuration_state` before and after."""
+        before = self.configuration_state()
         try:
             await self.reload_configuration()
         except ConfigError as error:
@@ -178,12 +228,49 @@ class Platform:
                 param=error.field,
                 code="invalid_configuration",
             ) from None
+        after = self.configuration_state()
+        await self.admin_log.record(by, "config.reload", "configuration", before=before,
+                                    after=after)  # fmt: skip
         return {
             "object": "reload",
             "reloaded": True,
             "endpoints": len(self.upstreams.catalog.endpoints),
             "policies": len(self.policies.policies),
         }
+
+    def configuration_state(self) -> dict[str, Any]:
+        """What a reload can change, as a reload's event digests it: the default policy,
+        every policy in force and the catalog's endpoints."""
+        return {
+            "default_policy": self.policies.default_policy,
+            "policies": {pid: policy_document(p) for pid, p in self.policies.policies.items()},
+            "endpoints": {e.endpoint_id: self._endpoint_config(e)
+                          for e in self.upstreams.catalog.endpoints},
+        }  # fmt: skip
+
+    async def clear_cache(self, by: Actor) -> dict[str, Any]:
+        """Empty the answer cache in every process; the event digests what was cleared."""
+        cleared = await self.answers.clear()
+        await self.admin_log.record(by, "cache.clear", "answer-cache",
+                                    after={"entries": cleared["entries"]})  # fmt: skip
+        return cleared
+
+    async def admin_events(
+        self,
+        *,
+        filters: dict[str, str],
+        since: float | None,
+        until: float | None,
+        limit: int,
+        cursor: str | None,
+    ) -> dict[str, Any]:
+        """A page of admin events, newest first, filtered by `action` and `actor`."""
+        _page_checks(limit, cursor)
+        page = await self.store.list_admin_events(
+            filters=filters, since=since, until=until, limit=limit, cursor=cursor
+        )
+        return {"object": "list", "data": page.events, "next_cursor": page.next_cursor,
+                "has_more": page.next_cursor is not None}  # fmt: skip
 
     def endpoints(self, caller: Viewer) -> list[dict[str, Any]]:
         """The catalog with each endpoint's health; a caller reading every key's records also
@@ -201,6 +288,13 @@ class Platform:
                 }
             data.append(row)
         return data
+
+    def _endpoint_config(self, e: Endpoint) -> dict[str, Any]:
+        """What the configuration says of an endpoint (not its health)."""
+        row = self._endpoint_row(e)
+        for varying in ("health", "configured", "unavailable_reason", "admitted_by"):
+            row.pop(varying)
+        return row
 
     def _endpoint_row(self, e: Endpoint) -> dict[str, Any]:
         upstreams = self.upstreams
@@ -266,13 +360,7 @@ class Platform:
         key_id: str | None,
     ) -> dict[str, Any]:
         """A page of traces, newest first; `filters` by any of `TRACE_FILTERS` but `key_id`."""
-        if not 1 <= limit <= MAX_PAGE:
-            raise InvalidRequest(f"limit must be between 1 and {MAX_PAGE}", param="limit")
-        if cursor is not None:
-            try:
-                decode_cursor(cursor)
-            except ValueError:
-                raise InvalidRequest("invalid cursor", param="cursor") from None
+        _page_checks(limit, cursor)
         if filters.get("status", "completed") not in STATUSES:
             raise InvalidRequest(
                 f"status must be one of {', '.join(sorted(STATUSES))}", param="status"
@@ -293,6 +381,20 @@ class Platform:
         if trace is None:
             raise NotFound(f"no trace `{trace_id}`", param="trace_id", code="trace_not_found")
         return trace
+
+
+def _page_checks(limit: int, cursor: str | None) -> None:
+    if not 1 <= limit <= MAX_PAGE:
+        raise InvalidRequest(f"limit must be between 1 and {MAX_PAGE}", param="limit")
+    if cursor is not None:
+        try:
+            decode_cursor(cursor)
+        except ValueError:
+            raise InvalidRequest("invalid cursor", param="cursor") from None
+
+
+def _public(key: ApiKey | None) -> dict[str, Any] | None:
+    return None if key is None else key.public()
 
 
 def reaches(caller: Viewer, key: ApiKey) -> bool:

@@ -6,6 +6,8 @@ the team's: checked when a key is created in it and when the team's policy is
 changed (a change its keys' policies would be wider than is refused, naming
 the first such key). A team with active keys cannot be deleted. Who may call
 which route is `llmeu.api.routes.access`'s; a `team_admin` reads only its team.
+Each change is an admin event (`team.create`, `team.update`, `team.delete`: the
+team's public view before and after, `llmeu.api.services.admin_log`).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
-from llmeu.api.services.platform_service import Platform, Viewer, within_team
+from llmeu.api.services.platform_service import Actor, Platform, Viewer, within_team
 from llmeu.errors import InvalidRequest, NotFound
 from llmeu.ledger.api_keys import ApiKey
 from llmeu.ledger.teams import Team, delete_team, get_team, insert_team, list_teams, update_team
@@ -34,14 +36,21 @@ class TeamChange:
 
 
 async def create_team(
-    p: Platform, name: str, policy_id: str | None, budget: float | None, members: tuple[str, ...]
+    p: Platform,
+    name: str,
+    policy_id: str | None,
+    budget: float | None,
+    members: tuple[str, ...],
+    by: Actor,
 ) -> dict[str, Any]:
     chosen = policy_id or p.policies.default_policy
     _known_policy(p, chosen)
     now = time.time()
     team = Team(f"team_{secrets.token_hex(6)}", name, chosen, budget, members, now, now)
     await insert_team(p.store.db, team)
-    return team.public([])
+    made = team.public([])
+    await p.admin_log.record(by, "team.create", team.team_id, after=made)
+    return made
 
 
 async def teams(p: Platform, caller: Viewer) -> list[dict[str, Any]]:
@@ -57,7 +66,7 @@ async def team(p: Platform, caller: Viewer, team_id: str) -> dict[str, Any]:
     return await _public(p, found)
 
 
-async def change_team(p: Platform, team_id: str, change: TeamChange) -> dict[str, Any]:
+async def change_team(p: Platform, team_id: str, change: TeamChange, by: Actor) -> dict[str, Any]:
     found = await get_team(p.store.db, team_id)
     if found is None:
         raise NotFound(f"no team `{team_id}`", param="team_id")
@@ -78,12 +87,15 @@ async def change_team(p: Platform, team_id: str, change: TeamChange) -> dict[str
             policy = p.policies.get(key.policy_id)
             if policy is not None:
                 within_team(p.policies, changed, policy)
+    before = await _public(p, found)
     if not await update_team(p.store.db, changed):
         raise NotFound(f"no team `{team_id}`", param="team_id")
-    return await _public(p, changed)
+    after = await _public(p, changed)
+    await p.admin_log.record(by, "team.update", team_id, before=before, after=after)
+    return after
 
 
-async def remove_team(p: Platform, team_id: str) -> dict[str, Any]:
+async def remove_team(p: Platform, team_id: str, by: Actor) -> dict[str, Any]:
     active = [k.key_id for k in await _keys(p, team_id)]
     if active:
         raise InvalidRequest(
@@ -91,8 +103,10 @@ async def remove_team(p: Platform, team_id: str) -> dict[str, Any]:
             param="team_id",
             code="team_has_keys",
         )
-    if not await delete_team(p.store.db, team_id):
+    found = await get_team(p.store.db, team_id)
+    if found is None or not await delete_team(p.store.db, team_id):
         raise NotFound(f"no team `{team_id}`", param="team_id")
+    await p.admin_log.record(by, "team.delete", team_id, before=found.public([]))
     return {"id": team_id, "object": "team", "deleted": True}
 
 
