@@ -219,3 +219,27 @@ def test_console_auth_oidc_offers_no_key_form(browser: Browser, tmp_path: Path):
             assert me.status_code == 200 and me.json()["role"] == "admin"
         finally:
             gateway.stop()
+
+
+def test_sign_in_sign_out_and_a_failed_sign_in_are_admin_events(
+    browser: Browser, signed_in: tuple[Issuer, Gateway]
+):
+    _, gateway = signed_in
+    page, _ = sign_in(browser, gateway, "bob")
+    csrf = page.request.get(f"{gateway.url}/auth/session").json()["csrf_token"]
+    assert page.request.post(f"{gateway.url}/auth/logout", headers={"x-csrf-token": csrf}).ok
+    page.context.close()
+    made_up = httpx.get(f"{gateway.url}/auth/callback?state=made-up&code=x", timeout=30)
+    assert made_up.status_code == 400
+    admin = {"authorization": f"Bearer {ADMIN_KEY}"}
+    listed = httpx.get(f"{gateway.url}/v1/platform/admin-events", headers=admin, timeout=30)
+    events = [e for e in listed.json()["data"] if e["action"].startswith("auth.")]
+    by_action = {e["action"]: e for e in events}
+    assert sorted(by_action) == ["auth.sign_in", "auth.sign_in_failed", "auth.sign_out"]
+    signed = by_action["auth.sign_in"]
+    assert signed["actor"].startswith("user:") and signed["role"] == "operator"
+    assert signed["target"] == signed["actor"].removeprefix("user:")
+    assert signed["after_sha256"] and signed["source"] == "127.0.0.1"
+    assert by_action["auth.sign_out"]["actor"] == signed["actor"]
+    failed = by_action["auth.sign_in_failed"]
+    assert (failed["actor"], failed["role"], failed["target"]) == ("unauthenticated", None, None)

@@ -7,6 +7,14 @@ and with which roles, and the CSRF token; `POST /auth/logout` ends the
 session (with the CSRF token) and answers the issuer's logout URL, if any.
 The flow itself is `llmeu.api.services.sso`'s; the cookie,
 `llmeu.api.routes.session_cookie`'s.
+
+Each sign-in, failed sign-in and sign-out is an admin event on the evidence
+chain (`auth.sign_in`, `auth.sign_in_failed`, `auth.sign_out`): the actor is
+`user:<subject>` acting in the roles the issuer's groups gave (comma-separated),
+or `unauthenticated` for a callback that signed nobody in. A failed sign-in
+counts as a failed authentication of its address (`AuthFailures`), and is
+recorded only while that address has failures left, so a flood of made-up
+callbacks writes a bounded number of rows.
 """
 
 from __future__ import annotations
@@ -20,9 +28,10 @@ from llmeu.api.routes.session_cookie import (
     own_origin,
     set_cookie,
 )
-from llmeu.api.services.platform_service import Platform
-from llmeu.api.services.sso import Sso
-from llmeu.errors import AuthenticationFailed, InvalidRequest, NotFound
+from llmeu.api.services.admin_log import Actor
+from llmeu.api.services.platform_service import UNAUTHENTICATED, Platform
+from llmeu.api.services.sso import ConsoleSession, Opened, Sso
+from llmeu.errors import ApiError, AuthenticationFailed, InvalidRequest, NotFound
 from llmeu.protocol.json_codec import encoder
 
 _NO_STORE: Headers = [(b"cache-control", b"no-store"), *SECURITY_HEADERS]
@@ -53,6 +62,19 @@ async def handle_login(p: Platform, request: Request) -> None:
 
 async def handle_callback(p: Platform, request: Request) -> None:
     sso = _sso(p)
+    try:
+        opened = await _finish(sso, request)
+    except ApiError as error:
+        await _sign_in_failed(p, request, error)
+        raise
+    await p.admin_log.record(_user(opened.session, request), "auth.sign_in",
+                             opened.session.subject, after=_who(opened.session))  # fmt: skip
+    cookie = set_cookie(opened.session_id, secure=_secure(sso, request), max_age=sso.max_seconds)
+    # Relative, so a gateway behind a path prefix keeps it: /auth/callback → /console.
+    await request.respond(303, b"", [(b"location", b"../console"), cookie, *_NO_STORE])
+
+
+async def _finish(sso: Sso, request: Request) -> Opened:
     query = request.query
     if "error" in query:
         reason = query.get("error_description") or query["error"]
@@ -62,10 +84,25 @@ async def handle_callback(p: Platform, request: Request) -> None:
     state, code = query.get("state"), query.get("code")
     if not state or not code:
         raise InvalidRequest("the callback needs `state` and `code`", param="code")
-    opened = await sso.finish(state, code)
-    cookie = set_cookie(opened.session_id, secure=_secure(sso, request), max_age=sso.max_seconds)
-    # Relative, so a gateway behind a path prefix keeps it: /auth/callback → /console.
-    await request.respond(303, b"", [(b"location", b"../console"), cookie, *_NO_STORE])
+    return await sso.finish(state, code)
+
+
+async def _sign_in_failed(p: Platform, request: Request, error: ApiError) -> None:
+    client = request.client
+    failures = p.keys.failures
+    if client is None or not failures.allows(client):
+        return
+    failures.failed(client)
+    await p.admin_log.record(Actor(UNAUTHENTICATED, None, client), "auth.sign_in_failed",
+                             None, after={"code": error.code})  # fmt: skip
+
+
+def _user(session: ConsoleSession, request: Request) -> Actor:
+    return Actor(f"user:{session.subject}", ",".join(session.roles), request.client)
+
+
+def _who(session: ConsoleSession) -> dict[str, object]:
+    return {"subject": session.subject, "name": session.name, "roles": list(session.roles)}
 
 
 async def handle_session(p: Platform, request: Request) -> None:
@@ -91,6 +128,8 @@ async def handle_logout(p: Platform, request: Request) -> None:
     # Where the issuer sends the browser back: beside the callback, so a path prefix holds.
     console_url = _redirect_url(sso, request).removesuffix("/auth/callback") + "/console"
     logout_url = await sso.sign_out(session, console_url)
+    await p.admin_log.record(_user(session, request), "auth.sign_out", session.subject,
+                             before=_who(session))  # fmt: skip
     headers = [*JSON_HEADERS, clear_cookie(secure=_secure(sso, request)), *_NO_STORE]
     await request.respond(200, _json({"object": "sign_out", "logout_url": logout_url}), headers)
 
