@@ -29,7 +29,7 @@ from llmeu.api.services.exports import ADMIN_EVENTS, EXPORTS, Period, admin_even
 from llmeu.cli import audit_verify
 from llmeu.config import Settings
 from llmeu.errors import ConfigError, DatabaseError, DatabaseUnavailable
-from llmeu.ledger.admin_events import all_events
+from llmeu.ledger.admin_event_rows import all_events
 from llmeu.ledger.api_keys import ApiKey
 from llmeu.ledger.database import Row
 from llmeu.ledger.opening import open_database

@@ -50,7 +50,7 @@ from llmeu.config import Settings
 from llmeu.errors import ConfigError, DatabaseError, DatabaseUnavailable
 from llmeu.evidence.admin_events import ADMIN_ROUTE, check_events, name_events
 from llmeu.evidence.audit import ChainReport, verify_chain
-from llmeu.ledger.admin_events import all_events
+from llmeu.ledger.admin_event_rows import all_events
 from llmeu.ledger.chaining import chained_rows, read_checkpoint_files
 from llmeu.ledger.database import Row
 from llmeu.ledger.opening import open_database

@@ -16,7 +16,7 @@ from typing import Any
 
 from llmeu.api.services.admin_log import Actor, AdminLog
 from llmeu.evidence.admin_events import AdminEvent
-from llmeu.ledger.admin_events import holds_admin_events
+from llmeu.ledger.admin_event_rows import holds_admin_events
 from llmeu.ledger.store import Store
 
 

@@ -24,14 +24,15 @@ from llmeu.cli import (
     route_report,
     serve,
     subjects,
-    teams,
+    teams_command,
     traces,
     usage,
 )
 from llmeu.cli.version import VersionAction
 
 SUBCOMMANDS = (
-    serve, chat, route_report, config_check, keys, teams, usage, traces, ledger_purge, receipt,
+    serve, chat, route_report, config_check, keys, teams_command, usage, traces, ledger_purge,
+    receipt,
     subjects,
     audit_export,
     migrate,

@@ -9,7 +9,7 @@ object before and after (`object_digest`; never a secret), the request's
 client address (`source`) and when (`at`).
 
 The ledger keeps it in the same hash chain as calls, without a new chain
-format (`llmeu.ledger.admin_events`): each event is one final row of
+format (`llmeu.ledger.admin_event_rows`): each event is one final row of
 `traces` — route `admin`, status `completed`, `key_id` the actor,
 `request_model` the action, zero tokens and cost, no content — whose chained
 `request_sha256` column holds `digest()` of the event, and the full event is

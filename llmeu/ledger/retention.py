@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from llmeu.evidence.chain import PURGED_VALUES
-from llmeu.ledger.admin_events import NOT_ADMIN
+from llmeu.ledger.admin_event_rows import NOT_ADMIN
 from llmeu.ledger.database import Database, Row
 
 # A metadata purge empties what the chain's digest of the metadata covers (the verifier

@@ -11,7 +11,7 @@ from typing import Any
 from llmeu.calls.record import TraceRecord
 from llmeu.errors import DatabaseError, DatabaseUnavailable
 from llmeu.evidence.admin_events import AdminEvent
-from llmeu.ledger.admin_events import NOT_ADMIN, EventPage, list_events, write_event
+from llmeu.ledger.admin_event_rows import NOT_ADMIN, EventPage, list_events, write_event
 from llmeu.ledger.admission import ADMIT, FORGET_CHAINED, KEEP_ADMITTED
 from llmeu.ledger.api_keys import ApiKey
 from llmeu.ledger.database import Database, Row, Statement
@@ -196,7 +196,7 @@ class Store:
         await self.writes.write(begins, finishes, marks)
 
     async def write_admin_event(self, event: AdminEvent, instance_id: str) -> None:
-        """An administrative change, into the hash chain (`llmeu.ledger.admin_events`)."""
+        """An administrative change, into the hash chain (`llmeu.ledger.admin_event_rows`)."""
         await write_event(self.writes, event, instance_id)
 
     async def list_admin_events(
@@ -217,7 +217,7 @@ class Store:
     ) -> dict[str, Any] | None:
         """The trace as stored, final, or else the call's in-progress row (of `key_id`, of a
         key of `team_id`, when given); never an admin event's row
-        (`llmeu.ledger.admin_events`)."""
+        (`llmeu.ledger.admin_event_rows`)."""
         where = f"WHERE trace_id = ? AND {NOT_ADMIN}"
         params: list[Any] = [trace_id]
         if key_id is not None:

@@ -21,7 +21,7 @@ from llmeu.api.services.auth import KeyRing
 from llmeu.evidence.admin_events import AdminEvent, object_digest
 from llmeu.evidence.audit import verify_chain
 from llmeu.evidence.signing_keys import load_directory_keys
-from llmeu.ledger.admin_events import all_events
+from llmeu.ledger.admin_event_rows import all_events
 from llmeu.ledger.chaining import chained_rows
 from llmeu.ledger.database import Database
 from llmeu.ledger.retention import calls_between

@@ -24,7 +24,7 @@ from llmeu.api.routes import (
     receipt_keys,
     service,
     sign_in,
-    teams,
+    team_routes,
 )
 from llmeu.api.routes.chat_completions import handle_chat
 from llmeu.api.routes.count_tokens import handle_count_tokens
@@ -173,7 +173,7 @@ SERVICE: tuple[Spec, ...] = (
 ROUTES: tuple[Spec, ...] = (
     *INFERENCE,
     *(Spec(m, p, h, d, lambda s: (s.platform,)) for m, p, h, d in platform.PLATFORM_ROUTES),
-    *(Spec(m, p, h, d, lambda s: (s.platform,)) for m, p, h, d in teams.TEAM_ROUTES),
+    *(Spec(m, p, h, d, lambda s: (s.platform,)) for m, p, h, d in team_routes.TEAM_ROUTES),
     *(Spec(m, p, h, d, lambda s: (s.compliance,)) for m, p, h, d in compliance.COMPLIANCE_ROUTES),
     *SERVICE,
 )

@@ -2,7 +2,7 @@
 
 Each service that changes state through the platform API records one admin
 event when the change is made (`llmeu.evidence.admin_events`,
-`llmeu.ledger.admin_events`): written right after the change and before the
+`llmeu.ledger.admin_event_rows`): written right after the change and before the
 answer, in a transaction of its own. A change whose event cannot be written
 (the ledger went away in between) answers 503 like any route that needs the
 ledger, and the change stands; the caller sees that the record is missing.
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from llmeu.evidence.admin_events import AdminEvent, object_digest
-from llmeu.ledger.admin_events import new_event_id
+from llmeu.ledger.admin_event_rows import new_event_id
 from llmeu.ledger.api_keys import ApiKey
 from llmeu.ledger.store import Store
 

@@ -18,7 +18,7 @@ from llmeu.api.services.admin_log import AdminLog
 from llmeu.api.services.exports import ADMIN_EVENTS, EXPORTS, Period, admin_events_jsonl, render
 from llmeu.api.services.platform_service import Actor, Platform
 from llmeu.errors import InvalidRequest, NotFound
-from llmeu.ledger.admin_events import all_events
+from llmeu.ledger.admin_event_rows import all_events
 from llmeu.ledger.retention import Retention, calls_between
 from llmeu.ledger.store import Store
 

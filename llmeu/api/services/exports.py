@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from llmeu.ledger.admin_events import event_view
+from llmeu.ledger.admin_event_rows import event_view
 from llmeu.ledger.api_keys import ApiKey
 from llmeu.ledger.database import Row
 from llmeu.protocol.json_codec import encoder
