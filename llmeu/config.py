@@ -124,6 +124,12 @@ class Settings:
     work on the API) or `both`."""
     session_idle_seconds: float = 1800.0
     session_max_seconds: float = 43200.0
+    scim_token_env: str | None = None
+    """The environment variable holding the bearer token of `/scim/v2` (docs/sso.md); None:
+    no SCIM, its routes answer 404."""
+    scim_token: str | None = field(default=None, repr=False)
+    scim_required: bool = False
+    """Only users provisioned by SCIM may sign in to the console."""
     environ: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -153,6 +159,9 @@ class Settings:
         secret_env = values.get("oidc_client_secret_env")
         if isinstance(secret_env, str) and env.get(secret_env):
             values["oidc_client_secret"] = env[secret_env]
+        token_env = values.get("scim_token_env")
+        if isinstance(token_env, str) and env.get(token_env):
+            values["scim_token"] = env[token_env]
         return cls(**values)  # type: ignore[arg-type]
 
     @property

@@ -24,6 +24,7 @@ HTTP statuses and bodies in one place (`llmeu.api.http.error_responses`), a
         │   └── NoCompliantRoute    403  code `no_compliant_route`, per-endpoint reasons
         ├── NotFound                404  invalid_request_error
         ├── MethodNotAllowed        405  invalid_request_error
+        ├── Conflict                409  invalid_request_error: the resource exists already
         ├── RequestTimeout          408  the body came too slowly (the connection is closed)
         ├── PayloadTooLarge         413  invalid_request_error
         ├── RateLimited             429  rate_limit_error, carries `retry_after`
@@ -169,6 +170,12 @@ class NotFound(ApiError):
     status = 404
     type = "invalid_request_error"
     default_code = "not_found"
+
+
+class Conflict(ApiError):
+    status = 409
+    type = "invalid_request_error"
+    default_code = "conflict"
 
 
 class MethodNotAllowed(ApiError):

@@ -32,6 +32,7 @@ from llmeu.api.services.receipt_issuer import Receipts
 from llmeu.api.services.response_store import ResponseStore
 from llmeu.api.services.signing import KeyReloader, load_signing_keys
 from llmeu.api.services.sso import Sso
+from llmeu.api.services.directory import Directory
 from llmeu.api.services.upstreams import (
     Closable,
     ProviderBuilder,
@@ -161,12 +162,15 @@ class Gateway:
                 cors_origins=frozenset(o.rstrip("/") for o in settings.cors_origins),
             )
         )  # fmt: skip
+        directory = Directory(store.db, settings.oidc_role_map,
+                              scim_required=settings.scim_required)  # fmt: skip
         self.platform = Platform(
             self.keys, self.policies, store, self.upstreams, self.broadcast, self.reload,
             answers=self.answers, tool_servers=self.tool_servers,
             admin_log=AdminLog(store, self.instance_id),
-            sso=Sso(settings, self.http, store.db) if settings.oidc_issuer else None,
+            sso=Sso(settings, self.http, store.db, directory) if settings.oidc_issuer else None,
             console_auth=_CONSOLE_AUTH[settings.console_auth],
+            directory=directory, scim_token=settings.scim_token,
         )  # fmt: skip
         self.evidence = Evidence(self.platform, self.receipts)
         self.compliance = Compliance(self.platform)

@@ -213,6 +213,16 @@ def register(subparsers: Any) -> None:
     sso.add_argument(
         "--session-max-age", type=float, help="seconds a console session lasts at most (43200)"
     )
+    sso.add_argument(
+        "--scim-token-env",
+        metavar="VAR",
+        help="the environment variable holding /scim/v2's bearer token (none: no SCIM)",
+    )
+    sso.add_argument(
+        "--scim-required",
+        action="store_true",
+        help="only users provisioned by SCIM may sign in to the console",
+    )
     parser.set_defaults(func=run)
 
 
@@ -267,6 +277,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         console_auth=args.console_auth,
         session_idle_seconds=args.session_idle_timeout,
         session_max_seconds=args.session_max_age,
+        scim_token_env=args.scim_token_env,
+        scim_required=args.scim_required or None,
     )
     check_sso(settings)
     return settings
@@ -286,6 +298,13 @@ def check_sso(settings: Settings) -> None:
             f"--oidc-client-secret-env names ${settings.oidc_client_secret_env}, which is unset",
             field="oidc_client_secret_env",
         )
+    if settings.scim_token_env and not settings.scim_token:
+        raise ConfigError(
+            f"--scim-token-env names ${settings.scim_token_env}, which is unset or empty",
+            field="scim_token_env",
+        )
+    if settings.scim_required and not settings.scim_token:
+        raise ConfigError("--scim-required needs --scim-token-env", field="scim_required")
 
 
 def _role_pair(value: str) -> tuple[str, str]:

@@ -30,6 +30,9 @@ class ApiKey:
     given none, which acts as `acting_role` says."""
     team_id: str | None = None
     """The team the key belongs to (`llmeu.ledger.teams`); None: none."""
+    owner_subject: str | None = None
+    """The console user whose session created the key (`llmeu.ledger.directory_rows`); None:
+    a key created with a key. Deprovisioning that user revokes it."""
 
     @property
     def acting_role(self) -> str:
@@ -49,6 +52,7 @@ class ApiKey:
             "admin": self.is_admin,
             "role": self.acting_role,
             "team_id": self.team_id,
+            "owner": self.owner_subject,
             "budget_eur": self.budget_eur,
             "rpm_limit": self.rpm_limit,
             "tpm_limit": self.tpm_limit,

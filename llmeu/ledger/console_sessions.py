@@ -94,6 +94,11 @@ async def delete_session(db: Database, hashed: str) -> bool:
     return await db.execute("DELETE FROM console_sessions WHERE session_hash = ?", (hashed,)) > 0
 
 
+async def delete_sessions_of(db: Database, subject: str) -> int:
+    """End every session of the user `subject`: how many there were."""
+    return await db.execute("DELETE FROM console_sessions WHERE subject = ?", (subject,))
+
+
 async def purge_expired(
     db: Database, *, logins_before: float, idle_before: float, created_before: float
 ) -> None:

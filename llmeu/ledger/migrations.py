@@ -465,6 +465,58 @@ MIGRATIONS: tuple[tuple[int, str, tuple[Step, ...]], ...] = (
             "CREATE INDEX admin_events_at ON admin_events (at, trace_id)",
         ),
     ),
+    (
+        20,
+        "the organisation's directory (SCIM users, groups, members) and each key's owner",
+        (
+            # Expand only: new tables and a nullable column, which an older release ignores.
+            # A user is provisioned by SCIM (`provisioned` 1) or first seen at a console
+            # sign-in; `subject` is the issuer's `sub`, linked at the first sign-in;
+            # `attributes` the SCIM resource as last written (JSON); `role` one granted by
+            # an admin (NULL: none). `user_name_key` is the lower-cased userName, unique.
+            """
+            CREATE TABLE directory_users (
+                user_id TEXT PRIMARY KEY,
+                user_name TEXT NOT NULL,
+                user_name_key TEXT NOT NULL,
+                subject TEXT,
+                external_id TEXT,
+                display_name TEXT,
+                active INTEGER NOT NULL DEFAULT 1,
+                provisioned INTEGER NOT NULL DEFAULT 0,
+                attributes TEXT NOT NULL DEFAULT '{}',
+                role TEXT,
+                created_at DOUBLE PRECISION NOT NULL,
+                updated_at DOUBLE PRECISION NOT NULL
+            )
+            """,
+            "CREATE UNIQUE INDEX directory_users_name ON directory_users (user_name_key)",
+            "CREATE UNIQUE INDEX directory_users_subject ON directory_users (subject)",
+            """
+            CREATE TABLE directory_groups (
+                group_id TEXT PRIMARY KEY,
+                display_name TEXT NOT NULL,
+                display_name_key TEXT NOT NULL,
+                external_id TEXT,
+                created_at DOUBLE PRECISION NOT NULL,
+                updated_at DOUBLE PRECISION NOT NULL
+            )
+            """,
+            "CREATE INDEX directory_groups_name ON directory_groups (display_name_key)",
+            """
+            CREATE TABLE directory_members (
+                group_id TEXT NOT NULL,
+                user_id TEXT NOT NULL,
+                PRIMARY KEY (group_id, user_id)
+            )
+            """,
+            "CREATE INDEX directory_members_user ON directory_members (user_id)",
+            # The subject of the console user whose session created the key (NULL: a key
+            # made with a key); such a user's deprovisioning revokes it.
+            "ALTER TABLE api_keys ADD COLUMN owner_subject TEXT",
+            "CREATE INDEX api_keys_owner ON api_keys (owner_subject) WHERE owner_subject IS NOT NULL",
+        ),
+    ),
 )
 
 CONTRACT: frozenset[int] = frozenset()

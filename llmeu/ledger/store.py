@@ -46,7 +46,7 @@ USAGE_GROUPS = ("day", *_GROUPS)
 TRACE_FILTERS = ("status", "model", "endpoint_id", "key_id", "sovereignty_class", "mcp_server")
 _KEY_COLUMNS = (
     "key_id, name, secret_hash, policy_id, is_admin, budget_eur, rpm_limit, tpm_limit, "
-    "created_at, revoked_at, purpose, allow_mcp_servers, allow_tools, role, team_id"
+    "created_at, revoked_at, purpose, allow_mcp_servers, allow_tools, role, team_id, owner_subject"
 )
 _KEY_VALUES = ", ".join("?" for _ in _KEY_COLUMNS.split(", "))
 _INSTANCE_COLUMNS = "instance_id, started_at, heartbeat_at, schema_version"
@@ -477,7 +477,7 @@ def _key_row(key: ApiKey) -> tuple[Any, ...]:
         key.key_id, key.name, key.secret_hash, key.policy_id, int(key.is_admin), key.budget_eur,
         key.rpm_limit, key.tpm_limit, key.created_at, key.revoked_at, key.purpose,
         _patterns_text(key.allow_mcp_servers), _patterns_text(key.allow_tools), key.role,
-        key.team_id,
+        key.team_id, key.owner_subject,
     )  # fmt: skip
 
 
@@ -498,6 +498,7 @@ def _key(row: Row) -> ApiKey:
         allow_tools=_patterns(row["allow_tools"]),
         role=row["role"],
         team_id=row["team_id"],
+        owner_subject=row["owner_subject"],
     )
 
 

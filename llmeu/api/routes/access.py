@@ -103,6 +103,8 @@ ACCESS: dict[tuple[str, str], dict[Role, Reach]] = {
     ("GET", "/v1/platform/teams/{team_id}"): team(_A, _OP, _AU),
     ("PATCH", "/v1/platform/teams/{team_id}"): only(_A, _OP),
     ("DELETE", "/v1/platform/teams/{team_id}"): only(_A, _OP),
+    ("GET", "/v1/platform/users"): only(_A, _OP, _AU),
+    ("PUT", "/v1/platform/users/{user_id}/role"): only(_A, _OP),
 }
 """(method, path template) → the roles that may call it, and whose records each reads.
 `GET /v1/platform/endpoints` reads records in that every key's reach adds which keys'

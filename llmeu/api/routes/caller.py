@@ -46,6 +46,8 @@ class Caller:
     body: bytes
     source: str | None = None
     """The client's address, as the server knows it."""
+    subject: str | None = None
+    """The signed-in console user's subject; None for a key."""
 
     @property
     def actor(self) -> Actor:
@@ -66,7 +68,8 @@ async def authorize(p: Platform, request: Request) -> Caller:
         role, granted = widest(
             tuple(role_of(r) for r in signed_in.roles), request.method, request.route
         )
-        key = session_key(signed_in, role, p.policies.default_policy)
+        team_id = None if p.directory is None else await p.directory.team_of(signed_in)
+        key = session_key(signed_in, role, p.policies.default_policy, team_id)
     body = await request.body(_BODY_LIMIT)
     if request.query.get("stream", "").lower() in ("true", "1", "yes") or _streams(body):
         raise InvalidRequest(
@@ -74,7 +77,8 @@ async def authorize(p: Platform, request: Request) -> Caller:
         )
     team_id = key.team_id if granted is Reach.TEAM else None
     viewer = Viewer(key.key_id, every_key=granted is Reach.EVERY, team_id=team_id)
-    return Caller(key, role, granted, viewer, body, request.client)
+    subject = None if signed_in is None else signed_in.subject
+    return Caller(key, role, granted, viewer, body, request.client, subject)
 
 
 def _streams(body: bytes) -> bool:

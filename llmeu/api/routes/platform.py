@@ -67,7 +67,7 @@ async def create_key(p: Platform, request: Request) -> None:
     created = await p.create_key(
         KeySpec(spec.name, spec.policy_id, spec.budget_eur, spec.rpm_limit, spec.tpm_limit,
                 spec.purpose, tuple(spec.allow_mcp_servers), tuple(spec.allow_tools),
-                None if spec.role is None else spec.role.value, team_id),
+                None if spec.role is None else spec.role.value, team_id, caller.subject),
         caller.actor,
     )  # fmt: skip
     await reply(request, created, status=201)

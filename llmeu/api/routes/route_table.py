@@ -22,9 +22,11 @@ from llmeu.api.routes import (
     console,
     platform,
     receipt_keys,
+    scim_routes,
     service,
     sign_in,
     team_routes,
+    user_routes,
 )
 from llmeu.api.routes.chat_completions import handle_chat
 from llmeu.api.routes.count_tokens import handle_count_tokens
@@ -174,6 +176,9 @@ ROUTES: tuple[Spec, ...] = (
     *INFERENCE,
     *(Spec(m, p, h, d, lambda s: (s.platform,)) for m, p, h, d in platform.PLATFORM_ROUTES),
     *(Spec(m, p, h, d, lambda s: (s.platform,)) for m, p, h, d in team_routes.TEAM_ROUTES),
+    *(Spec(m, p, h, d, lambda s: (s.platform,)) for m, p, h, d in user_routes.USER_ROUTES),
+    *(Spec(m, p, h, d, lambda s: (s.platform,), scim_routes.SCIM_ERRORS)
+      for m, p, h, d in scim_routes.SCIM_ROUTES),
     *(Spec(m, p, h, d, lambda s: (s.compliance,)) for m, p, h, d in compliance.COMPLIANCE_ROUTES),
     *SERVICE,
 )

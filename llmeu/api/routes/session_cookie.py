@@ -53,8 +53,9 @@ def own_origin(request: Request, redirect_url: str | None) -> str:
 
 async def console_session(p: Platform, request: Request) -> ConsoleSession | None:
     """The signed-in session the request's cookie names (None without a cookie, with an
-    `Authorization` header, or when single sign-on is not set up); 401 if it has ended,
-    403 for a change without the CSRF token or from another origin."""
+    `Authorization` header, or when single sign-on is not set up); 401 if it has ended
+    (or the directory deactivated its user), 403 for a change without the CSRF token or from
+    another origin. Its roles are those the user holds now (`Directory.current`)."""
     sso = p.sso
     if sso is None or request.header(b"authorization") is not None:
         return None
@@ -66,6 +67,8 @@ async def console_session(p: Platform, request: Request) -> ConsoleSession | Non
         raise AuthenticationFailed(
             "your console session has ended: sign in again", code="session_expired"
         )
+    if p.directory is not None:
+        session = await p.directory.current(session)
     if request.method not in SAFE_METHODS:
         origin = request.header(b"origin")
         if origin is not None and origin != own_origin(request, sso.redirect_url):
@@ -77,9 +80,12 @@ async def console_session(p: Platform, request: Request) -> ConsoleSession | Non
     return session
 
 
-def session_key(session: ConsoleSession, role: Role, default_policy: str) -> ApiKey:
+def session_key(
+    session: ConsoleSession, role: Role, default_policy: str, team_id: str | None = None
+) -> ApiKey:
     """The signed-in user as the platform routes see a caller: a key of no secret, named
-    `user:<subject>` (what holds and erasures record as who made them), in `role`."""
+    `user:<subject>` (what holds and erasures record as who made them), in `role`, in the
+    team the directory says they are a member of."""
     return ApiKey(
         key_id=f"user:{session.subject}",
         name=session.name or session.subject,
@@ -88,6 +94,7 @@ def session_key(session: ConsoleSession, role: Role, default_policy: str) -> Api
         is_admin=False,
         created_at=session.created_at,
         role=str(role),
+        team_id=team_id,
     )
 
 

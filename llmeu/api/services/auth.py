@@ -127,6 +127,7 @@ class KeyRing:
         allow_tools: tuple[str, ...] = (),
         role: str | None = None,
         team_id: str | None = None,
+        owner_subject: str | None = None,
     ) -> tuple[ApiKey, str]:
         """A new key and its secret. A key of role `admin` is also stored `is_admin`, so that
         an older release sharing the ledger gives it the admin's rights, not a member's."""
@@ -147,6 +148,7 @@ class KeyRing:
             allow_tools=allow_tools,
             role=role,
             team_id=team_id,
+            owner_subject=owner_subject,
         )
         await self._store.insert_key(key)
         self._keys[key_id] = key

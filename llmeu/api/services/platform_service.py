@@ -16,12 +16,13 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from llmeu.api.services.admin_log import Actor, AdminLog
 from llmeu.api.services.answer_cache import CacheService
 from llmeu.api.services.auth import KeyRing
+from llmeu.api.services.directory import Directory
 from llmeu.api.services.mcp_upstreams import ToolServers
 from llmeu.api.services.policies import PolicyBook, key_narrowing
 from llmeu.api.services.sso import Sso
@@ -75,6 +76,8 @@ class KeySpec:
     allow_tools: tuple[str, ...] = ()
     role: str | None = None
     team_id: str | None = None
+    owner_subject: str | None = None
+    """The console user whose session creates the key (their personal key); None: a key."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +109,10 @@ class Platform:
     """Sign-in with the organisation's issuer (`llmeu.api.services.sso`); None: not set up."""
     console_auth: tuple[str, ...] = ("key",)
     """How the console offers to sign in: `key`, `oidc`, or both (`--console-auth`)."""
+    directory: Directory | None = None
+    """The organisation's directory of users and groups (`llmeu.api.services.directory`)."""
+    scim_token: str | None = field(default=None, repr=False)
+    """The bearer token of `/scim/v2` (`--scim-token-env`); None: SCIM is not set up."""
 
     async def authenticate(self, authorization: str | None, client: str | None) -> ApiKey:
         """The calling key. A key sent that does not authenticate is an admin event
@@ -159,6 +166,7 @@ class Platform:
             allow_tools=spec.allow_tools,
             role=spec.role,
             team_id=spec.team_id,
+            owner_subject=spec.owner_subject,
         )
         await self.admin_log.record(by, "key.create", key.key_id, after=key.public())
         return {**key.public(), "key": token}

@@ -10,9 +10,12 @@ session: an opaque random id for the cookie, its SHA-256 stored with the user's
 subject, name, roles and a CSRF token.
 
 Roles come from one claim (`oidc_roles_claim`, `groups` by default): every group
-listed in `oidc_role_map` gives its role. A user none of whose groups is mapped
-is refused (403 `no_role`): the directory decides who may use the console.
-Roles are read at sign-in; a change in the directory applies at the next one.
+listed in `oidc_role_map` gives its role; the organisation's directory
+(`llmeu.api.services.directory`: SCIM groups, a role granted by an admin) adds
+its own, and may refuse the user (deactivated, or not provisioned). A user who
+holds no role is refused (403 `no_role`). The token's roles are read at sign-in
+(a change at the issuer applies at the next one); the directory's at every
+request.
 
 A session ends after `session_idle_seconds` without a request or
 `session_max_seconds` after sign-in, whichever comes first, or at sign-out,
@@ -30,6 +33,7 @@ import time
 from dataclasses import dataclass, replace
 from urllib.parse import urlencode
 
+from llmeu.api.services.directory import Directory
 from llmeu.api.services.id_token import UnknownKey, refused, validate_id_token
 from llmeu.api.services.oidc_issuer import Issuer
 from llmeu.config import Settings
@@ -61,7 +65,9 @@ class Opened:
 
 
 class Sso:
-    def __init__(self, settings: Settings, http: HttpClient, db: Database):
+    def __init__(
+        self, settings: Settings, http: HttpClient, db: Database, directory: Directory | None = None
+    ):
         if not settings.oidc_issuer or not settings.oidc_client_id:
             raise ConfigError("single sign-on needs an issuer and a client id", field="oidc_issuer")
         self.issuer = Issuer(settings.oidc_issuer, http)
@@ -73,6 +79,7 @@ class Sso:
         self.idle_seconds = settings.session_idle_seconds
         self.max_seconds = settings.session_max_seconds
         self._db = db
+        self._directory = directory
 
     async def begin(self, redirect_url: str) -> str:
         """The issuer's authorization URL for a new login, stored until its callback."""
@@ -128,15 +135,20 @@ class Sso:
         if not isinstance(id_token, str):
             raise refused("the issuer's token answer holds no id_token")
         claims = await self.validate(id_token, login.nonce)
-        roles = self.roles_of(claims)
+        issued = self._group_roles(claims)
+        held = issued
+        if self._directory is not None:
+            held = tuple(dict.fromkeys((*issued, *await self._directory.signing_in(claims))))
+        if not held:
+            raise self._no_role()
         session_id = _token()
         name = claims.get("email") or claims.get("name") or claims.get("preferred_username")
         session = ConsoleSession(
             session_hash(session_id), str(claims["sub"]), name if isinstance(name, str) else None,
-            roles, _token(), id_token, now, now,
+            issued, _token(), id_token, now, now,
         )  # fmt: skip
         await insert_session(self._db, session)
-        return Opened(session_id, session)
+        return Opened(session_id, replace(session, roles=held))
 
     async def validate(self, id_token: str, nonce: str) -> dict[str, object]:
         """The token's claims; a `kid` the cached key set lacks fetches it again, once."""
@@ -152,16 +164,22 @@ class Sso:
         raise refused(f"the issuer publishes no key {missing!r}")
 
     def roles_of(self, claims: dict[str, object]) -> tuple[str, ...]:
+        roles = self._group_roles(claims)
+        if not roles:
+            raise self._no_role()
+        return roles
+
+    def _group_roles(self, claims: dict[str, object]) -> tuple[str, ...]:
         value = claims.get(self._claim)
         listed = [value] if isinstance(value, str) else value if isinstance(value, list) else []
         groups = {group for group in listed if isinstance(group, str)}
-        roles = tuple(dict.fromkeys(role for group, role in self._role_map if group in groups))
-        if not roles:
-            raise PermissionDenied(
-                f"none of your groups (claim `{self._claim}`) is given a role on this gateway",
-                code="no_role",
-            )
-        return roles
+        return tuple(dict.fromkeys(role for group, role in self._role_map if group in groups))
+
+    def _no_role(self) -> PermissionDenied:
+        return PermissionDenied(
+            f"none of your groups (claim `{self._claim}`) is given a role on this gateway",
+            code="no_role",
+        )
 
     async def session(self, session_id: str) -> ConsoleSession | None:
         """The live session the cookie's id names, its idle time reset; None if none or

@@ -1,0 +1,257 @@
+"""SCIM 2.0 (RFC 7644) for the organisation's identity provider: `/scim/v2/…`.
+
+    GET|POST              /scim/v2/Users          list (filter, startIndex, count) | create
+    GET|PUT|PATCH|DELETE  /scim/v2/Users/{id}
+    GET|POST              /scim/v2/Groups
+    GET|PUT|PATCH|DELETE  /scim/v2/Groups/{id}
+    GET  /scim/v2/ServiceProviderConfig, /scim/v2/ResourceTypes, /scim/v2/Schemas
+
+Bearer-token protected: the token is the value of the environment variable
+`--scim-token-env` names, compared in constant time; a wrong or missing one is
+a 401 (counted against the address like a wrong API key). Without
+`--scim-token-env` every route answers 404 `scim_not_configured`. Bodies and
+answers are `application/scim+json`; errors are SCIM's own
+(`urn:ietf:params:scim:api:messages:2.0:Error`, `status` a string, `scimType`
+when SCIM names the fault). What each route does is
+`llmeu.api.services.scim_users`' and `scim_groups`'.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Awaitable, Callable
+from functools import wraps
+from typing import Any
+
+import msgspec
+
+from llmeu.api.http.asgi import Request
+from llmeu.api.http.bodies import decode_body
+from llmeu.api.http.error_responses import Routing, as_api_error
+from llmeu.api.http.route import Doc, Param
+from llmeu.api.routes.session_cookie import own_origin
+from llmeu.api.services import scim_groups, scim_users
+from llmeu.api.services.platform_service import Actor, Platform
+from llmeu.errors import ApiError, AuthenticationFailed, DatabaseError, InvalidRequest, NotFound
+from llmeu.protocol import scim_discovery
+from llmeu.protocol.json_codec import encoder
+from llmeu.protocol.scim_wire import ERROR, MEDIA_TYPE, PATCH, SCIM_TYPES, paging
+
+_HEADERS = [(b"content-type", MEDIA_TYPE.encode())]
+_BODY_LIMIT = 4 << 20
+SCIM_ACTOR = "scim"
+
+
+class ScimErrors:
+    """SCIM's error body (RFC 7644 §3.12), for what the router itself answers (a 405)."""
+
+    def status(self, error: ApiError) -> int:
+        return error.status
+
+    def body(self, error: ApiError, routing: Routing | None) -> bytes:
+        return error_body(error)
+
+
+SCIM_ERRORS = ScimErrors()
+
+
+def error_body(error: ApiError) -> bytes:
+    body: dict[str, Any] = {"schemas": [ERROR], "status": str(error.status),
+                            "detail": error.message}  # fmt: skip
+    if error.code in SCIM_TYPES:
+        body["scimType"] = error.code
+    return encoder.encode(body)
+
+
+Handler = Callable[..., Awaitable[None]]
+
+
+def scim(handler: Handler) -> Handler:
+    """The route's errors in SCIM's shape and media type; its caller checked first."""
+
+    @wraps(handler)
+    async def guarded(p: Platform, request: Request, *values: str) -> None:
+        try:
+            _check_token(p, request)
+            await handler(p, request, *values)
+        except (ApiError, DatabaseError) as raised:
+            error = as_api_error(raised)
+            headers = list(_HEADERS)
+            if isinstance(error, AuthenticationFailed):
+                headers.append((b"www-authenticate", b'Bearer realm="scim"'))
+            await request.respond(error.status, error_body(error), headers)
+
+    return guarded
+
+
+def _check_token(p: Platform, request: Request) -> None:
+    if p.scim_token is None:
+        raise NotFound("SCIM is not set up on this gateway (`--scim-token-env`)",
+                       code="scim_not_configured")  # fmt: skip
+    client = request.client
+    failures = p.keys.failures
+    if client is not None:
+        failures.check(client)
+    scheme, _, token = (request.header(b"authorization") or "").partition(" ")
+    if scheme.lower() != "bearer" or not hmac.compare_digest(
+        token.strip().encode(), p.scim_token.encode()
+    ):
+        if client is not None:
+            failures.failed(client)
+        raise AuthenticationFailed("a SCIM request needs the SCIM bearer token",
+                                   code="invalid_scim_token")  # fmt: skip
+
+
+async def _json(request: Request) -> dict[str, Any]:
+    body = await request.body(_BODY_LIMIT)
+    value = decode_body(lambda raw: msgspec.json.decode(raw or b"{}"), body)
+    if not isinstance(value, dict):
+        raise InvalidRequest("the body is a JSON object", code="invalidSyntax")
+    return value
+
+
+async def _operations(request: Request) -> list[Any]:
+    body = await _json(request)
+    fields = {k.casefold(): v for k, v in body.items()}
+    schemas = fields.get("schemas")
+    if isinstance(schemas, list) and schemas and PATCH not in schemas:
+        raise InvalidRequest(f"a PATCH body is of schema `{PATCH}`", code="invalidSyntax")
+    operations = fields.get("operations")
+    if not isinstance(operations, list):
+        raise InvalidRequest("a PATCH body lists its `Operations`", code="invalidSyntax")
+    return operations
+
+
+def _base(request: Request) -> str:
+    return own_origin(request, None)
+
+
+def _by(request: Request) -> Actor:
+    return Actor(SCIM_ACTOR, None, request.client)
+
+
+async def _send(request: Request, body: object, status: int = 200) -> None:
+    await request.respond(status, encoder.encode(body), _HEADERS)
+
+
+@scim
+async def list_users(p: Platform, request: Request) -> None:
+    start, count = paging(request.query)
+    await _send(request, await scim_users.search(p, request.query, start, count, _base(request)))
+
+
+@scim
+async def create_user(p: Platform, request: Request) -> None:
+    made = await scim_users.create(p, await _json(request), _base(request), _by(request))
+    await _send(request, made, 201)
+
+
+@scim
+async def get_user(p: Platform, request: Request, user_id: str) -> None:
+    await _send(request, await scim_users.read(p, user_id, _base(request)))
+
+
+@scim
+async def put_user(p: Platform, request: Request, user_id: str) -> None:
+    body = await _json(request)
+    await _send(request, await scim_users.replace_user(p, user_id, body, _base(request),
+                                                       _by(request)))  # fmt: skip
+
+
+@scim
+async def patch_user(p: Platform, request: Request, user_id: str) -> None:
+    operations = await _operations(request)
+    await _send(request, await scim_users.patch(p, user_id, operations, _base(request),
+                                                _by(request)))  # fmt: skip
+
+
+@scim
+async def delete_user(p: Platform, request: Request, user_id: str) -> None:
+    await scim_users.remove(p, user_id, _by(request))
+    await request.respond(204, b"", [])
+
+
+@scim
+async def list_groups(p: Platform, request: Request) -> None:
+    start, count = paging(request.query)
+    await _send(request, await scim_groups.search(p, request.query, start, count, _base(request)))
+
+
+@scim
+async def create_group(p: Platform, request: Request) -> None:
+    made = await scim_groups.create(p, await _json(request), _base(request), _by(request))
+    await _send(request, made, 201)
+
+
+@scim
+async def get_group(p: Platform, request: Request, group_id: str) -> None:
+    await _send(request, await scim_groups.read(p, group_id, _base(request)))
+
+
+@scim
+async def put_group(p: Platform, request: Request, group_id: str) -> None:
+    body = await _json(request)
+    await _send(request, await scim_groups.replace_group(p, group_id, body, _base(request),
+                                                         _by(request)))  # fmt: skip
+
+
+@scim
+async def patch_group(p: Platform, request: Request, group_id: str) -> None:
+    operations = await _operations(request)
+    await _send(request, await scim_groups.patch(p, group_id, operations, _base(request),
+                                                 _by(request)))  # fmt: skip
+
+
+@scim
+async def delete_group(p: Platform, request: Request, group_id: str) -> None:
+    await scim_groups.remove(p, group_id, _by(request))
+    await request.respond(204, b"", [])
+
+
+@scim
+async def service_provider_config(p: Platform, request: Request) -> None:
+    await _send(request, scim_discovery.service_provider_config(_base(request)))
+
+
+@scim
+async def resource_types(p: Platform, request: Request) -> None:
+    await _send(request, scim_discovery.resource_types(_base(request)))
+
+
+@scim
+async def schemas(p: Platform, request: Request) -> None:
+    await _send(request, scim_discovery.schemas(_base(request)))
+
+
+_LIST = (Param("filter"), Param("startIndex", {"type": "integer"}),
+         Param("count", {"type": "integer"}), Param("attributes"),
+         Param("excludedAttributes"))  # fmt: skip
+
+
+def _doc(summary: str, status: int = 200) -> Doc:
+    return Doc(summary, answer_type=MEDIA_TYPE, status=status)
+
+
+SCIM_ROUTES: list[tuple[str, str, Handler, Doc]] = [
+    ("GET", "/scim/v2/Users", list_users,
+     Doc("SCIM: users, filtered and paged", answer_type=MEDIA_TYPE, query=_LIST)),
+    ("POST", "/scim/v2/Users", create_user, _doc("SCIM: provision a user", 201)),
+    ("GET", "/scim/v2/Users/{user_id}", get_user, _doc("SCIM: one user")),
+    ("PUT", "/scim/v2/Users/{user_id}", put_user, _doc("SCIM: replace a user")),
+    ("PATCH", "/scim/v2/Users/{user_id}", patch_user,
+     _doc("SCIM: change a user; `active: false` deprovisions them")),
+    ("DELETE", "/scim/v2/Users/{user_id}", delete_user,
+     _doc("SCIM: delete and deprovision a user", 204)),
+    ("GET", "/scim/v2/Groups", list_groups,
+     Doc("SCIM: groups, filtered and paged", answer_type=MEDIA_TYPE, query=_LIST)),
+    ("POST", "/scim/v2/Groups", create_group, _doc("SCIM: create a group", 201)),
+    ("GET", "/scim/v2/Groups/{group_id}", get_group, _doc("SCIM: one group")),
+    ("PUT", "/scim/v2/Groups/{group_id}", put_group, _doc("SCIM: replace a group")),
+    ("PATCH", "/scim/v2/Groups/{group_id}", patch_group,
+     _doc("SCIM: change a group's name or members")),
+    ("DELETE", "/scim/v2/Groups/{group_id}", delete_group, _doc("SCIM: delete a group", 204)),
+    ("GET", "/scim/v2/ServiceProviderConfig", service_provider_config,
+     _doc("SCIM: what this service provider supports")),
+    ("GET", "/scim/v2/ResourceTypes", resource_types, _doc("SCIM: User and Group")),
+    ("GET", "/scim/v2/Schemas", schemas, _doc("SCIM: the User and Group schemas")),
+]  # fmt: skip
