@@ -24,6 +24,7 @@ from llmeu.api.services.admin_log import SIGNAL_ACTOR, AdminLog
 from llmeu.api.services.answer_cache import CHANGE, CacheService
 from llmeu.api.services.auth import KeyRing
 from llmeu.api.services.compliance_service import Compliance
+from llmeu.api.services.directory import Directory
 from llmeu.api.services.evidence_service import Evidence
 from llmeu.api.services.mcp_upstreams import ToolServers, breaker_id
 from llmeu.api.services.platform_service import Platform
@@ -32,7 +33,6 @@ from llmeu.api.services.receipt_issuer import Receipts
 from llmeu.api.services.response_store import ResponseStore
 from llmeu.api.services.signing import KeyReloader, load_signing_keys
 from llmeu.api.services.sso import Sso
-from llmeu.api.services.directory import Directory
 from llmeu.api.services.upstreams import (
     Closable,
     ProviderBuilder,

@@ -20,6 +20,7 @@ _USER_COLUMNS = (
     "user_id, user_name, user_name_key, subject, external_id, display_name, active, "
     "provisioned, attributes, role, created_at, updated_at"
 )
+_USER_VALUES = ", ".join("?" for _ in _USER_COLUMNS.split(", "))
 _GROUP_COLUMNS = "group_id, display_name, external_id, created_at, updated_at"
 
 
@@ -54,7 +55,7 @@ def name_key(name: str) -> str:
 
 async def insert_user(db: Database, user: DirectoryUser) -> None:
     await db.execute(
-        f"INSERT INTO directory_users ({_USER_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        f"INSERT INTO directory_users ({_USER_COLUMNS}) VALUES ({_USER_VALUES})",
         _user_row(user),
     )
 
@@ -113,9 +114,8 @@ async def insert_group(db: Database, group: DirectoryGroup) -> None:
             (
                 "INSERT INTO directory_groups (group_id, display_name, display_name_key, "
                 "external_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
-                [(group.group_id, group.display_name, name_key(group.display_name),
-                  group.external_id, group.created_at, group.updated_at)],
-            ),  # fmt: skip
+                [_group_row(group)],
+            ),
             _member_inserts(group.group_id, group.members),
         ]
     )
@@ -131,9 +131,8 @@ async def update_group(db: Database, group: DirectoryGroup, before: DirectoryGro
             (
                 "UPDATE directory_groups SET display_name = ?, display_name_key = ?, "
                 "external_id = ?, updated_at = ? WHERE group_id = ?",
-                [(group.display_name, name_key(group.display_name), group.external_id,
-                  group.updated_at, group.group_id)],
-            ),  # fmt: skip
+                [(*_group_row(group)[1:4], group.updated_at, group.group_id)],
+            ),
             ("DELETE FROM directory_members WHERE group_id = ? AND user_id = ?", removed),
             _member_inserts(group.group_id, added),
         ]
@@ -211,6 +210,11 @@ def _member_inserts(group_id: str, members: tuple[str, ...]) -> tuple[str, list[
         "INSERT INTO directory_members (group_id, user_id) VALUES (?, ?)",
         [(group_id, m) for m in members],
     )
+
+
+def _group_row(group: DirectoryGroup) -> tuple[Any, ...]:
+    return (group.group_id, group.display_name, name_key(group.display_name),
+            group.external_id, group.created_at, group.updated_at)  # fmt: skip
 
 
 def _user_row(user: DirectoryUser) -> tuple[Any, ...]:

@@ -514,7 +514,8 @@ MIGRATIONS: tuple[tuple[int, str, tuple[Step, ...]], ...] = (
             # The subject of the console user whose session created the key (NULL: a key
             # made with a key); such a user's deprovisioning revokes it.
             "ALTER TABLE api_keys ADD COLUMN owner_subject TEXT",
-            "CREATE INDEX api_keys_owner ON api_keys (owner_subject) WHERE owner_subject IS NOT NULL",
+            "CREATE INDEX api_keys_owner ON api_keys (owner_subject) "
+            "WHERE owner_subject IS NOT NULL",
         ),
     ),
 )

@@ -26,9 +26,7 @@ from typing import Any
 
 from llmeu.errors import InvalidRequest
 
-_TOKEN = re.compile(
-    r'\s*(?:(?P<string>"(?:[^"\\]|\\.)*")|(?P<paren>[()])|(?P<word>[^\s()"]+))'
-)
+_TOKEN = re.compile(r'\s*(?:(?P<string>"(?:[^"\\]|\\.)*")|(?P<paren>[()])|(?P<word>[^\s()"]+))')
 _OPS = frozenset({"eq", "ne", "co", "sw", "ew", "gt", "ge", "lt", "le"})
 CASE_EXACT = frozenset({"id", "externalid"})
 
@@ -124,22 +122,19 @@ def _compare(op: str, have: Any, want: Any, exact: bool) -> bool:
         if not exact:
             have, want = have.casefold(), want.casefold()
         if op == "co":
-            return want in have
+            return bool(want in have)
         if op == "sw":
-            return have.startswith(want)
+            return bool(have.startswith(want))
         if op == "ew":
-            return have.endswith(want)
+            return bool(have.endswith(want))
     if isinstance(have, bool) or isinstance(want, bool) or have is None or want is None:
         return op == "eq" and have == want
     if op == "eq":
         return bool(have == want)
-    if op in ("co", "sw", "ew") or type(have) is not type(want) and not (
-        isinstance(have, int | float) and isinstance(want, int | float)
-    ):
+    numbers = isinstance(have, int | float) and isinstance(want, int | float)
+    if op in ("co", "sw", "ew") or not (numbers or type(have) is type(want)):
         return False
-    return bool(
-        {"gt": have > want, "ge": have >= want, "lt": have < want, "le": have <= want}[op]
-    )
+    return bool({"gt": have > want, "ge": have >= want, "lt": have < want, "le": have <= want}[op])
 
 
 def _tokens(text: str) -> list[str]:
@@ -187,20 +182,20 @@ class _Parser:
         return node
 
     def unary(self) -> Filter:
-        token = self.take()
-        if token.casefold() == "not" and self.peek() == "(":
+        word = self.take()
+        if word.casefold() == "not" and self.peek() == "(":
             self.take()
             return Not(self.group())
-        if token == "(":
+        if word == "(":
             return self.group()
-        if token.startswith('"') or token == ")" or "[" in token:
-            raise invalid_filter(f"expected an attribute, found `{token}`")
+        if word.startswith('"') or word == ")" or "[" in word:
+            raise invalid_filter(f"expected an attribute, found `{word}`")
         op = self.take().casefold()
         if op == "pr":
-            return Present(_path(token))
+            return Present(_path(word))
         if op not in _OPS:
             raise invalid_filter(f"unknown operator `{op}`")
-        return Compare(_path(token), op, _value(self.take()))
+        return Compare(_path(word), op, _value(self.take()))
 
     def group(self) -> Filter:
         node = self.or_()

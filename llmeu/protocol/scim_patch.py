@@ -29,7 +29,10 @@ from llmeu.errors import InvalidRequest
 from llmeu.protocol.scim_filter import Compare, Filter, matches, parse_filter
 
 ENTERPRISE_USER = "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User"
-_CORE = ("urn:ietf:params:scim:schemas:core:2.0:User", "urn:ietf:params:scim:schemas:core:2.0:Group")
+_CORE = (
+    "urn:ietf:params:scim:schemas:core:2.0:User",
+    "urn:ietf:params:scim:schemas:core:2.0:Group",
+)
 _PATH = re.compile(r"^(?P<attr>[^\[\].]+)(?:\[(?P<filter>.*)\])?(?:\.(?P<sub>[^\[\].]+))?$")
 _READ_ONLY = frozenset({"id", "meta", "schemas"})
 
@@ -107,11 +110,11 @@ def _apply(resource: dict[str, Any], op: str, path: str | None, value: Any, give
     if op != "remove" and not given:
         raise scim_error(f"`{op}` needs a `value`", "invalidValue", "value")
     target = parse_path(path)
-    holder = resource
+    holder: dict[str, Any] | None = resource
     if target.container is not None:
         holder = _child(resource, target.container, create=op != "remove")
-        if holder is None:
-            return
+    if holder is None:
+        return
     if target.value_filter is not None:
         _apply_filtered(holder, op, target, value)
     elif target.sub is not None:

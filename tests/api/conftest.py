@@ -12,6 +12,8 @@ from llmeu.api.app import App, create_app
 from llmeu.config import Settings
 from tests.support.processes import ADMIN_KEY, FakeUpstream, config_yaml, fake_endpoint
 
+SCIM_TOKEN = "scim-token-of-the-api-tests"
+
 
 @pytest.fixture
 async def app(tmp_path: Path, fake_upstream: FakeUpstream) -> AsyncIterator[App]:
@@ -19,7 +21,7 @@ async def app(tmp_path: Path, fake_upstream: FakeUpstream) -> AsyncIterator[App]
     config.write_text(config_yaml(fake_endpoint("fakeprov-fr-a", fake_upstream)))
     settings = Settings(
         data_dir=tmp_path, config_file=config, admin_key=ADMIN_KEY, load_local_models=False,
-        max_body_bytes=64 * 1024,
+        max_body_bytes=64 * 1024, scim_token=SCIM_TOKEN,
     )  # fmt: skip
     application = create_app(settings)
     await application.gateway.start()

@@ -19,6 +19,7 @@ from referencing.jsonschema import DRAFT202012
 
 from llmeu.api.app import App, documented_routes
 from llmeu.api.routes.route_table import openapi_document
+from tests.api.conftest import SCIM_TOKEN
 
 DOCUMENT: dict[str, Any] = json.loads(openapi_document())
 REGISTRY = Registry().with_resource(
@@ -87,6 +88,28 @@ CASES: list[Case] = [
      {"budget_eur_month": 100}),
     ("DELETE", "/v1/platform/teams/{team_id}", lambda s: f"/v1/platform/teams/{s['team']}", None),
     ("DELETE", "/v1/platform/keys/{key_id}", lambda s: f"/v1/platform/keys/{s['key']}", None),
+    ("POST", "/scim/v2/Users", _fixed("/scim/v2/Users"), {"userName": "ana@example.org"}),
+    ("GET", "/scim/v2/Users", _fixed("/scim/v2/Users"), None),
+    ("GET", "/scim/v2/Users/{user_id}", lambda s: f"/scim/v2/Users/{s['user']}", None),
+    ("PUT", "/scim/v2/Users/{user_id}", lambda s: f"/scim/v2/Users/{s['user']}",
+     {"userName": "ana@example.org", "displayName": "Ana"}),
+    ("PATCH", "/scim/v2/Users/{user_id}", lambda s: f"/scim/v2/Users/{s['user']}",
+     {"Operations": [{"op": "replace", "path": "displayName", "value": "Ana B"}]}),
+    ("GET", "/v1/platform/users", _fixed("/v1/platform/users"), None),
+    ("PUT", "/v1/platform/users/{user_id}/role", lambda s: f"/v1/platform/users/{s['user']}/role",
+     {"role": "auditor"}),
+    ("POST", "/scim/v2/Groups", _fixed("/scim/v2/Groups"), {"displayName": "auditors"}),
+    ("GET", "/scim/v2/Groups", _fixed("/scim/v2/Groups"), None),
+    ("GET", "/scim/v2/Groups/{group_id}", lambda s: f"/scim/v2/Groups/{s['group']}", None),
+    ("PUT", "/scim/v2/Groups/{group_id}", lambda s: f"/scim/v2/Groups/{s['group']}",
+     {"displayName": "auditors", "members": []}),
+    ("PATCH", "/scim/v2/Groups/{group_id}", lambda s: f"/scim/v2/Groups/{s['group']}",
+     {"Operations": [{"op": "replace", "path": "displayName", "value": "auditors-eu"}]}),
+    ("DELETE", "/scim/v2/Groups/{group_id}", lambda s: f"/scim/v2/Groups/{s['group']}", None),
+    ("DELETE", "/scim/v2/Users/{user_id}", lambda s: f"/scim/v2/Users/{s['user']}", None),
+    ("GET", "/scim/v2/ServiceProviderConfig", _fixed("/scim/v2/ServiceProviderConfig"), None),
+    ("GET", "/scim/v2/ResourceTypes", _fixed("/scim/v2/ResourceTypes"), None),
+    ("GET", "/scim/v2/Schemas", _fixed("/scim/v2/Schemas"), None),
     ("GET", "/healthz", _fixed("/healthz"), None),
     ("GET", "/readyz", _fixed("/readyz"), None),
     ("GET", "/metrics", _fixed("/metrics"), None),
@@ -120,14 +143,19 @@ async def test_every_route_answers_its_documented_status_and_body(
     seen: dict[str, Any] = {}
     for method, template, path, body in CASES:
         headers = {"authorization": f"Bearer {seen[TENANT]}"} if "/responses" in template else {}
+        if template.startswith("/scim/"):
+            headers = {"authorization": f"Bearer {SCIM_TOKEN}"}
         response = await client.request(method, path(seen), json=body, headers=headers)
         documented = DOCUMENT["paths"][template][method.lower()]["responses"]
         success = next(status for status in documented if status.startswith("2"))
         assert str(response.status_code) == success, (method, template, response.text[:300])
+        _remember(seen, template, response)
+        if response.status_code == 204:
+            assert response.content == b"" and "content-type" not in response.headers
+            continue
         schema = _schema(method, template, response.status_code, response.headers["content-type"])
         if response.headers["content-type"].startswith("application/json"):
             _validate(schema, response.json())
-        _remember(seen, template, response)
 
 
 def _remember(seen: dict[str, Any], template: str, response: httpx.Response) -> None:
@@ -143,6 +171,10 @@ def _remember(seen: dict[str, Any], template: str, response: httpx.Response) -> 
         seen["hold"] = response.json()["id"]
     elif template == "/v1/platform/teams" and posted:
         seen["team"] = response.json()["id"]
+    elif template == "/scim/v2/Users" and posted:
+        seen["user"] = response.json()["id"]
+    elif template == "/scim/v2/Groups" and posted:
+        seen["group"] = response.json()["id"]
 
 
 async def test_every_route_answers_a_missing_key_with_its_documented_error(

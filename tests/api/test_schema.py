@@ -72,6 +72,13 @@ def assert_anthropic_error(body: bytes) -> None:
     assert isinstance(payload["error"]["message"], str) and payload["error"]["message"]
 
 
+def assert_scim_error(body: bytes) -> None:
+    """SCIM's errors (`/scim/v2/…`): `urn:ietf:params:scim:api:messages:2.0:Error`."""
+    payload = json.loads(body)
+    assert payload["schemas"] == ["urn:ietf:params:scim:api:messages:2.0:Error"], payload
+    assert isinstance(payload["status"], str) and isinstance(payload["detail"], str)
+
+
 @schema.parametrize()
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 def test_every_route_answers_generated_input_without_a_5xx(
@@ -86,6 +93,8 @@ def test_every_route_answers_generated_input_without_a_5xx(
         assert_anthropic_error(response.content)
     elif response.status_code >= 400 and case.path == "/mcp":
         assert_json_rpc_error(response.content)
+    elif response.status_code >= 400 and case.path.startswith("/scim/"):
+        assert_scim_error(response.content)
     elif response.status_code >= 400:
         assert_openai_error(response.status_code, response.content)
 

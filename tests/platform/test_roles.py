@@ -56,6 +56,9 @@ REQUESTS: dict[tuple[str, str], tuple[str, dict[str, Any] | None, int]] = {
     ("GET", "/v1/platform/teams/{team_id}"): ("/v1/platform/teams/team_none", None, 404),
     ("PATCH", "/v1/platform/teams/{team_id}"): ("/v1/platform/teams/team_none", {"name": "x"}, 404),
     ("DELETE", "/v1/platform/teams/{team_id}"): ("/v1/platform/teams/team_none", None, 404),
+    ("GET", "/v1/platform/users"): ("/v1/platform/users", None, 200),
+    ("PUT", "/v1/platform/users/{user_id}/role"): ("/v1/platform/users/nobody/role",
+        {"role": "member"}, 404),
 }  # fmt: skip
 
 

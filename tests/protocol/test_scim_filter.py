@@ -54,9 +54,9 @@ def test_a_filter_matches_as_scim_says(text: str, expected: bool) -> None:
 
 REFUSED = [
     ("", "empty"),
-    ('userName eq', "no value"),
+    ("userName eq", "no value"),
     ('userName like "b"', "unknown operator"),
-    ('userName eq bjensen', "unquoted string"),
+    ("userName eq bjensen", "unquoted string"),
     ('(userName eq "b"', "unclosed parenthesis"),
     ('userName eq "b")', "a stray parenthesis"),
     ('userName eq "b" extra', "trailing words"),

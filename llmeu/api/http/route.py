@@ -39,7 +39,7 @@ class Doc:
     `media` adds other content types the route may answer with (a stream's
     `text/event-stream`, an export's CSV); `public` routes need no key; `anthropic_errors`
     routes answer errors in Anthropic's shape, and a route with an `error_schema` in that
-    one (MCP's JSON-RPC errors)."""
+    one (MCP's JSON-RPC errors, SCIM's), of media type `error_type`."""
 
     summary: str
     answer: Schema = field(default_factory=lambda: dict(OBJECT))
@@ -51,6 +51,7 @@ class Doc:
     public: bool = False
     anthropic_errors: bool = False
     error_schema: Schema | None = None
+    error_type: str = "application/json"
 
 
 @dataclass(frozen=True, slots=True)

@@ -113,7 +113,7 @@ def _operation(path: str, doc: Doc, schemas: _Schemas) -> dict[str, Any]:
     for status, description in _ERRORS.items():
         responses[status] = {
             "description": description,
-            "content": {"application/json": {"schema": error}},
+            "content": {doc.error_type: {"schema": error}},
         }
     operation: dict[str, Any] = {"summary": doc.summary, "responses": responses}
     if doc.body is not None:

@@ -177,8 +177,10 @@ ROUTES: tuple[Spec, ...] = (
     *(Spec(m, p, h, d, lambda s: (s.platform,)) for m, p, h, d in platform.PLATFORM_ROUTES),
     *(Spec(m, p, h, d, lambda s: (s.platform,)) for m, p, h, d in team_routes.TEAM_ROUTES),
     *(Spec(m, p, h, d, lambda s: (s.platform,)) for m, p, h, d in user_routes.USER_ROUTES),
-    *(Spec(m, p, h, d, lambda s: (s.platform,), scim_routes.SCIM_ERRORS)
-      for m, p, h, d in scim_routes.SCIM_ROUTES),
+    *(
+        Spec(m, p, h, d, lambda s: (s.platform,), scim_routes.SCIM_ERRORS)
+        for m, p, h, d in scim_routes.SCIM_ROUTES
+    ),
     *(Spec(m, p, h, d, lambda s: (s.compliance,)) for m, p, h, d in compliance.COMPLIANCE_ROUTES),
     *SERVICE,
 )

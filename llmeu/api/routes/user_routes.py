@@ -38,16 +38,17 @@ async def put_role(p: Platform, request: Request, user_id: str) -> None:
     caller = await authorize(p, request)
     spec: RoleGrant = decode_json(caller.body, RoleGrant)
     found = await users_service.user(p, user_id)
-    for role in (found.role and role_of(found.role), spec.role):
-        if role and not may_grant(caller.role, role):
+    previous = None if found.role is None else role_of(found.role)
+    for changed in (previous, spec.role):
+        if changed is not None and not may_grant(caller.role, changed):
             raise PermissionDenied(
-                f"the `{caller.role}` role may not grant or take back the role `{role}`: it "
-                "would reach further than the role itself",
+                f"the `{caller.role}` role may not grant or take back the role `{changed}`: "
+                "it would reach further than the role itself",
                 param="role",
                 code="role_forbidden",
             )
-    role = None if spec.role is None else spec.role.value
-    await reply(request, await users_service.grant(p, found, role, caller.actor))
+    granted = None if spec.role is None else spec.role.value
+    await reply(request, await users_service.grant(p, found, granted, caller.actor))
 
 
 USER_ROUTES: list[tuple[str, str, Callable[..., Awaitable[None]], Doc]] = [

@@ -21,6 +21,7 @@ one of their SCIM groups.
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import time
 from collections.abc import Iterable
@@ -56,9 +57,7 @@ def new_user_id() -> str:
 
 
 class Directory:
-    def __init__(
-        self, db: Database, role_map: tuple[tuple[str, str], ...], *, scim_required: bool
-    ):
+    def __init__(self, db: Database, role_map: tuple[tuple[str, str], ...], *, scim_required: bool):
         self._db = db
         self._role_map = role_map
         self.scim_required = scim_required
@@ -112,14 +111,14 @@ class Directory:
             new_user_id(), name, subject, None, display if isinstance(display, str) else None,
             True, False, {"userName": name}, None, now, now,
         )  # fmt: skip
-        try:
+        # A sign-in of the same user in another process may have added them first.
+        with contextlib.suppress(DatabaseError):
             await insert_user(self._db, user)
-        except DatabaseError:
-            pass  # a sign-in of the same user in another process added them first
 
     async def current(self, session: ConsoleSession) -> ConsoleSession:
         """The session with the roles the user holds now; 401 (and every session of theirs
-        ended) if the directory deactivated them or, with `--scim-required`, forgot them."""
+        ended) if the directory deactivated them or, with `--scim-required`, forgot them, or
+        they hold no role any more."""
         user = await user_by_subject(self._db, session.subject)
         if user is None and not self.scim_required:
             return session
@@ -132,7 +131,11 @@ class Directory:
             )
         roles = tuple(dict.fromkeys((*session.roles, *await self.roles(user))))
         if not roles:
-            raise PermissionDenied("you hold no role on this gateway any more", code="no_role")
+            await delete_sessions_of(self._db, session.subject)
+            raise AuthenticationFailed(
+                "your console session has ended: you hold no role on this gateway any more",
+                code="no_role",
+            )
         return replace(session, roles=roles)
 
     async def team_of(self, session: ConsoleSession) -> str | None:

@@ -37,8 +37,9 @@ def resource(group: DirectoryGroup, base: str) -> dict[str, Any]:
         "schemas": [GROUP],
         "id": group.group_id,
         "displayName": group.display_name,
-        "members": [{"value": m, "$ref": f"{base}/scim/v2/Users/{m}", "type": "User"}
-                    for m in group.members],  # fmt: skip
+        "members": [
+            {"value": m, "$ref": f"{base}/scim/v2/Users/{m}", "type": "User"} for m in group.members
+        ],
         "meta": {
             "resourceType": "Group",
             "created": _iso(group.created_at),
@@ -127,7 +128,7 @@ async def _read(p: Platform, body: dict[str, Any]) -> tuple[str, str | None, tup
     if not isinstance(listed, list) or not all(
         isinstance(m, dict) and isinstance(m.get("value"), str) for m in listed
     ):
-        raise invalid_value("`members` is a list of `{\"value\": <user id>}`", "members")
+        raise invalid_value('`members` is a list of `{"value": <user id>}`', "members")
     members = tuple(dict.fromkeys(m["value"] for m in listed))
     unknown = set(members) - await existing_users(p.store.db, members)
     if unknown:
