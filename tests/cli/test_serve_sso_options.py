@@ -26,6 +26,13 @@ def test_the_options_become_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     assert made.oidc_role_map == (("auditors", "auditor"), ("team=a", "team_admin"))
     assert made.oidc_roles_claim == "groups"
     assert made.console_auth == "oidc" and made.session_idle_seconds == 60
+    assert made.scim_token is None and made.scim_required is False
+
+
+def test_the_scim_options_become_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SCIM_BEARER", "t0ken")
+    made = settings("--scim-token-env", "SCIM_BEARER", "--scim-required")
+    assert made.scim_token == "t0ken" and "t0ken" not in repr(made) and made.scim_required
 
 
 REFUSED = {
@@ -34,6 +41,8 @@ REFUSED = {
     "unset secret variable": (
         ["--oidc-issuer", "https://i", "--oidc-client-id", "c",
          "--oidc-client-secret-env", "NO_SUCH_VARIABLE_SET"], "unset"),
+    "unset scim token variable": (["--scim-token-env", "NO_SUCH_VARIABLE_SET"], "unset"),
+    "scim required without scim": (["--scim-required"], "needs --scim-token-env"),
 }  # fmt: skip
 
 
