@@ -62,7 +62,15 @@ class App:
         except ClientDisconnected:
             return  # nobody is left to answer; a call records its own hang-up
         except Exception as exc:  # the outermost layer: never let a bug become a dropped connection
+            if isinstance(exc, MethodNotAllowed):
+                shape = self._shape_of(request.path, shape)
             await _answer_error(request, exc, shape)
+
+    def _shape_of(self, path: str, found: ErrorShape) -> ErrorShape:
+        """The error shape of a templated path (`/scim/v2/Users/{user_id}`) a method it does
+        not have was sent to; `found` for any other path."""
+        segments = path.split("/")
+        return next((r.shape for r in self._templated if r.match(segments) is not None), found)
 
     def _find(
         self, method: str, path: str, raw_path: bytes | None = None

@@ -268,3 +268,11 @@ async def tenant_of(scim_app: App, admin_of: Client) -> AsyncIterator[TenantFact
     yield create
     for client in clients:
         await client.aclose()
+
+
+async def test_a_method_scim_does_not_have_is_a_405_in_scims_shape(scim: Client) -> None:
+    for method, path in (("POST", f"{USERS}/some-id"), ("DELETE", USERS),
+                         ("PATCH", "/scim/v2/ServiceProviderConfig")):  # fmt: skip
+        answer = await scim.request(method, path)
+        assert answer.status_code == 405
+        assert answer.json()["schemas"] == [ERROR] and answer.json()["status"] == "405"
