@@ -3,7 +3,8 @@
 What the gateway reads of a User: `userName` (required, unique, compared
 case-insensitively), `active` (a boolean; Entra ID may send the strings "True"
 and "False", read as booleans), `externalId` and `displayName` (or
-`name.formatted`). Every other attribute is kept as sent and given back.
+`name.formatted`). Every other attribute is kept as sent and given back, but a
+`password`, which is never stored.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ SCIM_TYPES = frozenset({
     "noTarget", "invalidValue", "invalidVers", "sensitive",
 })  # fmt: skip
 _SERVER_SET = frozenset({"id", "meta", "schemas"})
+_NEVER_KEPT = frozenset({"password"})
+"""Sent by a provider that syncs passwords (Okta may): never stored, never given back."""
 
 
 def invalid_value(message: str, param: str | None = None) -> InvalidRequest:
@@ -46,7 +49,8 @@ class UserFields:
 def read_user(resource: dict[str, Any]) -> UserFields:
     """The User's fields, from a POST or PUT body or a patched resource; 400 invalidValue
     when `userName` is missing or a field has the wrong type."""
-    attributes = {k: v for k, v in resource.items() if k.casefold() not in _SERVER_SET}
+    dropped = _SERVER_SET | _NEVER_KEPT
+    attributes = {k: v for k, v in resource.items() if k.casefold() not in dropped}
     user_name = _take(attributes, "userName")
     if not isinstance(user_name, str) or not user_name.strip() or len(user_name) > 256:
         raise invalid_value("`userName` is required: a string of at most 256 characters",

@@ -110,3 +110,4 @@ def test_a_user_needs_a_user_name_and_typed_fields() -> None:
     fields = read_user({"USERNAME": "b", "name": {"formatted": "B B"}, "id": "x", "meta": {}})
     assert (fields.user_name, fields.display_name, fields.active) == ("b", "B B", True)
     assert "id" not in fields.attributes and fields.attributes["userName"] == "b"
+    assert "password" not in read_user({"userName": "c", "password": "hunter2"}).attributes
