@@ -4,6 +4,7 @@ an admin event of actor `scim`; roles granted to users on the platform API."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import AsyncIterator
 from dataclasses import replace
@@ -276,3 +277,14 @@ async def test_a_method_scim_does_not_have_is_a_405_in_scims_shape(scim: Client)
         answer = await scim.request(method, path)
         assert answer.status_code == 405
         assert answer.json()["schemas"] == [ERROR] and answer.json()["status"] == "405"
+
+
+async def test_a_body_that_is_no_json_object_is_invalid_syntax(scim: Client) -> None:
+    deep: Any = "x"
+    for _ in range(200):
+        deep = [deep]
+    for body in (b"{not json", b"[1, 2]", b'{"userName": "a", "x": ' + json.dumps(deep).encode()
+                 + b"}"):  # fmt: skip
+        answer = await scim.post(USERS, content=body,
+                                 headers={"content-type": "application/scim+json"})  # fmt: skip
+        scim_error(answer, 400, "invalidSyntax")

@@ -8,9 +8,9 @@
 
 Bearer-token protected: the token is the value of the environment variable
 `--scim-token-env` names, compared in constant time; a wrong or missing one is
-a 401. Without
-`--scim-token-env` every route answers 404 `scim_not_configured`. Bodies and
-answers are `application/scim+json`; errors are SCIM's own
+a 401. Without `--scim-token-env` every route answers 404
+`scim_not_configured`. Bodies and answers are `application/scim+json`; errors
+are SCIM's own
 (`urn:ietf:params:scim:api:messages:2.0:Error`, `status` a string, `scimType`
 when SCIM names the fault). What each route does is
 `llmeu.api.services.scim_users`' and `scim_groups`'.
@@ -41,7 +41,7 @@ from llmeu.errors import (
     NotFound,
 )
 from llmeu.protocol import scim_discovery
-from llmeu.protocol.json_codec import encoder
+from llmeu.protocol.json_codec import MAX_NESTING, encoder, nesting_depth
 from llmeu.protocol.scim_wire import ERROR, MEDIA_TYPE, PATCH, SCIM_TYPES, paging
 
 _HEADERS = [(b"content-type", MEDIA_TYPE.encode())]
@@ -74,7 +74,8 @@ Handler = Callable[..., Awaitable[None]]
 
 
 def scim(handler: Handler) -> Handler:
-    """The route's errors in SCIM's shape and media type; its caller checked first."""
+    """The route, once the caller's token is checked; its errors in SCIM's shape and media
+    type."""
 
     @wraps(handler)
     async def guarded(p: Platform, request: Request, *values: str) -> None:
@@ -107,9 +108,13 @@ def _check_token(p: Platform, request: Request) -> None:
 
 async def _json(request: Request) -> dict[str, Any]:
     body = await request.body(_BODY_LIMIT)
-    value = decode_body(lambda raw: msgspec.json.decode(raw or b"{}"), body)
-    if not isinstance(value, dict):
-        raise InvalidRequest("the body is a JSON object", code="invalidSyntax")
+    try:
+        value = decode_body(lambda raw: msgspec.json.decode(raw or b"{}"), body)
+    except InvalidRequest as error:
+        raise InvalidRequest(error.message, code="invalidSyntax") from None
+    if not isinstance(value, dict) or nesting_depth(value) > MAX_NESTING:
+        raise InvalidRequest("the body is a JSON object, not nested too deeply",
+                             code="invalidSyntax")  # fmt: skip
     return value
 
 
