@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from llmeu.api.services.admin_log import Actor, AdminLog
 from llmeu.evidence.signing_keys import KeyRing
 from llmeu.ledger.chaining import CheckpointPolicy, Checkpoints
 from llmeu.ledger.opening import open_database
@@ -240,3 +241,22 @@ async def test_a_sqlite_backup_is_one_self_contained_file(store: Store, tmp_path
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("ledger.backup")) == [
         "ledger.backup"
     ]
+
+
+async def test_a_backup_counts_admin_events_apart_from_calls(
+    store: Store, database_url: str, tmp_path: Path
+) -> None:
+    await write(store, trace(), trace())
+    await AdminLog(store, "gw_test").record(
+        Actor("admin", "admin", None), "key.create", "k1", before=None, after={"id": "k1"}
+    )
+    backup = tmp_path / "ledger.backup"
+    status, out, err = ledger_cli("backup", "--to", str(backup), "--database-url", database_url,
+                                  "--json")  # fmt: skip
+    assert status == 0, out + err
+    held = as_json(out)
+    assert (held["traces"], held["admin_events"], held["chain_head"]["position"]) == (2, 1, 3)
+    status, out, err = ledger_cli("backup", "--to", str(tmp_path / "again.backup"),
+                                  "--database-url", database_url)  # fmt: skip
+    assert status == 0, out + err
+    assert "2 traces and 1 admin event, chain head at position 3" in out, out
