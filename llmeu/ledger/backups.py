@@ -42,6 +42,7 @@ from llmeu.evidence.audit import ChainReport, verify_chain
 from llmeu.evidence.chain import ChainLink
 from llmeu.ledger.chaining import chain_head, chained_rows
 from llmeu.ledger.database import Params, Reads, Row
+from llmeu.ledger.migrations import MIGRATIONS
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 PG_DUMP_HEADER = b"PGDMP"
@@ -195,10 +196,23 @@ def restore_sqlite(source: Path, target: Path, *, force: bool) -> Contents:
         ):
             _copy(backup, copy, what=f"read {source}", to=target)
             contents = _checked(copy, source)
+            refuse_newer(contents.schema_version, source)
         for stale in (Path(f"{target}-wal"), Path(f"{target}-shm")):
             stale.unlink(missing_ok=True)
         os.replace(partial, target)
     return contents
+
+
+def refuse_newer(version: int, source: object) -> None:
+    """A backup of a newer release's schema: this release would serve it without the
+    columns and rules it does not know (and `llmeu serve` would refuse it); restore it with
+    that release, or this one's own backups. An older schema is migrated at the next start."""
+    known = MIGRATIONS[-1][0]
+    if version > known:
+        raise BackupFailed(
+            f"{source} holds schema version {version}, newer than this release's {known}: "
+            "restore it with the release that wrote it (or a newer one); nothing was replaced"
+        )
 
 
 def refuse_occupied(why: str | None, where: object, force: bool) -> None:
