@@ -24,13 +24,13 @@ export async function render(ctx, main, { params }) {
   );
   const [endpoints, keys] = await Promise.all([
     api("v1/platform/endpoints"),
-    ctx.isAdmin ? api("v1/platform/keys") : Promise.resolve(null),
+    ctx.can("GET", "/v1/platform/keys") ? api("v1/platform/keys") : Promise.resolve(null),
   ]);
   const query = {
     status: filters.status,
     model: filters.model,
     endpoint_id: filters.endpoint_id,
-    key_id: ctx.isAdmin ? filters.key_id : "",
+    key_id: ctx.can("GET", "/v1/platform/keys") ? filters.key_id : "",
     from: epoch(filters.from),
     to: epoch(filters.to),
     limit: params.get("limit") || PAGE,
