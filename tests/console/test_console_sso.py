@@ -191,7 +191,8 @@ def test_the_console_signs_in_and_out_with_the_organisation(
     browser: Browser, signed_in: tuple[Issuer, Gateway]
 ):
     """The console's own button, the provider's forms, the console signed in as the user
-    (its calls carry the cookie), and its Sign out through the issuer's logout."""
+    (its calls carry the cookie) showing the user's role's pages, and its Sign out through
+    the issuer's logout."""
     issuer, gateway = signed_in
     context = browser.new_context()
     page = context.new_page()
@@ -201,8 +202,13 @@ def test_the_console_signs_in_and_out_with_the_organisation(
     page.locator("input[name=password]").fill("any password")
     page.locator("button[type=submit]").click()
     page.locator("button[type=submit]").click()
-    page.get_by_role("heading", name="Playground", level=1).wait_for()
+    # An auditor's first page: a session holds no key to call the playground with.
+    page.get_by_role("heading", name="Usage", level=1).wait_for()
+    expect(page.get_by_role("link", name="Playground")).to_be_hidden()
+    expect(page.get_by_role("link", name="Admin events")).to_be_visible()
     page.get_by_text("alice@example.org").wait_for()
+    page.get_by_role("link", name="Admin events").click()
+    expect(page.locator("#event-list tbody tr", has_text="auth.sign_in").first).to_be_visible()
     page.goto(f"{gateway.url}/console#/traces")
     page.get_by_role("heading", name="Traces", level=1).wait_for()
     with page.expect_request(lambda r: r.url.startswith(f"{issuer.url}/session/end")):
