@@ -15,6 +15,12 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.console.conftest import Console, screenshot, sign_in
+from tests.console.test_console_e2e import (
+    assert_every_control_is_labelled,
+    assert_fits_phone_width,
+    assert_text_contrast,
+    call,
+)
 
 NAV = {
     "playground": "Playground", "usage": "Usage", "traces": "Traces", "routing": "Routing map",
@@ -122,9 +128,16 @@ def test_the_auditor_reads_every_page_and_is_offered_no_change(
     page.goto(f"{console.url}#/keys")
     expect(page.locator("#key-list tr").first).to_be_visible()
     expect(page.get_by_role("button", name=re.compile("^Revoke"))).to_have_count(0)
+    call(console, console.new_key("verified-caller"))
     page.goto(f"{console.url}#/verification")
     page.get_by_role("button", name=re.compile("^Check the last")).click()
-    expect(page.locator("#receipt-results, [role=status]").first).to_be_visible()
+    summary = page.get_by_text(re.compile(r"^\d+ of \d+ receipts verify\.$"))
+    expect(summary).to_be_visible()
+    valid, shown = re.findall(r"\d+", summary.inner_text())
+    assert valid == shown and int(shown) >= 1
+    expect(page.locator("#receipt-results .badge.receipt-valid").first).to_be_visible()
+    assert_every_control_is_labelled(page)
+    assert_text_contrast(page)
     screenshot(page, "verification")
 
 
@@ -187,6 +200,9 @@ def test_teams_are_made_changed_and_deleted_on_the_page_and_logged(
     expect(page.get_by_role("heading", name="Team Payments", level=1)).to_be_visible()
     expect(page.locator("#team-members li")).to_have_text(["ana@example.eu", "bo@example.eu"])
     team_id = page.locator(".facts code").first.inner_text()
+    assert_every_control_is_labelled(page)
+    assert_text_contrast(page)
+    assert_fits_phone_width(page)
     screenshot(page, "team")
 
     page.locator("#team-edit").click()
@@ -228,6 +244,9 @@ def test_teams_are_made_changed_and_deleted_on_the_page_and_logged(
         assert "team.delete" in text and admin_id in text
     newest = rows.first.inner_text()
     assert team_id in newest  # newest first: the delete just made
+    assert_every_control_is_labelled(page)
+    assert_text_contrast(page)
+    assert_fits_phone_width(page)
     screenshot(page, "admin-events")
 
 
@@ -259,8 +278,15 @@ def test_the_dpo_places_and_releases_a_hold_and_reads_the_records(
     row.get_by_role("button", name=re.compile("^Release hold")).click()
     expect(row.get_by_role("button")).to_have_count(0)
     expect(row.locator("td").nth(3)).to_contain_text("by ")
+    assert_every_control_is_labelled(page)
+    assert_text_contrast(page)
+    assert_fits_phone_width(page)
+    screenshot(page, "holds")
     page.get_by_role("link", name="Exports").click()
     page.get_by_role("button", name="Show the records of processing").click()
     expect(page.locator("#records-text")).to_contain_text("processing")
+    assert_every_control_is_labelled(page)
+    assert_fits_phone_width(page)
+    screenshot(page, "exports")
     page.get_by_role("link", name="Admin events").click()
     expect(page.locator("#event-list tbody tr", has_text="hold.release").first).to_be_visible()
