@@ -19,6 +19,7 @@ from llmeu.api.routes.console_sections import (
     routes_of,
     sections_of,
 )
+from tests.platform.conftest import TenantFactory
 
 STATIC = Path(__file__).resolve().parents[2] / "llmeu" / "console" / "static"
 EVERY = ["playground", "usage", "traces", "routing", "policies", "keys", "teams",
@@ -96,3 +97,17 @@ def test_the_console_names_exactly_these_sections() -> None:
     views = re.findall(r'^  ([a-z]+): \(\) => import\("\./([a-z]+)\.js"\)', app, re.MULTILINE)
     assert {name for name, _ in views} == {s.name for s in SECTIONS} | {"trace"}
     assert all((STATIC / f"{module}.js").is_file() for _, module in views)
+
+
+async def test_me_tells_the_console_what_to_show(tenant: TenantFactory) -> None:
+    """`GET /v1/platform/me` of a key with a role: the key, and what its role may use."""
+    client, created = await tenant("an auditor", role="auditor")
+    me = (await client.get("/v1/platform/me")).json()
+    assert me["id"] == created["id"] and me["role"] == "auditor"
+    assert me["roles"] == ["auditor"] and me["subject"] is None
+    assert me["signed_in_with"] == "key"
+    assert me["sections"] == SEEN[Role.AUDITOR]
+    assert me["routes"] == routes_of((Role.AUDITOR,))
+    assert me["routes"]["GET /v1/platform/traces"] == "all"
+    assert "POST /v1/platform/keys" not in me["routes"]
+    assert me["grants"] == ["auditor", "member"]
