@@ -125,6 +125,8 @@ def test_the_auditor_reads_every_page_and_is_offered_no_change(
         expect(page.get_by_role("heading", name=heading, level=1)).to_be_visible()
         expect(page.get_by_role("button", name=control)).to_have_count(0)
         assert status_of(console, method, path, key, body) == 403, control
+    page.goto(f"{console.url}#/traces")
+    expect(page.get_by_label("Key", exact=True)).to_be_visible()  # it reads every key's calls
     page.goto(f"{console.url}#/keys")
     expect(page.locator("#key-list tr").first).to_be_visible()
     expect(page.get_by_role("button", name=re.compile("^Revoke"))).to_have_count(0)
@@ -158,6 +160,10 @@ def test_the_operator_grants_only_roles_within_its_own(page: Page, console: Cons
     page.get_by_role("link", name="Routing map").click()
     page.get_by_role("button", name="Reload configuration").click()
     expect(page.get_by_text("Configuration read again")).to_be_visible()
+    # It reads its own key's calls only: no filter by key that the API would ignore.
+    page.get_by_role("link", name="Traces").click()
+    expect(page.get_by_label("Status")).to_be_visible()
+    expect(page.get_by_label("Key", exact=True)).to_have_count(0)
 
 
 def test_a_team_admin_sees_its_team_and_manages_its_keys(page: Page, console: Console) -> None:
