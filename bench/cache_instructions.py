@@ -11,6 +11,8 @@ fake upstream), one under the same policy with `cache: {ttl: PT1H}` (every
 call after the first a hit). For non-streamed calls and for streams of
 `--chunks` deltas, each key's load runs at concurrency 4 after a warm-up of 8
 calls, and the instructions per call of each are printed with hit / proxied.
+Last, as many `GET /healthz` at concurrency 4: an HTTP exchange with the same
+server and nothing else (no key, no trace), the floor under any call.
 """
 
 from __future__ import annotations
@@ -46,6 +48,19 @@ async def _keys(base: str) -> list[str]:
     return keys
 
 
+async def _exchanges(base: str, count: int) -> None:
+    """`count` bare HTTP exchanges: `GET /healthz`, at concurrency 4."""
+    pending = iter(range(count))
+    async with httpx.AsyncClient(base_url=base, timeout=120) as client:
+
+        async def worker() -> None:
+            for _ in pending:
+                response = await client.get("/healthz")
+                assert response.status_code == 200, response.text[:300]
+
+        await asyncio.gather(*(worker() for _ in range(4)))
+
+
 async def _load(base: str, key: str, count: int, stream: bool, chunks: int) -> None:
     body = {
         "model": gateways.MODEL,
@@ -65,7 +80,8 @@ async def _load(base: str, key: str, count: int, stream: bool, chunks: int) -> N
 
 
 def measure(calls: int, streams: int, chunks: int) -> dict[tuple[bool, str], float]:
-    """Instructions per call, by (streamed, "proxied" | "hit")."""
+    """Instructions per call, by (streamed, "proxied" | "hit"); (False, "exchange") for a bare
+    HTTP exchange."""
     work = Path(tempfile.mkdtemp(prefix="llmeu-cache-instr-"))
     upstream_port, port = procs.free_port(), procs.free_port()
     upstream = subprocess.Popen(
@@ -105,6 +121,10 @@ def measure(calls: int, streams: int, chunks: int) -> dict[tuple[bool, str], flo
                 _zero(gateway.pid)
                 asyncio.run(_load(root, key, count, stream, chunks))
                 counted[(stream, name)] = _measured(gateway.pid, out) / count
+        asyncio.run(_exchanges(root, 8))
+        _zero(gateway.pid)
+        asyncio.run(_exchanges(root, calls))
+        counted[(False, "exchange")] = _measured(gateway.pid, out) / calls
         return counted
     finally:
         for child in (gateway, upstream):
@@ -127,6 +147,9 @@ def main() -> int:
     for stream, label in ((False, "non-stream"), (True, f"stream of {args.chunks} chunks")):
         proxied, hit = counted[(stream, "proxied")], counted[(stream, "hit")]
         print(f"{label:28} {proxied:12,.0f} {hit:12,.0f} {hit / proxied:14.3f}")
+    exchange, proxied = counted[(False, "exchange")], counted[(False, "proxied")]
+    print(f"{'GET /healthz (the floor)':28} {exchange:12,.0f} {'':12} "
+          f"{exchange / proxied:14.3f}  (of a non-streamed proxied call)")  # fmt: skip
     return 0
 
 

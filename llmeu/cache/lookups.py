@@ -22,7 +22,7 @@ the entries of that scope.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 import msgspec
 from msgspec import UNSET, Struct
@@ -95,15 +95,35 @@ def _last_user_text(chat: ChatRequest) -> str | None:
     return None
 
 
-def routed_model(endpoints: Iterable[Endpoint]) -> bytes:
+def routed_model(endpoints: Sequence[Endpoint]) -> bytes:
     """The model as routed: what the routing block would say of each endpoint that may serve
-    the call, in a fixed order."""
+    the call, in a fixed order. Made once for each set of endpoint objects (`_ROUTED`)."""
+    ids = tuple(map(id, endpoints))
+    known = _ROUTED.get(ids)
+    if known is not None:
+        return known[1]
     facts = sorted(
         "\x1f".join((e.endpoint_id, e.model, e.model_version, e.provider, e.inference_region,
                      e.sovereignty_class.value, e.retention.text))
         for e in endpoints
     )  # fmt: skip
-    return "\x1e".join(facts).encode()
+    routed = "\x1e".join(facts).encode()
+    if len(_ROUTED) >= _MEMO_LIMIT:
+        _ROUTED.clear()
+    _ROUTED[ids] = (tuple(endpoints), routed)
+    return routed
+
+
+_MEMO_LIMIT = 1024
+_ROUTED: dict[tuple[int, ...], tuple[tuple[Endpoint, ...], bytes]] = {}
+"""The model as routed, by the identities of the endpoints. An entry holds its endpoints, so
+none of them is freed while it is here and no other object can take its identity: a
+reloaded catalog's endpoints are other objects, with entries of their own. Endpoints are
+frozen: their facts do not change under an entry."""
+
+_PREFIXES: dict[tuple[str, str, str, str, bytes], hashlib._Hash] = {}
+"""The exact key's hash over its first parts (partition, surface, model as routed), copied
+for each call: the same few prefixes serve every call of a key."""
 
 
 class Lookup:
@@ -132,10 +152,17 @@ class Lookup:
     def _scoping(self) -> hashlib._Hash:
         """SHA-256 of the parts, each length-prefixed so that no two sequences hash alike."""
         p = self.partition
-        digest = hashlib.sha256()
-        for part in (p.policy_id, p.policy_sha256, p.tenant, self.surface):
-            _frame(digest, part.encode())
-        _frame(digest, self.routed)
+        parts = (p.policy_id, p.policy_sha256, p.tenant, self.surface, self.routed)
+        prefix = _PREFIXES.get(parts)
+        if prefix is None:
+            prefix = hashlib.sha256()
+            for part in parts[:4]:
+                _frame(prefix, part.encode())
+            _frame(prefix, self.routed)
+            if len(_PREFIXES) >= _MEMO_LIMIT:
+                _PREFIXES.clear()
+            _PREFIXES[parts] = prefix
+        digest = prefix.copy()
         _frame(digest, self.request.material)
         return digest
 

@@ -15,6 +15,7 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 from msgspec import UNSET, Struct, UnsetType
@@ -116,6 +117,11 @@ class Embeddings:
     prompt_tokens: int | None
 
 
+_CONTENT = attrgetter("content")
+_REFUSAL = attrgetter("refusal")
+_TOOL_CALLS = attrgetter("tool_calls")
+
+
 class StreamOutput:
     """What a stream actually carried: text, refusal, tool calls by index, delta count."""
 
@@ -135,6 +141,16 @@ class StreamOutput:
             self._refusal.append(delta.refusal)
         if delta.tool_calls:
             for call in delta.tool_calls:
+                self._tool_call(call)
+
+    def add_all(self, deltas: Sequence[Delta]) -> None:
+        """`add` of each of `deltas`, in order: a whole answer replayed at once (the answer
+        cache), its text gathered without a call a delta."""
+        self.deltas += len(deltas)
+        self._content.extend(filter(None, map(_CONTENT, deltas)))
+        self._refusal.extend(filter(None, map(_REFUSAL, deltas)))
+        for delta in filter(_TOOL_CALLS, deltas):
+            for call in delta.tool_calls or ():
                 self._tool_call(call)
 
     def _tool_call(self, call: ToolCallDelta) -> None:

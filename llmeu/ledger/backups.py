@@ -37,10 +37,12 @@ from pathlib import Path
 from urllib.parse import quote
 
 from llmeu.errors import BackupFailed, DatabaseError
+from llmeu.evidence.admin_events import ADMIN_ROUTE
 from llmeu.evidence.audit import ChainReport, verify_chain
 from llmeu.evidence.chain import ChainLink
 from llmeu.ledger.chaining import chain_head, chained_rows
 from llmeu.ledger.database import Params, Reads, Row
+from llmeu.ledger.migrations import MIGRATIONS
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 PG_DUMP_HEADER = b"PGDMP"
@@ -53,7 +55,8 @@ class Contents:
     """What a ledger, or a copy of it, holds: read from the copy itself."""
 
     schema_version: int
-    traces: int
+    traces: int  # calls: the admin events' rows are counted apart
+    admin_events: int
     head: ChainLink
     checkpoint_seq: int | None
     checkpoint_at: float | None
@@ -72,8 +75,12 @@ class Contents:
             f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(self.checkpoint_at))}"
         )
         chain = "hash chain intact" if self.chain.ok else "hash chain DAMAGED:"
+        rows = f"{self.traces} traces"
+        if self.admin_events:
+            plural = "s" if self.admin_events != 1 else ""
+            rows += f" and {self.admin_events} admin event{plural}"
         return [
-            f"schema version {self.schema_version}, {self.traces} traces, {head}",
+            f"schema version {self.schema_version}, {rows}, {head}",
             checkpoint,
             chain,
             *(f"  {line}" for line in (self.chain.lines() if not self.chain.ok else [])),
@@ -83,6 +90,7 @@ class Contents:
         return {
             "schema_version": self.schema_version,
             "traces": self.traces,
+            "admin_events": self.admin_events,
             "chain_head": {"position": self.head.seq, "trace_id": self.head.trace_id},
             "checkpoint": None
             if self.checkpoint_seq is None
@@ -100,14 +108,18 @@ async def read_contents(reads: Reads, where: object) -> Contents:
         raise BackupFailed(f"{where} holds no ledger ({error})") from None
     if not versions or versions[0]["version"] is None:
         raise BackupFailed(f"{where} holds no ledger (no migration was applied)")
-    traces = await reads.fetch("SELECT COUNT(*) AS n FROM traces")
+    traces = await reads.fetch(
+        f"SELECT COUNT(*) AS n, COALESCE(SUM(CASE WHEN route = '{ADMIN_ROUTE}' THEN 1 END), 0) "
+        "AS admin FROM traces"
+    )
     newest = await reads.fetch(
         "SELECT chain_seq, created_at FROM chain_checkpoints ORDER BY chain_seq DESC LIMIT 1"
     )
     rows = await chained_rows(reads)
     return Contents(
         schema_version=int(versions[0]["version"]),
-        traces=int(traces[0]["n"]),
+        traces=int(traces[0]["n"]) - int(traces[0]["admin"]),
+        admin_events=int(traces[0]["admin"]),
         head=await chain_head(reads),
         checkpoint_seq=int(newest[0]["chain_seq"]) if newest else None,
         checkpoint_at=float(newest[0]["created_at"]) if newest else None,
@@ -184,10 +196,23 @@ def restore_sqlite(source: Path, target: Path, *, force: bool) -> Contents:
         ):
             _copy(backup, copy, what=f"read {source}", to=target)
             contents = _checked(copy, source)
+            refuse_newer(contents.schema_version, source)
         for stale in (Path(f"{target}-wal"), Path(f"{target}-shm")):
             stale.unlink(missing_ok=True)
         os.replace(partial, target)
     return contents
+
+
+def refuse_newer(version: int, source: object) -> None:
+    """A backup of a newer release's schema: this release would serve it without the
+    columns and rules it does not know (and `llmeu serve` would refuse it); restore it with
+    that release, or this one's own backups. An older schema is migrated at the next start."""
+    known = MIGRATIONS[-1][0]
+    if version > known:
+        raise BackupFailed(
+            f"{source} holds schema version {version}, newer than this release's {known}: "
+            "restore it with the release that wrote it (or a newer one); nothing was replaced"
+        )
 
 
 def refuse_occupied(why: str | None, where: object, force: bool) -> None:

@@ -42,6 +42,7 @@ from llmeu.ledger.backups import (
     occupant,
     partial_file,
     read_contents,
+    refuse_newer,
     refuse_occupied,
 )
 from llmeu.ledger.postgres import PostgresDatabase, exported_snapshot
@@ -75,6 +76,7 @@ async def restore_postgres(
     pg_restore = tool("pg_restore", environ)
     expect_header(source, PG_DUMP_HEADER, "a PostgreSQL ledger backup (pg_dump, custom format)")
     await _check_archive(pg_restore, source, source, environ)
+    refuse_newer(await _archive_schema_version(pg_restore, source, environ), source)
     dsn, env = libpq_connection(url, environ)
     database = PostgresDatabase(url, pool_size=1)
     try:
@@ -121,6 +123,24 @@ async def _check_archive(
     missing = [t for t in LEDGER_TABLES if f" TABLE DATA public {t} " not in listing]
     if missing:
         raise BackupFailed(f"{named} holds no data of {', '.join(missing)}: not a ledger backup")
+
+
+async def _archive_schema_version(
+    pg_restore: str, archive: Path, environ: Mapping[str, str]
+) -> int:
+    """The highest migration in the archive's `schema_migrations`, read from its data."""
+    data = await _run(
+        pg_restore, "--data-only", "--table=schema_migrations", "--file=-", str(archive),
+        env=environ, what=f"read {archive}",
+    )  # fmt: skip
+    lines = iter(data.splitlines())
+    for line in lines:
+        if line.startswith("COPY ") and "schema_migrations" in line:
+            columns = [c.strip() for c in line[line.index("(") + 1 : line.index(")")].split(",")]
+            at = columns.index("version")
+            versions = [int(row.split("\t")[at]) for row in iter(lines.__next__, "\\.")]
+            return max(versions, default=0)
+    raise BackupFailed(f"{archive} holds no data of schema_migrations: not a ledger backup")
 
 
 async def _run(*command: str, env: Mapping[str, str], what: str = "") -> str:

@@ -19,6 +19,7 @@ share, and the finish reason. Both are pure: bytes and events, no I/O.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -87,6 +88,10 @@ class MessagesFrames:
         for call in delta.tool_calls or ():
             out += self._tool_delta(call)
         return out
+
+    def deltas(self, deltas: Sequence[Delta]) -> bytes:
+        """The events of `deltas`, in order, as `delta` writes each."""
+        return b"".join(map(self.delta, deltas))
 
     def finish(self, finish_reason: str, usage: Usage, routing: RoutingBlock) -> bytes:
         body = {

@@ -34,6 +34,7 @@ new item, as the upstream made it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -192,6 +193,10 @@ class ResponsesEvents:
             item.chunks.append(text)
             out += self._numbered() + encoder.encode(text) + b"}\n\n"
         return out
+
+    def deltas(self, deltas: Sequence[Delta]) -> bytes:
+        """The events of `deltas`, in order, as `delta` writes each."""
+        return b"".join(map(self.delta, deltas))
 
     def finish(self, finish_reason: str, usage: Usage, routing: RoutingBlock) -> bytes:
         out = self._close_item("completed" if final_status(finish_reason)[1] is None else

@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
 import msgspec
 import pytest
 
-from llmeu.cache.lookups import Lookup, Partition, chat_cacheable, embeddings_cacheable
+from llmeu.cache.lookups import (
+    Lookup,
+    Partition,
+    chat_cacheable,
+    embeddings_cacheable,
+    routed_model,
+)
 from llmeu.calls.request import ChatRequest
 from llmeu.routing.cache_rules import CacheRules, CacheScope
 from llmeu.routing.durations import Duration
+from tests.routing.factories import endpoint
 
 KEY_SCOPE = CacheRules(Duration.parse("PT1H"))
 POLICY_SCOPE = CacheRules(Duration.parse("PT1H"), CacheScope.POLICY)
@@ -123,3 +131,31 @@ def test_embeddings_are_keyed_by_their_inputs_and_dimensions() -> None:
     }
     assert len(keys) == 4
     assert embeddings_cacheable(["a"], None).text is None
+
+
+def _framed_key(partition: Partition, surface: str, routed: bytes, request: Any) -> str:
+    """The exact key as its definition reads: SHA-256 of every part, length-prefixed."""
+    digest = hashlib.sha256()
+    parts = (partition.policy_id, partition.policy_sha256, partition.tenant, surface)
+    for part in (*(p.encode() for p in parts), routed, request.material,
+                 (request.text or "").encode()):  # fmt: skip
+        digest.update(len(part).to_bytes(8, "big") + part)
+    return digest.hexdigest()
+
+
+def test_a_key_is_its_parts_framed_whether_its_prefix_was_hashed_before_or_not() -> None:
+    partition = Partition.of("cached", "digest", KEY_SCOPE, "k-framed")
+    for text in ("first", "second", "first"):  # the second and third reuse the prefix
+        request = chat(messages=[{"role": "user", "content": text}])
+        made = Lookup(partition, "chat.completions", b"ep", chat_cacheable(request))
+        assert made.exact == _framed_key(partition, "chat.completions", b"ep", made.request)
+
+
+def test_the_model_as_routed_follows_the_endpoints_not_their_ids() -> None:
+    first = routed_model([endpoint("ep-a")])
+    assert routed_model([endpoint("ep-a")]) == first  # equal facts, other objects
+    for _ in range(3):  # a reloaded catalog's endpoint: new facts, maybe a freed object's id
+        changed = routed_model([endpoint("ep-a", retention="P1D")])
+        assert changed != first and b"P1D" in changed
+    both = routed_model([endpoint("ep-b"), endpoint("ep-a")])
+    assert both == routed_model([endpoint("ep-a"), endpoint("ep-b")])

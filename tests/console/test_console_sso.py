@@ -15,7 +15,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Page
+from playwright.sync_api import Browser, Page, expect
 
 from tests.support.oidc_issuer import CLIENT_SECRET, Issuer, oidc_issuer, sso_args
 from tests.support.processes import ADMIN_KEY, Gateway, free_port, start_gateway
@@ -65,6 +65,10 @@ def test_auditor_reads_and_may_not_change(browser: Browser, signed_in: tuple[Iss
         assert api.get("/v1/platform/traces").status_code == 200
         me = api.get("/v1/platform/me").json()
         assert me["id"] == "user:alice" and me["role"] == "auditor"
+        assert me["subject"] == "alice" and me["signed_in_with"] == "organisation"
+        # No playground: a session holds no key to make calls with.
+        assert me["sections"][0] == "usage" and "playground" not in me["sections"]
+        assert "POST /v1/platform/reload" not in me["routes"]
         refused = api.post("/v1/platform/reload", headers={"x-csrf-token": state["csrf_token"]})
         assert refused.status_code == 403
         assert refused.json()["error"]["code"] == "role_forbidden"
@@ -93,6 +97,14 @@ def test_operator_changes_with_the_csrf_token_only(
         assert done.status_code == 200, done.text
         # An operator reads no traces but its own key's: none, as a user holds no key.
         assert api.get("/v1/platform/traces").json()["data"] == []
+    # The console shows the operator's pages (no playground without a key), and its
+    # reload button sends the session's CSRF token.
+    expect(page.get_by_role("heading", name="Usage", level=1)).to_be_visible()
+    nav = ["Usage", "Traces", "Routing map", "Policies", "Keys", "Teams"]
+    expect(page.locator("#nav li:visible a")).to_have_text(nav)
+    page.get_by_role("link", name="Routing map").click()
+    page.get_by_role("button", name="Reload configuration").click()
+    expect(page.get_by_text("Configuration read again")).to_be_visible()
     page.context.close()
 
 
@@ -179,7 +191,8 @@ def test_the_console_signs_in_and_out_with_the_organisation(
     browser: Browser, signed_in: tuple[Issuer, Gateway]
 ):
     """The console's own button, the provider's forms, the console signed in as the user
-    (its calls carry the cookie), and its Sign out through the issuer's logout."""
+    (its calls carry the cookie) showing the user's role's pages, and its Sign out through
+    the issuer's logout."""
     issuer, gateway = signed_in
     context = browser.new_context()
     page = context.new_page()
@@ -189,8 +202,13 @@ def test_the_console_signs_in_and_out_with_the_organisation(
     page.locator("input[name=password]").fill("any password")
     page.locator("button[type=submit]").click()
     page.locator("button[type=submit]").click()
-    page.get_by_role("heading", name="Playground", level=1).wait_for()
+    # An auditor's first page: a session holds no key to call the playground with.
+    page.get_by_role("heading", name="Usage", level=1).wait_for()
+    expect(page.get_by_role("link", name="Playground")).to_be_hidden()
+    expect(page.get_by_role("link", name="Admin events")).to_be_visible()
     page.get_by_text("alice@example.org").wait_for()
+    page.get_by_role("link", name="Admin events").click()
+    expect(page.locator("#event-list tbody tr", has_text="auth.sign_in").first).to_be_visible()
     page.goto(f"{gateway.url}/console#/traces")
     page.get_by_role("heading", name="Traces", level=1).wait_for()
     with page.expect_request(lambda r: r.url.startswith(f"{issuer.url}/session/end")):

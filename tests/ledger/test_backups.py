@@ -17,8 +17,10 @@ from typing import Any
 
 import pytest
 
+from llmeu.api.services.admin_log import Actor, AdminLog
 from llmeu.evidence.signing_keys import KeyRing
 from llmeu.ledger.chaining import CheckpointPolicy, Checkpoints
+from llmeu.ledger.migrations import MIGRATIONS
 from llmeu.ledger.opening import open_database
 from llmeu.ledger.pg_backups import libpq_connection
 from llmeu.ledger.store import Store
@@ -240,3 +242,40 @@ async def test_a_sqlite_backup_is_one_self_contained_file(store: Store, tmp_path
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("ledger.backup")) == [
         "ledger.backup"
     ]
+
+
+async def test_a_backup_counts_admin_events_apart_from_calls(
+    store: Store, database_url: str, tmp_path: Path
+) -> None:
+    await write(store, trace(), trace())
+    await AdminLog(store, "gw_test").record(
+        Actor("admin", "admin", None), "key.create", "k1", before=None, after={"id": "k1"}
+    )
+    backup = tmp_path / "ledger.backup"
+    status, out, err = ledger_cli("backup", "--to", str(backup), "--database-url", database_url,
+                                  "--json")  # fmt: skip
+    assert status == 0, out + err
+    held = as_json(out)
+    assert (held["traces"], held["admin_events"], held["chain_head"]["position"]) == (2, 1, 3)
+    status, out, err = ledger_cli("backup", "--to", str(tmp_path / "again.backup"),
+                                  "--database-url", database_url)  # fmt: skip
+    assert status == 0, out + err
+    assert "2 traces and 1 admin event, chain head at position 3" in out, out
+
+
+async def test_a_backup_of_a_newer_schema_is_not_restored_by_an_older_release(
+    store: Store, database_url: str, tmp_path: Path
+) -> None:
+    await write(store, trace())
+    newer = MIGRATIONS[-1][0] + 1  # what the next release's migration would leave
+    await store.db.execute(
+        "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+        (newer, "a later release's step", time.time()),
+    )
+    backup = tmp_path / "ledger.backup"
+    assert ledger_cli("backup", "--to", str(backup), "--database-url", database_url)[0] == 0
+    async with fresh(database_url, tmp_path, "restored") as target:
+        status, out, err = ledger_cli("restore", "--from", str(backup), "--database-url", target)
+        assert (status, out) == (1, ""), out + err
+        assert f"holds schema version {newer}, newer than this release's {newer - 1}" in err, err
+        assert await tables(target) == []  # nothing was restored

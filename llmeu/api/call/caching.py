@@ -64,6 +64,13 @@ class ReplayedStream(ChatStream):
     def buffered_delta(self) -> Delta | None:
         return next(self._deltas, None) if self.finish_reason is None else None
 
+    def rest(self) -> list[Delta]:
+        """Every delta not taken yet, at once; the stream has then ended."""
+        rest = list(self._deltas)
+        self.finish_reason = self._answer.finish_reason
+        self.usage = self._answer.usage
+        return rest
+
     async def aclose(self) -> None:
         self._deltas = iter(())
 

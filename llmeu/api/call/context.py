@@ -9,7 +9,7 @@ that runs it (`llmeu.api.call.lifecycle`) and the settlement that ends it
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Protocol
@@ -72,6 +72,10 @@ class StreamEncoder(Protocol):
     def start(self) -> bytes: ...
 
     def delta(self, delta: Delta) -> bytes: ...
+
+    def deltas(self, deltas: Sequence[Delta]) -> bytes:
+        """The pieces of `deltas`, in order, as `delta` writes each: a replayed answer's."""
+        ...
 
     def finish(self, finish_reason: str, usage: Usage, routing: RoutingBlock) -> bytes: ...
 

@@ -265,12 +265,13 @@ class Call:
             state.upstream = upstream
             return delta
 
+        replay = None
         if cached is None:
             plan, upstreams = self._planned(), self._upstreams
             endpoint, delta = await self._attempts.run(plan, upstreams, first_delta)
         else:
-            endpoint, state.upstream = cached, self._cache.replayed()
-            delta = await state.upstream.next_delta()
+            endpoint, state.upstream = cached, (replay := self._cache.replayed())
+            delta = await replay.next_delta()
         upstream = state.upstream
         assert upstream is not None
         encoder = state.encoder = frames(endpoint)
@@ -284,6 +285,12 @@ class Call:
         if delta is not None:
             self.trace.first_token()
             self.trace.delivering(state.output)  # marked as it goes, for a crash mid-stream
+        if replay is not None and delta is not None and self._restorer is None:
+            # A kept answer has all its deltas: their frames go in one write, made at once.
+            deltas = [delta, *replay.rest()]
+            state.output.add_all(deltas)
+            await self.request.write(pending + encoder.deltas(deltas))
+            pending, delta = b"", None
         while delta is not None:
             delta = await self._forward(upstream, delta, pending, encoder)
             pending = b""

@@ -46,8 +46,11 @@ class Caller:
     body: bytes
     source: str | None = None
     """The client's address, as the server knows it."""
+    roles: tuple[Role, ...] = ()
+    """Every role the caller holds: a key's one, or a signed-in user's (`role` is the one
+    of them acting on this route)."""
     subject: str | None = None
-    """The signed-in console user's subject; None for a key."""
+    """The signed-in user's subject at the issuer; None for a key."""
 
     @property
     def actor(self) -> Actor:
@@ -60,16 +63,18 @@ async def authorize(p: Platform, request: Request) -> Caller:
     request body (read here, for every route, so that `stream: true` is refused in the body
     of any platform call, as in its query)."""
     signed_in = await console_session(p, request)
+    roles: tuple[Role, ...]
     if signed_in is None:
         key = await p.authenticate(request.header(b"authorization"), request.client)
         role = role_of(key.acting_role)
         granted = reach(role, request.method, request.route)
+        roles, subject = (role,), None
     else:
-        role, granted = widest(
-            tuple(role_of(r) for r in signed_in.roles), request.method, request.route
-        )
+        roles = tuple(role_of(r) for r in signed_in.roles)
+        role, granted = widest(roles, request.method, request.route)
         team_id = None if p.directory is None else await p.directory.team_of(signed_in)
         key = session_key(signed_in, role, p.policies.default_policy, team_id)
+        subject = signed_in.subject
     body = await request.body(_BODY_LIMIT)
     if request.query.get("stream", "").lower() in ("true", "1", "yes") or _streams(body):
         raise InvalidRequest(
@@ -77,8 +82,7 @@ async def authorize(p: Platform, request: Request) -> Caller:
         )
     team_id = key.team_id if granted is Reach.TEAM else None
     viewer = Viewer(key.key_id, every_key=granted is Reach.EVERY, team_id=team_id)
-    subject = None if signed_in is None else signed_in.subject
-    return Caller(key, role, granted, viewer, body, request.client, subject)
+    return Caller(key, role, granted, viewer, body, request.client, roles, subject)
 
 
 def _streams(body: bytes) -> bool:

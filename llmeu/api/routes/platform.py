@@ -22,6 +22,7 @@ from llmeu.api.http.asgi import Request
 from llmeu.api.http.route import OBJECT, Doc, Param
 from llmeu.api.routes.access import Reach, Role, refuse_grant, role_of
 from llmeu.api.routes.caller import authorize, decode_json, moment, reply
+from llmeu.api.routes.console_sections import grantable, routes_of, sections_of
 from llmeu.api.services.platform_service import (
     MAX_PAGE,
     TRACE_FILTERS,
@@ -91,9 +92,20 @@ async def revoke_key(p: Platform, request: Request, key_id: str) -> None:
 
 
 async def current_key(p: Platform, request: Request) -> None:
-    """The calling key itself (any key): how a console learns its policy and its role."""
+    """The calling key itself (any key), or the signed-in user as a key: how the console
+    learns its policy, its roles, and the sections and routes those roles may use
+    (`llmeu.api.routes.console_sections`, from the access table)."""
     caller = await authorize(p, request)
-    await reply(request, caller.key.public())
+    roles = caller.roles or (caller.role,)
+    await reply(request, {
+        **caller.key.public(),
+        "roles": [str(r) for r in roles],
+        "subject": caller.subject,
+        "signed_in_with": "key" if caller.subject is None else "organisation",
+        "sections": sections_of(roles, with_key=caller.subject is None),
+        "routes": routes_of(roles),
+        "grants": grantable(roles),
+    })  # fmt: skip
 
 
 async def list_policies(p: Platform, request: Request) -> None:
@@ -200,7 +212,8 @@ PLATFORM_ROUTES: list[tuple[str, str, Callable[..., Awaitable[None]], Doc]] = [
     ("GET", "/v1/platform/keys", list_keys, Doc("List keys")),
     ("DELETE", "/v1/platform/keys/{key_id}", revoke_key, Doc("Revoke a key")),
     ("GET", "/v1/platform/me", current_key,
-     Doc("The calling key: its id, name, policy and role")),
+     Doc("The caller: its key (id, name, policy, role, team), its roles, and the console "
+         "sections, routes and key roles those roles may use")),
     ("GET", "/v1/platform/policies", list_policies, Doc("List policies")),
     ("GET", "/v1/platform/policies/{policy_id}", get_policy, Doc("One policy")),
     ("PUT", "/v1/platform/policies/{policy_id}", put_policy,

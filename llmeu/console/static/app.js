@@ -5,6 +5,12 @@
 // fragment never holds the key. Each view is a module whose render(ctx, main,
 // params) fills <main> and may return a cleanup function, called when the
 // view is left (the playground uses it to stop a stream still running).
+//
+// Which pages and controls show is the gateway's to say: GET /v1/platform/me
+// lists the sections the caller's roles may see and every platform route they
+// may call, both derived from the gateway's access table. A page shows a
+// control only when ctx.can(method, path) says its route is allowed, so the
+// console never offers what the API would refuse; the API still checks.
 
 import { api, ApiError, apiUrl, session } from "./api.js";
 import { errorNote, fill, h } from "./dom.js";
@@ -17,7 +23,14 @@ const VIEWS = {
   routing: () => import("./routing.js"),
   policies: () => import("./policies.js"),
   keys: () => import("./keys.js"),
+  teams: () => import("./teams.js"),
+  compliance: () => import("./compliance.js"),
+  exports: () => import("./exports.js"),
+  verification: () => import("./verification.js"),
+  events: () => import("./events.js"),
 };
+/** The section a view belongs to (a trace is part of Traces). */
+const SECTION_OF = { trace: "traces" };
 
 const main = document.getElementById("main");
 let ctx = null;
@@ -32,7 +45,8 @@ function parseHash() {
   const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
   const params = new URLSearchParams(query);
   if (parts[0] === "traces" && parts[1]) return { view: "trace", id: parts[1], params };
-  const view = parts[0] in VIEWS ? parts[0] : "playground";
+  if (parts[0] === "teams" && parts[1]) return { view: "teams", id: parts[1], params };
+  const view = parts[0] in VIEWS ? parts[0] : ctx.me.sections[0];
   return { view, params };
 }
 
@@ -40,7 +54,15 @@ function parseHash() {
 async function loadContext(key) {
   const me = await api("v1/platform/me", { key });
   const policies = await api("v1/platform/policies", { key });
-  return { me, isAdmin: me.admin || me.role === "admin", policies: policies.data, defaultPolicy: policies.default_policy };
+  return {
+    me,
+    /** How far the caller reaches on a platform route ("all", "team", "own"); null: refused. */
+    can: (method, path) => me.routes[`${method} ${path}`] ?? null,
+    /** Whether the caller may create and revoke keys of `role`. */
+    grants: (role) => me.grants.includes(role || "member"),
+    policies: policies.data,
+    defaultPolicy: policies.default_policy,
+  };
 }
 
 function showSignIn(message) {
@@ -80,7 +102,7 @@ function showSignIn(message) {
     h(
       "p",
       { id: "api-key-hint", className: "hint" },
-      "A tenant key sees its own calls; the admin key sees everything and manages keys and policies. ",
+      "The pages shown are those of the key's role: a key without one sees its own calls; the admin key sees everything. ",
       "The key is kept in this tab only (session storage) and sent only in the Authorization header.",
     ),
     h(
@@ -138,14 +160,17 @@ async function loadSignIn() {
 
 function showShell() {
   document.getElementById("nav").hidden = false;
-  document.querySelector("#nav [data-admin]").hidden = !ctx.isAdmin;
+  for (const item of document.querySelectorAll("#nav [data-section]")) {
+    item.hidden = !ctx.me.sections.includes(item.dataset.section);
+  }
   document.getElementById("who").hidden = false;
   const { me } = ctx;
   fill(
     document.getElementById("who-name"),
     h("span", { className: "who-key" }, me.name || me.id),
+    me.team_id ? ` · team ${me.team_id}` : null,
     ` · policy ${me.policy_id}`,
-    ctx.isAdmin ? h("span", { className: "badge admin" }, "admin") : null,
+    me.roles.map((role) => h("span", { className: `badge role ${role === "admin" ? "admin" : ""}`, dataset: { role } }, role)),
   );
 }
 
@@ -168,8 +193,14 @@ async function route() {
     }
     showShell();
   }
-  const target = parseHash();
-  const navName = target.view === "trace" ? "traces" : target.view;
+  let target = parseHash();
+  let navName = SECTION_OF[target.view] ?? target.view;
+  if (!ctx.me.sections.includes(navName)) {
+    // A link to a page this role does not see: its first page instead.
+    history.replaceState(null, "", `#/${ctx.me.sections[0]}`);
+    target = parseHash();
+    navName = target.view;
+  }
   for (const link of document.querySelectorAll("#nav a")) {
     if (link.dataset.route === navName) link.setAttribute("aria-current", "page");
     else link.removeAttribute("aria-current");

@@ -1,33 +1,36 @@
-// API keys (admin only): create one (its secret is shown once, here, and
-// never again: only its hash is stored), list them, revoke one.
+// API keys: list those the role reaches (every key, or a team admin's team's);
+// where the role may, create one (its secret is shown once, here, and never
+// again: only its hash is stored) of a role it may grant, and revoke one.
 
 import { api } from "./api.js";
 import { dataTable, DASH, errorNote, fill, fmtEur, fmtNumber, fmtTime, h } from "./dom.js";
 
 export async function render(ctx, main) {
-  if (!ctx.isAdmin) {
-    main.replaceChildren(h("h1", { tabIndex: -1 }, "Keys"), h("p", null, "Only the admin key manages keys."));
-    return;
-  }
   const list = h("div", { id: "key-list" });
   const secret = h("div", { "aria-live": "polite" });
+  const teamOnly = ctx.can("GET", "/v1/platform/keys") === "team";
+  const teams =
+    ctx.can("POST", "/v1/platform/keys") === "all" && ctx.can("GET", "/v1/platform/teams")
+      ? (await api("v1/platform/teams")).data
+      : [];
 
   async function refresh() {
     const { data } = await api("v1/platform/keys");
-    list.replaceChildren(keyTable(data, refresh));
+    list.replaceChildren(keyTable(ctx, data, refresh));
   }
 
   fill(
     main,
     h("h1", { tabIndex: -1 }, "Keys"),
-    createForm(ctx, secret, refresh),
+    teamOnly ? h("p", { className: "lead" }, `The keys of your team, ${ctx.me.team_id ?? "(none)"}.`) : null,
+    ctx.can("POST", "/v1/platform/keys") ? createForm(ctx, teams, secret, refresh) : null,
     secret,
-    h("section", { "aria-labelledby": "keys-title" }, h("h2", { id: "keys-title" }, "All keys"), list),
+    h("section", { "aria-labelledby": "keys-title" }, h("h2", { id: "keys-title" }, teamOnly ? "Your team's keys" : "All keys"), list),
   );
   await refresh();
 }
 
-function createForm(ctx, secret, refresh) {
+function createForm(ctx, teams, secret, refresh) {
   const field = (id, label, control, hint) =>
     h("div", { className: "field" }, h("label", { htmlFor: id }, label), control, hint ? h("p", { className: "hint" }, hint) : null);
   const policy = h(
@@ -36,6 +39,15 @@ function createForm(ctx, secret, refresh) {
     ctx.policies.map((p) => h("option", { value: p.policy_id }, p.policy_id)),
   );
   policy.value = ctx.defaultPolicy;
+  const role = h(
+    "select",
+    { id: "key-role", name: "role" },
+    ctx.me.grants.map((r) => h("option", { value: r }, r)),
+  );
+  role.value = "member";
+  const team = teams.length
+    ? h("select", { id: "key-team", name: "team_id" }, h("option", { value: "" }, "none"), teams.map((t) => h("option", { value: t.id }, t.name)))
+    : null;
   const note = h("div", { "aria-live": "polite" });
   const form = h(
     "form",
@@ -46,6 +58,8 @@ function createForm(ctx, secret, refresh) {
       { className: "filters" },
       field("key-name", "Name", h("input", { id: "key-name", name: "name", maxLength: 200, autocomplete: "off" })),
       field("key-policy", "Policy", policy),
+      field("key-role", "Role", role, "Only roles that reach no further than yours."),
+      team ? field("key-team", "Team", team) : null,
       field("key-budget", "Budget (EUR)", h("input", { id: "key-budget", name: "budget_eur", type: "number", min: 0, step: "any" }), "Empty: no budget."),
       field("key-rpm", "Requests per minute", h("input", { id: "key-rpm", name: "rpm_limit", type: "number", min: 1, step: 1 })),
       field("key-tpm", "Tokens per minute", h("input", { id: "key-tpm", name: "tpm_limit", type: "number", min: 1, step: 1 })),
@@ -63,12 +77,15 @@ function createForm(ctx, secret, refresh) {
       budget_eur: number("budget_eur"),
       rpm_limit: number("rpm_limit"),
       tpm_limit: number("tpm_limit"),
+      role: String(data.get("role")),
     };
+    if (data.get("team_id")) body.team_id = String(data.get("team_id"));
     note.replaceChildren();
     try {
       const key = await api("v1/platform/keys", { method: "POST", body });
       form.reset();
       policy.value = ctx.defaultPolicy;
+      role.value = "member";
       showSecret(secret, key);
       await refresh();
     } catch (error) {
@@ -105,18 +122,20 @@ function showSecret(holder, key) {
   panel.querySelector("h2").focus();
 }
 
-function keyTable(keys, refresh) {
+function keyTable(ctx, keys, refresh) {
+  const mayRevoke = (k) => ctx.can("DELETE", "/v1/platform/keys/{key_id}") && ctx.grants(k.role) && !k.admin && !k.revoked_at;
   return dataTable(
     [
       ["Name", (k) => k.name || DASH],
       ["Id", (k) => h("code", null, k.id)],
       ["Policy", (k) => k.policy_id],
-      ["Role", (k) => (k.admin ? "admin" : "tenant")],
+      ["Role", (k) => k.role],
+      ["Team", (k) => k.team_id ?? DASH, "wide-only"],
       ["Budget", (k) => (k.budget_eur == null ? DASH : fmtEur(k.budget_eur)), "num wide-only"],
       ["RPM / TPM", (k) => `${fmtNumber(k.rpm_limit)} / ${fmtNumber(k.tpm_limit)}`, "num wide-only"],
       ["Created", (k) => fmtTime(k.created_at, false), "wide-only"],
       ["State", (k) => (k.revoked_at ? `revoked ${fmtTime(k.revoked_at, false)}` : "active")],
-      ["", (k) => (k.admin || k.revoked_at ? null : revokeButton(k, refresh))],
+      ["", (k) => (mayRevoke(k) ? revokeButton(k, refresh) : null)],
     ],
     keys,
     { caption: "API keys" },

@@ -1,5 +1,5 @@
-// Policies: every key may read them; the admin edits them (PUT, the whole
-// policy) or adds one. The gateway validates; its message is shown as is.
+// Policies: every key may read them; a role that may PUT them (admin,
+// operator) edits one (the whole policy) or adds one. The gateway validates; its message is shown as is.
 
 import { api } from "./api.js";
 import { errorNote, facts, fill, h } from "./dom.js";
@@ -24,7 +24,7 @@ export async function render(ctx, main) {
       `The default policy is ${defaultPolicy}. Your key's policy is ${ctx.me.policy_id}; a request may name it or any policy at least as strict.`,
     ),
     list,
-    ctx.isAdmin ? newPolicy() : null,
+    ctx.can("PUT", "/v1/platform/policies/{policy_id}") ? newPolicy() : null,
   );
 }
 
@@ -45,7 +45,7 @@ function policyCard(ctx, policy, own, defaultPolicy) {
     ),
     body,
   );
-  if (ctx.isAdmin) {
+  if (ctx.can("PUT", "/v1/platform/policies/{policy_id}")) {
     const edit = h("button", { type: "button", className: "small", "aria-label": `Edit ${policy.policy_id}` }, "Edit");
     edit.addEventListener("click", () => {
       body.replaceChildren(

@@ -1,8 +1,9 @@
 // The routing map: every endpoint of the catalog by sovereignty class, with
-// its country, health and configuration, and which policies admit it.
+// its country, health and configuration, and which policies admit it; for a
+// role that may (admin, operator), a button that reads the configuration again.
 
 import { api } from "./api.js";
-import { DASH, fill, fmtNumber, h } from "./dom.js";
+import { DASH, errorNote, fill, fmtNumber, h } from "./dom.js";
 
 const CLASSES = [
   ["on_premise", "On premise", "Infrastructure the operator runs."],
@@ -28,9 +29,27 @@ export async function render(ctx, main) {
       `${endpoints.length} endpoints in the catalog; ${endpoints.filter((e) => e.configured).length} configured. `,
       `Your key's policy is ${ctx.me.policy_id}.`,
     ),
+    ctx.can("POST", "/v1/platform/reload") ? reloadButton() : null,
     ...CLASSES.map(([cls, title, about]) => classSection(cls, title, about, endpoints.filter((e) => e.sovereignty_class === cls))),
     matrix(endpoints, policyIds, ctx.me.policy_id),
   );
+}
+
+function reloadButton() {
+  const note = h("span", { className: "hint", role: "status", "aria-live": "polite" });
+  const button = h("button", { type: "button", id: "reload-config" }, "Reload configuration");
+  button.addEventListener("click", async () => {
+    button.disabled = true;
+    note.replaceChildren();
+    try {
+      await api("v1/platform/reload", { method: "POST" });
+      note.textContent = "Configuration read again in every gateway process.";
+    } catch (error) {
+      note.replaceChildren(errorNote(error));
+    }
+    button.disabled = false;
+  });
+  return h("div", { className: "actions" }, button, note);
 }
 
 function classSection(cls, title, about, endpoints) {

@@ -22,15 +22,17 @@ export async function render(ctx, main, { params }) {
   const filters = Object.fromEntries(
     ["status", "model", "endpoint_id", "key_id", "from", "to"].map((name) => [name, params.get(name) ?? ""]),
   );
+  // A key filter only for a role that reads other keys' calls and may list them.
+  const byKey = ctx.can("GET", "/v1/platform/traces") !== "own" && ctx.can("GET", "/v1/platform/keys") !== null;
   const [endpoints, keys] = await Promise.all([
     api("v1/platform/endpoints"),
-    ctx.isAdmin ? api("v1/platform/keys") : Promise.resolve(null),
+    byKey ? api("v1/platform/keys") : Promise.resolve(null),
   ]);
   const query = {
     status: filters.status,
     model: filters.model,
     endpoint_id: filters.endpoint_id,
-    key_id: ctx.isAdmin ? filters.key_id : "",
+    key_id: byKey ? filters.key_id : "",
     from: epoch(filters.from),
     to: epoch(filters.to),
     limit: params.get("limit") || PAGE,

@@ -45,7 +45,7 @@ export async function render(ctx, main, { params }) {
   const from = params.get("from") ?? addDays(today, -6);
   const to = params.get("to") ?? today;
   const query = { from, to: addDays(to, 1) };
-  const groups = ["day", "model", "requested_model", "endpoint", "sovereignty_class", ...(ctx.isAdmin ? ["key"] : [])];
+  const groups = ["day", "model", "requested_model", "endpoint", "sovereignty_class", ...(ctx.can("GET", "/v1/platform/usage") !== "own" ? ["key"] : [])];
   const results = await Promise.all(groups.map((group_by) => api("v1/platform/usage", { query: { ...query, group_by } })));
   const usage = Object.fromEntries(groups.map((group, i) => [group, results[i]]));
   const totals = usage.day.totals;
