@@ -118,7 +118,7 @@ class Gateway:
         self.started_at = time.time()
         self.ledger = Ledger(store, buffer_limit=settings.ledger_buffer)
         self.keys = KeyRing(store)
-        self.teams = TeamBook(store.db)
+        self.teams = TeamBook(store)
         self.policies = PolicyBook(config.policies, config.default_policy, store)
         self.http = HttpClient()
         self.breaker = _breaker(settings)

@@ -16,19 +16,18 @@ import time
 from collections.abc import Mapping
 
 from llmeu.ledger.api_keys import ApiKey
-from llmeu.ledger.database import Database
 from llmeu.ledger.store import Store
 from llmeu.ledger.teams import Team, get_team, list_teams, spend_by_team
 from llmeu.limits.limiter import Quota, calendar_month
 
 
 class TeamBook:
-    def __init__(self, db: Database):
-        self._db = db
+    def __init__(self, store: Store):
+        self._store = store
         self._teams: dict[str, Team] = {}
 
     async def load(self) -> None:
-        self._teams = {t.team_id: t for t in await list_teams(self._db)}
+        self._teams = {t.team_id: t for t in await list_teams(self._store.db)}
 
     def put(self, team: Team) -> None:
         """A team this process just created or changed."""
@@ -44,7 +43,7 @@ class TeamBook:
             return None
         team = self._teams.get(key.team_id)
         if team is None:
-            team = await get_team(self._db, key.team_id)  # made through another process
+            team = await get_team(self._store.db, key.team_id)  # made through another process
             if team is None:
                 return None
             self._teams[team.team_id] = team

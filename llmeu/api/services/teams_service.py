@@ -72,8 +72,9 @@ async def create_team(p: Platform, spec: TeamSpec, by: Actor) -> dict[str, Any]:
                 spec.members, now, now, spec.rpm_limit, spec.tpm_limit)  # fmt: skip
     await insert_team(p.store.db, team)
     await _changed(p, team)
-    await p.admin_log.record(by, "team.create", team.team_id, after=team.public([]))
-    return _view(team, [], 0.0)
+    made = _view(team, [], 0.0)
+    await p.admin_log.record(by, "team.create", team.team_id, after=made)
+    return made
 
 
 async def teams(p: Platform, caller: Viewer) -> list[dict[str, Any]]:
@@ -115,13 +116,13 @@ async def change_team(p: Platform, team_id: str, change: TeamChange, by: Actor) 
             policy = p.policies.get(key.policy_id)
             if policy is not None:
                 within_team(p.policies.get, changed, policy)
-    keys = [k.key_id for k in await _keys(p, team_id)]
+    before = await _public(p, found)
     if not await update_team(p.store.db, changed):
         raise NotFound(f"no team `{team_id}`", param="team_id")
     await _changed(p, changed)
-    await p.admin_log.record(by, "team.update", team_id, before=found.public(keys),
-                             after=changed.public(keys))  # fmt: skip
-    return await _public(p, changed)
+    after = await _public(p, changed)
+    await p.admin_log.record(by, "team.update", team_id, before=before, after=after)
+    return after
 
 
 async def remove_team(p: Platform, team_id: str, by: Actor) -> dict[str, Any]:
@@ -133,11 +134,12 @@ async def remove_team(p: Platform, team_id: str, by: Actor) -> dict[str, Any]:
             code="team_has_keys",
         )
     found = await get_team(p.store.db, team_id)
-    if found is None or not await delete_team(p.store.db, team_id):
+    before = None if found is None else await _public(p, found)
+    if before is None or not await delete_team(p.store.db, team_id):
         raise NotFound(f"no team `{team_id}`", param="team_id")
     p.teams.drop(team_id)
     await p.broadcast("team", team_id)
-    await p.admin_log.record(by, "team.delete", team_id, before=found.public([]))
+    await p.admin_log.record(by, "team.delete", team_id, before=before)
     return {"id": team_id, "object": "team", "deleted": True}
 
 
