@@ -107,6 +107,16 @@ def test_the_team_budget_refuses_the_call_its_keys_budgets_would_admit(
     alone = create_key(first, budget_eur=1.0)
     assert chat(last, "hi", key=alone["key"]).status == 200  # a key in no team is not refused
 
+    raised = httpx.patch(
+        f"{first.url}/v1/platform/teams/{team['id']}",
+        json={"budget_eur_month": 0.001},
+        headers={"authorization": f"Bearer {first.admin_key}"},
+        timeout=30,
+    )
+    assert raised.status_code == 200, raised.text
+    # The other process is told of the change (or reads it at its next refresh).
+    wait_for(lambda: chat(last, "hi", key=keys[1]["key"]).status == 200, what="the raised budget")
+
 
 def test_concurrent_calls_never_overspend_the_team_budget(gateways: list[Gateway]) -> None:
     budget = 0.0001
