@@ -96,12 +96,9 @@ async def change_team(p: Platform, team_id: str, change: TeamChange, by: Actor) 
     found = await get_team(p.store.db, team_id)
     if found is None:
         raise NotFound(f"no team `{team_id}`", param="team_id")
-    limits: dict[str, Any] = {}
-    for name in LIMITS:
-        value = getattr(change, name)
-        limits[name] = None if name in change.cleared else getattr(found, name)
-        if value is not None:
-            limits[name] = value
+    limits: dict[str, Any] = {name: getattr(found, name) for name in LIMITS}
+    limits.update(dict.fromkeys(change.cleared))
+    limits.update((n, getattr(change, n)) for n in LIMITS if getattr(change, n) is not None)
     changed = replace(
         found,
         name=change.name if change.name is not None else found.name,
