@@ -33,6 +33,7 @@ from llmeu.api.services.receipt_issuer import Receipts
 from llmeu.api.services.response_store import ResponseStore
 from llmeu.api.services.signing import KeyReloader, load_signing_keys
 from llmeu.api.services.sso import Sso
+from llmeu.api.services.team_quotas import TeamBook, ledger_spend
 from llmeu.api.services.upstreams import (
     Closable,
     ProviderBuilder,
@@ -118,6 +119,7 @@ class Gateway:
         self.started_at = time.time()
         self.ledger = Ledger(store, buffer_limit=settings.ledger_buffer)
         self.keys = KeyRing(store)
+        self.teams = TeamBook(store)
         self.policies = PolicyBook(config.policies, config.default_policy, store)
         self.http = HttpClient()
         self.breaker = _breaker(settings)
@@ -160,6 +162,7 @@ class Gateway:
                 max_body_bytes=settings.max_body_bytes,
                 keep_metadata=Duration.parse(settings.keep_metadata), cache=self.answers.cache,
                 cors_origins=frozenset(o.rstrip("/") for o in settings.cors_origins),
+                teams=self.teams,
             )
         )  # fmt: skip
         directory = Directory(store.db, settings.oidc_role_map,
@@ -169,7 +172,7 @@ class Gateway:
             answers=self.answers, tool_servers=self.tool_servers,
             admin_log=AdminLog(store, self.instance_id),
             sso=Sso(settings, self.http, store.db, directory) if settings.oidc_issuer else None,
-            console_auth=_CONSOLE_AUTH[settings.console_auth],
+            console_auth=_CONSOLE_AUTH[settings.console_auth], teams=self.teams,
             directory=directory, scim_token=settings.scim_token,
         )  # fmt: skip
         self.evidence = Evidence(self.platform, self.receipts)
@@ -225,10 +228,11 @@ class Gateway:
             await self.changes.start()  # listening before others can count on this process
         await self.store.register_instance(self.instance_id, now)
         await self.keys.load()
+        await self.teams.load()
         token = await self.keys.ensure_admin(settings.admin_key, self.config.default_policy)
         await self.policies.load()
         self.ledger.start()
-        await self.limits.start(self.store.spend_by_key)
+        await self.limits.start(lambda: ledger_spend(self.store))
         if isinstance(self.breaker, SharedCircuitBreaker):  # the endpoints' and tool servers'
             self.breaker.start([*(e.endpoint_id for e in self.config.catalog.endpoints),
                                 *map(breaker_id, self.config.tool_servers.servers)])  # fmt: skip
@@ -266,10 +270,12 @@ class Gateway:
         return None
 
     async def _apply_change(self, change: Change) -> None:
-        """Another gateway process revoked a key, replaced a policy or reloaded its
-        configuration file."""
+        """Another gateway process revoked a key, replaced a policy, changed a team or
+        reloaded its configuration file."""
         if change.kind == "key":
             await self.keys.reload(change.ident)
+        elif change.kind == "team":
+            await self.teams.load()
         elif change.kind == "policy":
             await self.answers.policies_changed(await self.policies.load())
         elif change.kind == "config":
@@ -372,6 +378,7 @@ class Gateway:
                     if self.changes is not None:
                         await self.changes.start()
                     await self.keys.load()
+                    await self.teams.load()
                     await self.answers.policies_changed(await self.policies.load())
                 if now - last_purge >= settings.purge_interval_seconds:
                     purged = await self.store.purge_content(now)

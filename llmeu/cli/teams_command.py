@@ -1,13 +1,14 @@
 """`llmeu teams create|list|show|update|delete`: teams through the platform API.
 
     llmeu teams create --name search --policy eu-strict --budget-eur-month 200 \\
-        --members ana@example.eu,bo@example.eu
+        --rpm 600 --tpm 200000 --members ana@example.eu,bo@example.eu
     llmeu teams list
     llmeu teams update team_1a2b3c4d5e6f --budget-eur-month 300
     llmeu teams delete team_1a2b3c4d5e6f
 
 Keys join a team when created in it (`llmeu keys create --team ID`); a key's
-policy is at least as strict as its team's (docs/platform.md#teams).
+policy is at least as strict as its team's, and its calls are admitted under
+both its own limits and its team's (docs/platform.md#teams).
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from llmeu.cli.platform_api import (
     runner,
 )
 
-COLUMNS = ("id", "name", "policy", "budget/month", "members", "keys", "created")
+COLUMNS = ("id", "name", "policy", "budget/month", "spent this month", "rpm", "tpm", "members",
+           "keys", "created")  # fmt: skip
 
 
 def register(subparsers: Any) -> None:
@@ -47,11 +49,15 @@ def register(subparsers: Any) -> None:
     add_connection_options(show)
     show.set_defaults(func=runner(_show))
 
-    update = actions.add_parser("update", help="change a team's name, policy, budget, members")
+    update = actions.add_parser(
+        "update", help="change a team's name, policy, budget, rate limits, members"
+    )
     update.add_argument("team_id")
     update.add_argument("--name")
     _team_options(update)
     update.add_argument("--no-budget", action="store_true", help="remove the monthly budget")
+    update.add_argument("--no-rpm", action="store_true", help="remove the requests limit")
+    update.add_argument("--no-tpm", action="store_true", help="remove the tokens limit")
     add_connection_options(update)
     update.set_defaults(func=runner(_update))
 
@@ -64,6 +70,8 @@ def register(subparsers: Any) -> None:
 def _team_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--policy", help="its policy; its keys' are at least as strict")
     parser.add_argument("--budget-eur-month", type=float, help="monthly budget in EUR")
+    parser.add_argument("--rpm", type=int, help="requests per minute, all its keys together")
+    parser.add_argument("--tpm", type=int, help="tokens per minute, all its keys together")
     parser.add_argument("--members", type=_names, metavar="A,B", help="its members' names")
 
 
@@ -74,6 +82,7 @@ def _names(text: str) -> list[str]:
 def _row(team: dict[str, Any]) -> tuple[object, ...]:
     return (
         team["id"], team["name"], team["policy_id"], money(team["budget_eur_month"]),
+        money(team["spent_eur_month"]), team["rpm_limit"], team["tpm_limit"],
         ", ".join(team["members"]), len(team["keys"]), moment(team["created_at"]),
     )  # fmt: skip
 
@@ -88,7 +97,8 @@ def _print(args: argparse.Namespace, teams: list[dict[str, Any]], raw: object) -
 
 def _create(client: PlatformClient, args: argparse.Namespace) -> int:
     spec = {"name": args.name, "policy_id": args.policy,
-            "budget_eur_month": args.budget_eur_month, "members": args.members}  # fmt: skip
+            "budget_eur_month": args.budget_eur_month, "rpm_limit": args.rpm,
+            "tpm_limit": args.tpm, "members": args.members}  # fmt: skip
     made = client.call("POST", "/v1/platform/teams",
                        body={k: v for k, v in spec.items() if v is not None})  # fmt: skip
     return _print(args, [made], made)
@@ -111,11 +121,13 @@ def _show(client: PlatformClient, args: argparse.Namespace) -> int:
 
 def _update(client: PlatformClient, args: argparse.Namespace) -> int:
     spec: dict[str, Any] = {"name": args.name, "policy_id": args.policy,
-                            "budget_eur_month": args.budget_eur_month,
-                            "members": args.members}  # fmt: skip
+                            "budget_eur_month": args.budget_eur_month, "rpm_limit": args.rpm,
+                            "tpm_limit": args.tpm, "members": args.members}  # fmt: skip
     body = {k: v for k, v in spec.items() if v is not None}
-    if args.no_budget:
-        body["budget_eur_month"] = None
+    for cleared, field in ((args.no_budget, "budget_eur_month"), (args.no_rpm, "rpm_limit"),
+                           (args.no_tpm, "tpm_limit")):  # fmt: skip
+        if cleared:
+            body[field] = None
     changed = client.call("PATCH", f"/v1/platform/teams/{args.team_id}", body=body)
     return _print(args, [changed], changed)
 

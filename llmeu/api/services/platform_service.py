@@ -26,6 +26,8 @@ from llmeu.api.services.directory import Directory
 from llmeu.api.services.mcp_upstreams import ToolServers
 from llmeu.api.services.policies import PolicyBook, key_narrowing
 from llmeu.api.services.sso import Sso
+from llmeu.api.services.team_quotas import TeamBook
+from llmeu.api.services.team_rules import replaced_within_teams, within_team
 from llmeu.api.services.upstreams import Upstreams
 from llmeu.calls.record import CallStatus
 from llmeu.errors import (
@@ -39,11 +41,11 @@ from llmeu.ledger.api_keys import ApiKey
 from llmeu.ledger.notify import Propagation
 from llmeu.ledger.secrets import PREFIX, key_id_of
 from llmeu.ledger.store import TRACE_FILTERS, USAGE_GROUPS, Store
-from llmeu.ledger.teams import Team, get_team
+from llmeu.ledger.teams import get_team, list_teams
 from llmeu.ledger.views import decode_cursor
 from llmeu.routing.catalog import Endpoint
 from llmeu.routing.config_file import parse_policy
-from llmeu.routing.policy import Policy, policy_document
+from llmeu.routing.policy import policy_document
 
 __all__ = ["TRACE_FILTERS", "USAGE_GROUPS", "Actor", "Broadcast", "KeySpec", "Platform", "Viewer"]
 
@@ -105,6 +107,8 @@ class Platform:
     tool_servers: ToolServers
     """The MCP tool servers (replaced on a reload, as `upstreams` is)."""
     admin_log: AdminLog
+    teams: TeamBook
+    """The teams as calls see them, told of every change made here."""
     sso: Sso | None = None
     """Sign-in with the organisation's issuer (`llmeu.api.services.sso`); None: not set up."""
     console_auth: tuple[str, ...] = ("key",)
@@ -153,7 +157,7 @@ class Platform:
                 f"unknown policy `{policy_id}`", param="policy_id", code="unknown_policy"
             )
         if team is not None:
-            within_team(self.policies, team, policy)
+            within_team(self.policies.get, team, policy)
         key_narrowing(policy, spec.allow_mcp_servers, spec.allow_tools)
         key, token = await self.keys.create(
             name=spec.name,
@@ -208,13 +212,16 @@ class Platform:
 
     async def put_policy(self, policy_id: str, document: str, by: Actor) -> dict[str, Any]:
         """Store a policy (YAML or JSON of the configuration file's shape); every process
-        applies it. Its event digests the policy in force before (None: a new id) and
-        after, as `policy_document` writes them."""
+        applies it. One that would leave a team's key wider than its team is refused
+        (`llmeu.api.services.team_rules`). Its event digests the policy in force before
+        (None: a new id) and after, as `policy_document` writes them."""
         try:
             policy = parse_policy(document)
         except ConfigError as error:
             raise InvalidRequest(f"invalid policy: {error}", param=error.field) from None
         previous = self.policies.get(policy.policy_id)
+        replaced_within_teams(self.policies.get, policy, await list_teams(self.store.db),
+                              await self.store.list_keys())  # fmt: skip
         await self.policies.put(policy, time.time())
         await self.answers.policies_changed([policy.policy_id])
         await self.broadcast("policy", policy_id)
@@ -412,19 +419,6 @@ def reaches(caller: Viewer, key: ApiKey) -> bool:
     if caller.team_id is not None:
         return key.team_id == caller.team_id
     return key.key_id == caller.key_id
-
-
-def within_team(policies: PolicyBook, team: Team, policy: Policy) -> None:
-    """400 `policy_wider_than_team` unless `policy` is at least as strict as the team's."""
-    team_policy = policies.get(team.policy_id)
-    wider = team_policy.widening_field(policy) if team_policy is not None else None
-    if wider is not None:
-        raise InvalidRequest(
-            f"policy `{policy.policy_id}` is wider than team `{team.team_id}`'s policy "
-            f"`{team.policy_id}` in `{wider}`: a team's keys are at least as strict as it",
-            param="policy_id",
-            code="policy_wider_than_team",
-        )
 
 
 def scope(caller: Viewer, requested: str | None) -> tuple[str | None, str | None]:
