@@ -47,12 +47,7 @@ def endpoint_row(e: Endpoint, upstreams: Upstreams, policies: PolicyBook) -> dic
         "model": e.model,
         "model_version": e.model_version,
         "aliases": list(e.aliases),
-        "inference_region": e.inference_region,
-        "country": e.country,
-        "jurisdiction": e.jurisdiction or None,
-        "certifications": sorted(c.value for c in e.certifications),
-        "seal": e.seal,
-        "sovereignty_class": e.sovereignty_class.value,
+        **where_it_runs(e),
         "retention": e.retention.text,
         "price_eur_per_mtok": {"input": e.prices.input, "output": e.prices.output},
         "priority": e.priority,
@@ -63,4 +58,16 @@ def endpoint_row(e: Endpoint, upstreams: Upstreams, policies: PolicyBook) -> dic
         "admitted_by": sorted(
             policy_id for policy_id, policy in policies.policies.items() if policy.admits(e)
         ),
+    }
+
+
+def where_it_runs(e: Endpoint) -> dict[str, Any]:
+    """An endpoint's sovereignty fields, as the platform API and `GET /v1/models` show them."""
+    return {
+        "inference_region": e.inference_region,
+        "country": e.country,
+        "jurisdiction": e.jurisdiction or None,
+        "certifications": sorted(c.value for c in e.certifications),
+        "seal": e.seal,
+        "sovereignty_class": e.sovereignty_class.value,
     }
