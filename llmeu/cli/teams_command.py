@@ -19,11 +19,11 @@ from typing import Any
 from llmeu.cli.money import money
 from llmeu.cli.platform_api import (
     PlatformClient,
-    add_connection_options,
+    add_action,
+    comma_list,
     moment,
     print_json,
     print_table,
-    runner,
 )
 
 COLUMNS = ("id", "name", "policy", "budget/month", "spent this month", "rpm", "tpm", "members",
@@ -33,38 +33,33 @@ COLUMNS = ("id", "name", "policy", "budget/month", "spent this month", "rpm", "t
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("teams", help="create, list, change and delete teams")
     actions = parser.add_subparsers(dest="action", required=True)
+    add_action(actions, "create", _create, help="create a team", arguments=_create_options)
+    add_action(actions, "list", _list, help="list teams (a team admin: its own)")
+    add_action(actions, "show", _show, help="one team, with its active keys",
+               arguments=_team_id)  # fmt: skip
+    add_action(actions, "update", _update,
+               help="change a team's name, policy, budget, rate limits, members",
+               arguments=_update_options)  # fmt: skip
+    add_action(actions, "delete", _delete, help="delete a team that has no active keys",
+               arguments=_team_id)  # fmt: skip
 
-    create = actions.add_parser("create", help="create a team")
+
+def _team_id(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("team_id")
+
+
+def _create_options(create: argparse.ArgumentParser) -> None:
     create.add_argument("--name", required=True)
     _team_options(create)
-    add_connection_options(create)
-    create.set_defaults(func=runner(_create))
 
-    listing = actions.add_parser("list", help="list teams (a team admin: its own)")
-    add_connection_options(listing)
-    listing.set_defaults(func=runner(_list))
 
-    show = actions.add_parser("show", help="one team, with its active keys")
-    show.add_argument("team_id")
-    add_connection_options(show)
-    show.set_defaults(func=runner(_show))
-
-    update = actions.add_parser(
-        "update", help="change a team's name, policy, budget, rate limits, members"
-    )
-    update.add_argument("team_id")
+def _update_options(update: argparse.ArgumentParser) -> None:
+    _team_id(update)
     update.add_argument("--name")
     _team_options(update)
     update.add_argument("--no-budget", action="store_true", help="remove the monthly budget")
     update.add_argument("--no-rpm", action="store_true", help="remove the requests limit")
     update.add_argument("--no-tpm", action="store_true", help="remove the tokens limit")
-    add_connection_options(update)
-    update.set_defaults(func=runner(_update))
-
-    delete = actions.add_parser("delete", help="delete a team that has no active keys")
-    delete.add_argument("team_id")
-    add_connection_options(delete)
-    delete.set_defaults(func=runner(_delete))
 
 
 def _team_options(parser: argparse.ArgumentParser) -> None:
@@ -72,11 +67,7 @@ def _team_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--budget-eur-month", type=float, help="monthly budget in EUR")
     parser.add_argument("--rpm", type=int, help="requests per minute, all its keys together")
     parser.add_argument("--tpm", type=int, help="tokens per minute, all its keys together")
-    parser.add_argument("--members", type=_names, metavar="A,B", help="its members' names")
-
-
-def _names(text: str) -> list[str]:
-    return [item.strip() for item in text.split(",") if item.strip()]
+    parser.add_argument("--members", type=comma_list, metavar="A,B", help="its members' names")
 
 
 def _row(team: dict[str, Any]) -> tuple[object, ...]:

@@ -1,7 +1,8 @@
 """The platform's records and settings as the platform API offers them (design §6).
 
-Keys, policies, the endpoint catalog with its health, a reload of the
-configuration, usage and traces. Every read of records is scoped by its
+Keys, policies, the endpoint catalog with its health (its rows:
+`llmeu.api.services.endpoint_rows`), a reload of the configuration, usage and
+traces. Every read of records is scoped by its
 `Viewer`: a role that reads every key's records sees everything (or the key it
 asks for), any other only its own key's — another key's trace id is as unknown
 as one that does not exist. Who may call which route, and whose records each
@@ -23,6 +24,7 @@ from llmeu.api.services.admin_log import Actor, AdminLog
 from llmeu.api.services.answer_cache import CacheService
 from llmeu.api.services.auth import KeyRing
 from llmeu.api.services.directory import Directory
+from llmeu.api.services.endpoint_rows import endpoint_config, endpoint_rows
 from llmeu.api.services.mcp_upstreams import ToolServers
 from llmeu.api.services.policies import PolicyBook, key_narrowing
 from llmeu.api.services.sso import Sso
@@ -43,7 +45,6 @@ from llmeu.ledger.secrets import PREFIX, key_id_of
 from llmeu.ledger.store import TRACE_FILTERS, USAGE_GROUPS, Store
 from llmeu.ledger.teams import get_team, list_teams
 from llmeu.ledger.views import decode_cursor
-from llmeu.routing.catalog import Endpoint
 from llmeu.routing.config_file import parse_policy
 from llmeu.routing.policy import policy_document
 
@@ -259,7 +260,7 @@ class Platform:
         return {
             "default_policy": self.policies.default_policy,
             "policies": {pid: policy_document(p) for pid, p in self.policies.policies.items()},
-            "endpoints": {e.endpoint_id: self._endpoint_config(e)
+            "endpoints": {e.endpoint_id: endpoint_config(e, self.upstreams, self.policies)
                           for e in self.upstreams.catalog.endpoints},
         }  # fmt: skip
 
@@ -291,54 +292,7 @@ class Platform:
         """The catalog with each endpoint's health; a caller reading every key's records also
         sees which keys' calls make up a failing streak or opened a circuit (`circuit_keys`:
         key ids are tenant data)."""
-        upstreams = self.upstreams
-        data = []
-        for endpoint in upstreams.catalog.endpoints:
-            row = self._endpoint_row(endpoint)
-            if caller.every_key:
-                keys = upstreams.health(endpoint, keys=True)
-                row["circuit_keys"] = {
-                    "failing": keys.get("failing_keys", []),
-                    "opened_by": keys.get("opened_by", []),
-                }
-            data.append(row)
-        return data
-
-    def _endpoint_config(self, e: Endpoint) -> dict[str, Any]:
-        """What the configuration says of an endpoint (not its health)."""
-        row = self._endpoint_row(e)
-        for varying in ("health", "configured", "unavailable_reason", "admitted_by"):
-            row.pop(varying)
-        return row
-
-    def _endpoint_row(self, e: Endpoint) -> dict[str, Any]:
-        upstreams = self.upstreams
-        return {
-            "endpoint_id": e.endpoint_id,
-            "provider": e.provider,
-            "kind": e.kind.value,
-            "model": e.model,
-            "model_version": e.model_version,
-            "aliases": list(e.aliases),
-            "inference_region": e.inference_region,
-            "country": e.country,
-            "jurisdiction": e.jurisdiction or None,
-            "certifications": sorted(c.value for c in e.certifications),
-            "seal": e.seal,
-            "sovereignty_class": e.sovereignty_class.value,
-            "retention": e.retention.text,
-            "price_eur_per_mtok": {"input": e.prices.input, "output": e.prices.output},
-            "priority": e.priority,
-            "capabilities": sorted([*(c.value for c in e.capabilities), *e.hosted_tools]),
-            "configured": e.endpoint_id not in upstreams.unavailable,
-            "unavailable_reason": upstreams.unavailable_reason(e.endpoint_id),
-            "health": upstreams.health(e),
-            "admitted_by": sorted(
-                policy_id
-                for policy_id, policy in self.policies.policies.items()
-                if policy.admits(e)
-            ),
-        }
+        return endpoint_rows(self.upstreams, self.policies, circuit_keys=caller.every_key)
 
     async def usage(
         self,
