@@ -19,11 +19,10 @@ from typing import Any
 from llmeu.cli.platform_api import (
     CliError,
     PlatformClient,
-    add_connection_options,
+    add_action,
     moment,
     print_json,
     print_table,
-    runner,
 )
 
 COLUMNS = ("id", "user", "name", "active", "from", "groups", "group roles", "granted",
@@ -33,21 +32,20 @@ COLUMNS = ("id", "user", "name", "active", "from", "groups", "group roles", "gra
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("users", help="list users and grant them roles")
     actions = parser.add_subparsers(dest="action", required=True)
+    add_action(actions, "list", _list, help="the directory's users, their groups and roles")
+    add_action(actions, "grant", _grant, help="grant a user a role, added to their groups'",
+               arguments=_grant_options)  # fmt: skip
+    add_action(actions, "revoke-role", _revoke, help="take back the role granted to a user",
+               arguments=_user)  # fmt: skip
 
-    listing = actions.add_parser("list", help="the directory's users, their groups and roles")
-    add_connection_options(listing)
-    listing.set_defaults(func=runner(_list))
 
-    grant = actions.add_parser("grant", help="grant a user a role, added to their groups'")
-    grant.add_argument("user", help="the user's id or userName")
-    grant.add_argument("role", help="admin, operator, auditor, dpo, team_admin or member")
-    add_connection_options(grant)
-    grant.set_defaults(func=runner(_grant))
+def _user(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("user", help="the user's id or userName")
 
-    revoke = actions.add_parser("revoke-role", help="take back the role granted to a user")
-    revoke.add_argument("user", help="the user's id or userName")
-    add_connection_options(revoke)
-    revoke.set_defaults(func=runner(_revoke))
+
+def _grant_options(parser: argparse.ArgumentParser) -> None:
+    _user(parser)
+    parser.add_argument("role", help="admin, operator, auditor, dpo, team_admin or member")
 
 
 def _row(user: dict[str, Any]) -> tuple[object, ...]:
