@@ -118,7 +118,7 @@ def test_operator_changes_with_the_csrf_token_only(
     # The console shows the operator's pages (no playground without a key), and its
     # reload button sends the session's CSRF token.
     expect(page.get_by_role("heading", name="Usage", level=1)).to_be_visible()
-    nav = ["Usage", "Traces", "Routing map", "Policies", "Keys", "Teams"]
+    nav = ["Usage", "Traces", "Routing map", "Policies", "Keys", "Teams", "Users"]
     expect(page.locator("#nav li:visible a")).to_have_text(nav)
     page.get_by_role("link", name="Routing map").click()
     page.get_by_role("button", name="Reload configuration").click()
