@@ -2,12 +2,15 @@
 
 A function tool call's arguments are a JSON document inside the message
 (`{"email": "ana\\u0040example.eu"}`); the Responses `function_call` items and
-the Messages `tool_use` blocks reach the scan as those arguments too. Whoever
-reads them, the tool or the model, reads `\\u0040` as `@`, `\\u004E\\u004C91`
-as `NL91`, `\\uD835\\uDFCE` as the mathematical digit zero (U+1D7CE). So the folding
-(`llmeu.personal.folding`) reads such a text's escapes first: `unescape` gives
-the text as its JSON strings hold it, each escape one character, with the way
-back to the escape as typed, so that a masking replaces the whole escape.
+the Messages `tool_use` blocks reach the scan as those arguments too. A tool's
+result often is one as well (`json.dumps` escapes every character beyond
+ASCII), and so is any text that parses as a JSON object or array. Whoever
+reads them, the tool or the model, reads `\\u0040` as `@`, `\\u004E\\u004C91` as
+`NL91`, `\\uD835\\uDFCE` as the mathematical digit zero (U+1D7CE). So the
+folding (`llmeu.personal.folding`) reads such a text's escapes first:
+`unescape` gives the text as its JSON strings hold it, each escape one
+character, with the way back to the escape as typed, so that a masking
+replaces the whole escape.
 
 An escaped backslash (`\\\\u0040`) is a backslash followed by `u0040`, as JSON
 reads it; a lone surrogate and a backslash that begins no escape stay as they
@@ -36,9 +39,19 @@ _ESCAPE = re.compile(
 _SIMPLE = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 
 
-def carries_json(path: str) -> bool:
-    """Whether the text at `path` of a request is a JSON document."""
-    return path.endswith(JSON_TEXT_SUFFIX)
+def carries_json(path: str, text: str) -> bool:
+    """Whether `text`, at `path` of a request, is read as JSON: a tool call's arguments
+    always; any other text when it is a JSON object or array with an escape in it (a tool's
+    result, as tools write theirs). A text without a backslash costs one `in`."""
+    if path.endswith(JSON_TEXT_SUFFIX):
+        return True
+    if "\\" not in text or text.lstrip()[:1] not in ("{", "["):
+        return False
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
 
 
 class Unescaped:

@@ -16,11 +16,12 @@ or a soft hyphen inside, a card number in Arabic-Indic or mathematical digits.
   direction marks, tags, NUL) and the other invisible ones (variation
   selectors, Hangul fillers) removed.
 
-In a text that carries JSON (a tool call's arguments), each string escape is
-first read as the character it stands for (`\\u0040` as `@`, a surrogate pair
-as the one character it encodes: `llmeu.personal.escapes`), then folded as
-above; a span maps back to the escape as typed. Other text is never unescaped:
-its `\\u0040` is six characters.
+In a text that carries JSON (a tool call's arguments, a tool's JSON result),
+each string escape is first read as the character it stands for (`\\u0040`
+as `@`, a surrogate pair as the one character it encodes:
+`llmeu.personal.escapes`), then folded as above; a span maps back to the
+escape as typed. Other text is never unescaped: its `\\u0040` is six
+characters.
 
 Case is left as typed: an identifier whose check ignores case (an IBAN) is
 searched for in either. `Folded.span` maps a span of the folded text back to

@@ -10,9 +10,9 @@ prompt over the scan bound is blocked; an unscanned part is blocked where
 `on_error: open`; a `block` hit refuses the call (403
 `personal_data_detected`, naming detector and path, never the value); a
 `restrict` hit narrows the route; `mask` hits are masked. A hit split across
-parts counts once, at the path where it begins. A part whose path says it is a
-JSON document (a tool call's arguments: `llmeu.personal.escapes`) is read
-with its string escapes read.
+parts counts once, at the path where it begins. A part that is a JSON
+document (a tool call's arguments, a tool's result that parses as JSON:
+`llmeu.personal.escapes`) is read with its string escapes read.
 """
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ def _located(
     one it fails on: with `on_error: closed` the call is refused, with `open` the other
     parts' hits are kept (and no value split across parts is looked for)."""
     detectors = rules.active()
-    json = frozenset(i for i, (path, _) in enumerate(parts) if carries_json(path))
+    json = frozenset(i for i, (path, text) in enumerate(parts) if carries_json(path, text))
     try:
         return locate([text for _, text in parts], detectors, json)
     except Exception as error:  # a validator's bug must not let the value through

@@ -5,9 +5,10 @@ address can reach the gateway as `ana\\u0040example.eu` and an IBAN as
 `\\u004E\\u004C91…`: six characters each that the detectors would not read
 as `@` or `N`, and that the tool or the model reads as exactly that. Here such
 arguments are sent on chat completions (`tool_calls[].function.arguments`) and
-on `/v1/responses` (a `function_call` item's `arguments`), and what the fake
-upstream got is read from its own log: under `block` nothing, under `mask`
-arguments whose parsed values hold placeholders. The upstream then answers
+on `/v1/responses` (a `function_call` item's `arguments`), with the tool's
+result, JSON as well, and what the fake upstream got is read from its own
+log: under `block` nothing, under `mask` arguments and a result whose parsed
+values hold placeholders. The upstream then answers
 with a tool call of the arguments it got (`args=echo`), whole and streamed in
 pieces that cut the placeholders, and the client gets arguments that parse to
 the values it sent.
@@ -37,6 +38,8 @@ ARGUMENTS = (
 )
 """Arguments as a JSON encoder that escapes everything writes them (a surrogate pair for a
 mathematical digit 4; `a\\u0040b` is an escaped backslash, no `@`)."""
+RESULT = r'{"owner": "bob\u0040example.eu"}'
+"""The tool's result, JSON too."""
 SENT = json.loads(ARGUMENTS)
 PLACEHOLDERS = {"email": "[EMAIL_1]", "iban": "[IBAN_1]", "card": "[PAYMENT_CARD_1]"}
 POLICIES = """
@@ -103,7 +106,7 @@ def chat_body(chunks: int, stream: bool) -> dict[str, Any]:
         "messages": [
             {"role": "user", "content": "Look the customer up."},
             {"role": "assistant", "content": None, "tool_calls": [call]},
-            {"role": "tool", "tool_call_id": "call_0", "content": "not found"},
+            {"role": "tool", "tool_call_id": "call_0", "content": RESULT},
             {"role": "user", "content": "Try again. " + ANSWER % chunks},
         ],
     }
@@ -123,17 +126,22 @@ def responses_body(chunks: int, stream: bool) -> dict[str, Any]:
                 "name": "lookup",
                 "arguments": ARGUMENTS,
             },
-            {"type": "function_call_output", "call_id": "call_0", "output": "not found"},
+            {"type": "function_call_output", "call_id": "call_0", "output": RESULT},
             {"role": "user", "content": "Try again. " + ANSWER % chunks},
         ],
     }
 
 
-def sent_upstream(upstream: FakeUpstream) -> list[str]:
-    """The arguments of the tool call in each request the upstream got, as it got them."""
-    bodies = [json.loads(r["body"]) for r in upstream.stats()]
-    return [c["function"]["arguments"] for b in bodies for m in b["messages"]
-            for c in m.get("tool_calls") or ()]  # fmt: skip
+def sent_upstream(upstream: FakeUpstream) -> list[tuple[str, str]]:
+    """The tool call's arguments and the tool's result in each request the upstream got, as
+    it got them."""
+    sent = []
+    for seen in upstream.stats():
+        messages = json.loads(seen["body"])["messages"]
+        (called,) = [m for m in messages if m.get("tool_calls")]
+        (result,) = [m for m in messages if m["role"] == "tool"]
+        sent.append((called["tool_calls"][0]["function"]["arguments"], result["content"]))
+    return sent
 
 
 def events(response: httpx.Response) -> list[dict[str, Any]]:
@@ -180,10 +188,11 @@ def test_mask_sends_placeholders_for_escaped_values_and_restores_them(
     response = client.post(route, json=body(chunks, stream),
                            headers={"authorization": f"Bearer {keys['pd-mask']}"})  # fmt: skip
     assert response.status_code == 200, response.text
-    (got,) = sent_upstream(upstream)
+    ((got, result),) = sent_upstream(upstream)
     assert json.loads(got) == {**SENT, **PLACEHOLDERS}  # valid JSON, each value a placeholder
-    for leak in ("ana", "example.eu", "0417", "\\u0040e", "\\u004E", "\\uD835"):
-        assert leak not in got
+    assert json.loads(result) == {"owner": "[EMAIL_2]"}
+    for leak in ("ana", "bob", "example.eu", "0417", "\\u0040e", "\\u004E", "\\uD835"):
+        assert leak not in got + result
     restored = arguments_of(response, stream)
     assert json.loads(restored) == SENT
 

@@ -91,8 +91,33 @@ def test_only_text_that_carries_json_is_unescaped() -> None:
     text = r"ana\u0040example.eu"
     assert screen([(CONTENT, text)], (), RULES, "p").findings == []
     assert [f.path for f in screen([(ARGUMENTS, text)], (), RULES, "p").findings] == [ARGUMENTS]
-    assert carries_json("messages[3].tool_calls[1].function.arguments")
-    assert not carries_json("messages[3].content") and not carries_json("metadata.arguments")
+
+
+@pytest.mark.parametrize(
+    ("path", "text", "read"),
+    [
+        ("messages[3].tool_calls[1].function.arguments", "not JSON at all", True),
+        ("messages[3].content", r'{"found": "ana\u0040example.eu"}', True),
+        ("messages[3].content", r' [{"a": "\u0040"}]', True),
+        ("messages[3].content", '{"found": "ana@example.eu"}', False),  # no backslash
+        ("messages[3].content", r'{"found": "ana\u0040example.eu"', False),  # not JSON
+        ("messages[3].content", r'"ana\u0040example.eu"', False),  # a string, not a document
+        ("metadata.arguments", r"see ana\u0040example.eu", False),
+    ],
+    ids=["arguments", "tool-result", "array", "no-backslash", "broken", "string", "prose"],
+)
+def test_which_texts_carry_json(path: str, text: str, read: bool) -> None:
+    assert carries_json(path, text) is read
+
+
+def test_a_tool_result_written_by_json_dumps_is_read_and_masked() -> None:
+    result = json.dumps(
+        {"holder": "J\u00fcrgen", "iban": "\uff2e\uff2c91 ABNA 0417 1643 00"}
+    )  # ensure_ascii: escaped
+    assert "\\uff2e" in result
+    screening = screen([(CONTENT, result)], (), RULES, "p")
+    assert [f.detector for f in screening.findings] == [Detector.IBAN]
+    assert json.loads(screening.masked(CONTENT, result)) == {"holder": "Jürgen", "iban": "[IBAN_1]"}
 
 
 @pytest.mark.parametrize(
