@@ -65,8 +65,23 @@ def upstream(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeUpstream]
 
 
 @pytest.fixture(scope="module")
-def gateway(upstream: FakeUpstream, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
-    config = config_yaml(fake_endpoint("sov-fr", upstream, aliases=("shared",)), policies=POLICIES)
+def native(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeUpstream]:
+    """An upstream speaking the Responses API, which gets the input items themselves."""
+    started = start_fake_upstream(tmp_path_factory.mktemp("native"), "fake_responses_upstream.py")
+    yield started
+    started.stop()
+
+
+@pytest.fixture(scope="module")
+def gateway(
+    upstream: FakeUpstream, native: FakeUpstream, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Gateway]:
+    config = config_yaml(
+        fake_endpoint("sov-fr", upstream, aliases=("shared",)),
+        fake_endpoint("native-fr", native, aliases=("native",),
+                      capabilities=("chat", "tools", "responses")),
+        policies=POLICIES,
+    )  # fmt: skip
     started = start_gateway(tmp_path_factory.mktemp("gateway"), config=config)
     yield started
     started.kill()
@@ -90,8 +105,9 @@ def keys(gateway: Gateway, client: httpx.Client) -> dict[str, str]:
 
 
 @pytest.fixture(autouse=True)
-def fresh_log(upstream: FakeUpstream) -> None:
+def fresh_log(upstream: FakeUpstream, native: FakeUpstream) -> None:
     upstream.reset()
+    native.reset()
 
 
 def chat_body(chunks: int, stream: bool) -> dict[str, Any]:
@@ -210,3 +226,21 @@ def test_block_refuses_an_escaped_email_before_any_upstream(
     assert error["param"].endswith(".function.arguments")
     assert "ana" not in response.text
     assert upstream.stats() == []
+
+
+def test_a_responses_upstream_gets_the_items_masked(
+    client: httpx.Client, keys: dict[str, str], native: FakeUpstream
+) -> None:
+    """Passed through to an endpoint that speaks the Responses API, the `function_call` and
+    `function_call_output` items go as items: masked as the chat request is."""
+    body = {**responses_body(6, False), "model": "native"}
+    response = client.post("/responses", json=body,
+                           headers={"authorization": f"Bearer {keys['pd-mask']}"})  # fmt: skip
+    assert response.status_code == 200, response.text
+    (seen,) = native.stats()
+    items = {item.get("type"): item for item in seen["body"]["input"]}
+    assert json.loads(items["function_call"]["arguments"]) == {**SENT, **PLACEHOLDERS}
+    assert json.loads(items["function_call_output"]["output"]) == {"owner": "[EMAIL_2]"}
+    sent = json.dumps(seen["body"])
+    for leak in ("ana", "bob", "example.eu", "0417", "u0040e", "u004E", "uD835"):
+        assert leak not in sent
