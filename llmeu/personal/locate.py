@@ -19,8 +19,9 @@ parts costs at most two more searches of its text.
 A hit is reported as `Found`: its detector, the piece of it in each part it
 touches (in the offsets of the text as typed), and its value as typed (every
 piece joined), which is what a masking gives back; in a part that carries
-JSON (`json`: a tool call's arguments, whose escapes the folding reads), the
-value as its JSON strings hold it (`ana@example.eu` for `ana\\u0040example.eu`).
+JSON (`json`: a tool call's arguments, a tool's JSON result, whose escapes
+the folding reads), the value as its JSON strings hold it (`ana@example.eu`
+for `ana\\u0040example.eu`).
 """
 
 from __future__ import annotations

@@ -11,12 +11,13 @@ answer with every placeholder restored.
 
 A value is what was typed, so a placeholder gives back the fullwidth digits
 or the zero-width space it was typed with; a value typed in JSON (a tool
-call's arguments) is kept as its JSON string holds it, escapes read. Where
-the answer is JSON text itself (a tool call's arguments: `restore_json`,
-`restorer(json=True)`) a value goes back JSON-escaped, so the arguments stay
-valid JSON and parse to the value the prompt had. A value split across two parts of
-a request (`NL91 ABNA` in one message, `0417 1643 00` in the next) becomes
-one placeholder where it begins; its other pieces are removed.
+call's arguments, a tool's JSON result) is kept as its JSON string holds it,
+escapes read. Where the answer is JSON text itself (a tool call's arguments:
+`restore_json`, `restorer(json=True)`) a value goes back JSON-escaped, so the
+arguments stay valid JSON and parse to the value the prompt had. A value
+split across two parts of a request (`NL91 ABNA` in one message, `0417 1643
+00` in the next) becomes one placeholder where it begins; its other pieces
+are removed.
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from llmeu.calls.output import Delta, ToolCallDelta, ToolCallFunctionDelta
 from llmeu.personal.escapes import carries_json, json_escaped, unescape
@@ -14,6 +16,7 @@ from llmeu.personal.masking import Masking
 from llmeu.personal.rules import Action, Detector, PersonalDataRules
 from llmeu.personal.scan import Screening, screen
 from llmeu.personal.streams import StreamRestorer
+from tests.personal.evasions import ARABIC_INDIC, digits_from, fullwidth
 
 ARGUMENTS = "messages[1].tool_calls[0].function.arguments"
 CONTENT = "messages[0].content"
@@ -202,3 +205,31 @@ def test_streamed_arguments_restore_to_valid_json_however_they_are_cut(pieces: l
         whole.replace("[IBAN_1]", "NL91\\tABNA\\t0417\\t1643\\t00")
     )
     assert Masking.restore_json(screening.masking, whole) == args
+
+
+WORDS = [
+    "NL91 ABNA 0417 1643 00",
+    "jan.jansen@example.nl",
+    "4111 1111 1111 1111",
+    "+31 20 794 0000",
+    fullwidth("NL91ABNA0417164300"),
+    digits_from(ARABIC_INDIC, "4111 1111 1111 1111"),
+    "NL91\u200bABNA0417164300",
+    'say "hi"',
+    "C:\\temp",
+    "order 12345, due 2026-12-07",
+    "caf\u00e9\nnext line",
+]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from(WORDS), min_size=1, max_size=5))
+def test_arguments_read_the_same_escaped_or_not(words: list[str]) -> None:
+    """The same arguments, written as plain JSON and with every character a `\\u` escape,
+    are the same hits, and mask to the same parsed value."""
+    note = " ".join(words)
+    plain, every = json.dumps({"note": note}, ensure_ascii=False), f'{{"note": "{escaped(note)}"}}'
+    assert json.loads(every) == json.loads(plain)
+    read = [masked(arguments) for arguments in (plain, every)]
+    assert [f.detector for f in read[0][0].findings] == [f.detector for f in read[1][0].findings]
+    assert json.loads(read[0][1]) == json.loads(read[1][1])
