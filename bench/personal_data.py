@@ -7,8 +7,10 @@ milliseconds, of screening and masking a prompt with every detector on, for:
 prose (an ordinary chat prompt), number-dense text (the false-positive corpus of
 tests/personal: dates, prices, order numbers, code), a prompt with real
 identifiers to mask, accented prose (French with typographic punctuation: not
-ASCII, so folded), and the prose as a conversation of 40 messages (the windows
-across their boundaries). Beside each, the ratio to a baseline measured in the
+ASCII, so folded), the prose as a conversation of 40 messages (the windows
+across their boundaries), and the identifiers as a tool call's arguments, once
+as plain JSON (no backslash: one look) and once with `@` and `NL` written as
+`\\u` escapes (read before the folding). Beside each, the ratio to a baseline measured in the
 same run: one `str.count` pass over the same text (the least any scan can do).
 The last lines are the lifecycle's hook for a policy without the section, which
 returns before reading the prompt, and restoring an answer. The target is
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import statistics
 import subprocess
 import sys
@@ -85,6 +88,14 @@ def as_parts(text: str, messages: int = 1) -> Parts:
     """`text` as the contents of `messages` messages of about the same length."""
     size = -(-len(text) // messages)
     return [(f"messages[{i}].content", text[i * size : (i + 1) * size]) for i in range(messages)]
+
+
+def as_arguments(text: str, escaped: bool = False) -> Parts:
+    """`text` as the one string argument of a tool call, its `@` and `NL` escaped or not."""
+    encoded = json.dumps({"note": text})
+    if escaped:
+        encoded = encoded.replace("@", "\\u0040").replace("NL", "\\u004E\\u004C")
+    return [("messages[1].tool_calls[0].function.arguments", encoded)]
 
 
 def scan_and_mask(parts: Parts, scan: Screen = screen) -> Callable[[], object]:
@@ -155,6 +166,8 @@ def main() -> None:
         "identifiers": as_parts(sized(PROSE + IDENTIFIERS)),
         "accented": as_parts(sized(ACCENTED)),
         "conversation": as_parts(sized(PROSE), MESSAGES),
+        "arguments": as_arguments(sized(PROSE + IDENTIFIERS)),
+        "escaped-args": as_arguments(sized(PROSE + IDENTIFIERS), escaped=True),
     }
     print(f"{'text (10 KB)':<14}{'scan+mask ms':>14}{'baseline ms':>13}{'ratio':>9}{'hits':>6}")
     for name, parts in texts.items():

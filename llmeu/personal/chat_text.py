@@ -35,17 +35,19 @@ def rewritten(chat: ChatRequest, edit: fields.Edit) -> ChatRequest:
 
 
 def restored_tool_calls(
-    calls: list[AnyToolCall] | UnsetType, restore: Callable[[str], str]
+    calls: list[AnyToolCall] | UnsetType,
+    restore: Callable[[str], str],
+    restore_json: Callable[[str], str],
 ) -> list[AnyToolCall] | UnsetType:
-    """An answer's tool calls with the values of a masking put back into their arguments (a
-    custom tool's call: its input)."""
+    """An answer's tool calls with the values of a masking put back into their arguments
+    (JSON: `restore_json`) or, for a custom tool's call, its input (text: `restore`)."""
     if not isinstance(calls, list):
         return calls
     return [
         replace(call, custom=replace(call.custom, input=restore(call.custom.input)))
         if isinstance(call, CustomToolCall)
         else replace(
-            call, function=replace(call.function, arguments=restore(call.function.arguments))
+            call, function=replace(call.function, arguments=restore_json(call.function.arguments))
         )
         for call in calls
     ]

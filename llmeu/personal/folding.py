@@ -16,6 +16,13 @@ or a soft hyphen inside, a card number in Arabic-Indic or mathematical digits.
   direction marks, tags, NUL) and the other invisible ones (variation
   selectors, Hangul fillers) removed.
 
+In a text that carries JSON (a tool call's arguments, a tool's JSON result),
+each string escape is first read as the character it stands for (`\\u0040`
+as `@`, a surrogate pair as the one character it encodes:
+`llmeu.personal.escapes`), then folded as above; a span maps back to the
+escape as typed. Other text is never unescaped: its `\\u0040` is six
+characters.
+
 Case is left as typed: an identifier whose check ignores case (an IBAN) is
 searched for in either. `Folded.span` maps a span of the folded text back to
 the characters it came from, so that a masking replaces what was typed,
@@ -39,6 +46,7 @@ from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 from functools import cache, lru_cache
 
+from llmeu.personal.escapes import Unescaped, unescape
 from llmeu.personal.shape import CONTROL, shape, shaped
 
 _LINE_BREAKS = frozenset("\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
@@ -125,7 +133,7 @@ class Folded:
     folded text, `_origins` where its characters come from, `_copied` which kind
     it is; all three are empty when every character kept its place."""
 
-    __slots__ = ("_copied", "_origins", "_starts", "form", "text")
+    __slots__ = ("_copied", "_origins", "_starts", "escapes", "form", "text")
 
     def __init__(
         self, text: str, form: bytes, stretches: Sequence[tuple[int, int, bool]] = ()
@@ -135,12 +143,14 @@ class Folded:
         self._starts = [start for start, _, _ in stretches]
         self._origins = [origin for _, origin, _ in stretches]
         self._copied = [copied for _, _, copied in stretches]
+        self.escapes: Unescaped | None = None
+        """Set when the text folded was a JSON text's escapes read: the way back to them."""
 
     def span(self, start: int, end: int) -> tuple[int, int]:
         """The original characters that `text[start:end]` was read from (`end > start`)."""
-        if not self._starts:
-            return start, end
-        return self._origin(start), self._origin(end - 1) + 1
+        if self._starts:
+            start, end = self._origin(start), self._origin(end - 1) + 1
+        return (start, end) if self.escapes is None else self.escapes.span(start, end)
 
     def _origin(self, at: int) -> int:
         i = bisect_right(self._starts, at) - 1
@@ -149,9 +159,13 @@ class Folded:
         return self._origins[i]
 
 
-def fold(text: str) -> Folded:
+def fold(text: str, json: bool = False) -> Folded:
     """`text` as read, each character that reads otherwise found the cheapest way its
-    script allows."""
+    script allows; a `json` text's escapes read first (`llmeu.personal.escapes`)."""
+    if json and "\\" in text and (escapes := unescape(text)) is not None:
+        folded = fold(escapes.text)
+        folded.escapes = escapes
+        return folded
     if text.isascii():
         form = shape(text)
         if CONTROL not in form:

@@ -18,16 +18,20 @@ parts costs at most two more searches of its text.
 
 A hit is reported as `Found`: its detector, the piece of it in each part it
 touches (in the offsets of the text as typed), and its value as typed (every
-piece joined), which is what a masking gives back.
+piece joined), which is what a masking gives back; in a part that carries
+JSON (`json`: a tool call's arguments, a tool's JSON result, whose escapes
+the folding reads), the value as its JSON strings hold it (`ana@example.eu`
+for `ana\\u0040example.eu`).
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass
 
 from llmeu.personal.detectors import Hit, detect, without_overlaps
+from llmeu.personal.escapes import unescaped
 from llmeu.personal.folding import Folded, fold
 from llmeu.personal.rules import Detector
 
@@ -50,9 +54,12 @@ class Found:
     value: str
 
 
-def locate(texts: Sequence[str], detectors: frozenset[Detector]) -> list[Found]:
-    """Every hit of `detectors` in `texts`, in order, none overlapping another."""
-    folded = [fold(text) for text in texts]
+def locate(
+    texts: Sequence[str], detectors: frozenset[Detector], json: Container[int] = ()
+) -> list[Found]:
+    """Every hit of `detectors` in `texts`, in order, none overlapping another; the texts at
+    the indexes in `json` carry JSON."""
+    folded = [fold(text, i in json) for i, text in enumerate(texts)]
     starts = [0]  # of each part, in the parts joined as they are: where hits are ordered
     for part in folded[:-1]:
         starts.append(starts[-1] + len(part.text))
@@ -63,7 +70,7 @@ def locate(texts: Sequence[str], detectors: frozenset[Detector]) -> list[Found]:
         hits = [within.direct(hit) for hit in detect(within.text, within.form, detectors)]
         joins = (_Joined(folded, starts, _as_they_are), _Joined(folded, starts, _as_words))
         hits = _with(hits, [hit for joined in joins for hit in joined.across(detectors)])
-    return [_found(hit, folded, starts, texts) for hit in hits]
+    return [_found(hit, folded, starts, texts, json) for hit in hits]
 
 
 def _as_they_are(before: str, after: str) -> str:
@@ -142,17 +149,31 @@ def _windows(boundaries: list[int], length: int) -> list[tuple[int, int]]:
     return windows
 
 
-def _found(hit: Hit, folded: Sequence[Folded], starts: list[int], texts: Sequence[str]) -> Found:
+def _found(
+    hit: Hit,
+    folded: Sequence[Folded],
+    starts: list[int],
+    texts: Sequence[str],
+    json: Container[int],
+) -> Found:
     """`hit`, in the parts joined as they are, as pieces of the texts as typed."""
     first, last = (bisect_right(starts, at) - 1 for at in (hit.start, hit.end - 1))
     if first == last:
-        start, end = folded[first].span(hit.start - starts[first], hit.end - starts[first])
-        return Found(hit.detector, (Piece(first, start, end),), texts[first][start:end])
+        offset = starts[first]
+        piece = Piece(first, *folded[first].span(hit.start - offset, hit.end - offset))
+        return Found(hit.detector, (piece,), _value(piece, texts, json))
     pieces = []
     for part in range(first, last + 1):
         low = max(hit.start - starts[part], 0)
         high = min(hit.end - starts[part], len(folded[part].text))
         if high > low:
             pieces.append(Piece(part, *folded[part].span(low, high)))
-    value = "".join(texts[p.part][p.start : p.end] for p in pieces)
+    value = "".join(_value(piece, texts, json) for piece in pieces)
     return Found(hit.detector, tuple(pieces), value)
+
+
+def _value(piece: Piece, texts: Sequence[str], json: Container[int]) -> str:
+    """What `piece` holds: as typed, or as the JSON strings of a part that carries JSON hold
+    it (a piece begins and ends with whole escapes)."""
+    typed = texts[piece.part][piece.start : piece.end]
+    return unescaped(typed) if piece.part in json else typed

@@ -10,9 +10,14 @@ restored value, and the concatenation of what it sends is exactly the
 answer with every placeholder restored.
 
 A value is what was typed, so a placeholder gives back the fullwidth digits
-or the zero-width space it was typed with. A value split across two parts of
-a request (`NL91 ABNA` in one message, `0417 1643 00` in the next) becomes
-one placeholder where it begins; its other pieces are removed.
+or the zero-width space it was typed with; a value typed in JSON (a tool
+call's arguments, a tool's JSON result) is kept as its JSON string holds it,
+escapes read. Where the answer is JSON text itself (a tool call's arguments:
+`restore_json`, `restorer(json=True)`) a value goes back JSON-escaped, so the
+arguments stay valid JSON and parse to the value the prompt had. A value
+split across two parts of a request (`NL91 ABNA` in one message, `0417 1643
+00` in the next) becomes one placeholder where it begins; its other pieces
+are removed.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from llmeu.personal.detectors import Hit
+from llmeu.personal.escapes import json_escaped
 from llmeu.personal.rules import Detector
 
 _PLACEHOLDER = re.compile(r"\[[A-Z_]+_\d+\]")
@@ -67,8 +73,14 @@ class Masking:
             return text
         return _PLACEHOLDER.sub(lambda m: self._values.get(m.group(), m.group()), text)
 
-    def restorer(self) -> Restorer:
-        return Restorer(self)
+    def restore_json(self, text: str) -> str:
+        """`text`, JSON, with each value put back written as inside a JSON string."""
+        if "[" not in text:
+            return text
+        return _PLACEHOLDER.sub(lambda m: self._json_value(m.group()), text)
+
+    def restorer(self, json: bool = False) -> Restorer:
+        return Restorer(self, json)
 
     @property
     def placeholders(self) -> Sequence[str]:
@@ -76,6 +88,10 @@ class Masking:
 
     def __bool__(self) -> bool:
         return bool(self._values)
+
+    def _json_value(self, placeholder: str) -> str:
+        value = self._values.get(placeholder)
+        return placeholder if value is None else json_escaped(value)
 
     def _placeholder(self, label: str, value: str) -> str:
         known = self._placeholders.get(value)
@@ -90,10 +106,12 @@ class Masking:
 
 
 class Restorer:
-    """Restores one stream of text (one per content field or tool call of a stream)."""
+    """Restores one stream of text (one per content field or tool call of a stream); a
+    `json` one (a function tool call's arguments) puts values back JSON-escaped."""
 
-    def __init__(self, masking: Masking):
+    def __init__(self, masking: Masking, json: bool = False):
         self._masking = masking
+        self._restore = masking.restore_json if json else masking.restore
         self._held = ""
 
     def push(self, piece: str) -> str:
@@ -105,7 +123,7 @@ class Restorer:
         if cut >= 0 and self._could_become_placeholder(text[cut:]):
             self._held = text[cut:]
             text = text[:cut]
-        return self._masking.restore(text)
+        return self._restore(text)
 
     def flush(self) -> str:
         """What was held at the end: never a placeholder, so it goes out as it is."""

@@ -10,7 +10,9 @@ prompt over the scan bound is blocked; an unscanned part is blocked where
 `on_error: open`; a `block` hit refuses the call (403
 `personal_data_detected`, naming detector and path, never the value); a
 `restrict` hit narrows the route; `mask` hits are masked. A hit split across
-parts counts once, at the path where it begins.
+parts counts once, at the path where it begins. A part that is a JSON
+document (a tool call's arguments, a tool's result that parses as JSON:
+`llmeu.personal.escapes`) is read with its string escapes read.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from llmeu.errors import ApiError, PermissionDenied, ServiceUnavailable
+from llmeu.personal.escapes import carries_json
 from llmeu.personal.locate import Found, Piece, locate
 from llmeu.personal.masking import Cut, Masking
 from llmeu.personal.rules import Action, Detector, OnError, PersonalDataRules, Unscanned
@@ -115,15 +118,16 @@ def _located(
     one it fails on: with `on_error: closed` the call is refused, with `open` the other
     parts' hits are kept (and no value split across parts is looked for)."""
     detectors = rules.active()
+    json = frozenset(i for i, (path, text) in enumerate(parts) if carries_json(path, text))
     try:
-        return locate([text for _, text in parts], detectors)
+        return locate([text for _, text in parts], detectors, json)
     except Exception as error:  # a validator's bug must not let the value through
         screening.scan_failed = True
         failed: tuple[str | None, Exception] = (None, error)
     found: list[Found] = []
     for index, (path, text) in enumerate(parts):
         try:
-            alone = locate([text], detectors)
+            alone = locate([text], detectors, (0,) if index in json else ())
         except Exception as error:
             failed = (path, error)
             if rules.on_error is OnError.CLOSED:

@@ -2,7 +2,8 @@
 
 Each text field of the stream (content, refusal, reasoning, each tool call's
 arguments or custom input) has its own `Restorer`, so a placeholder split across deltas is
-put together within its field. A delta keeps its frame even when all of its
+put together within its field; a function call's arguments, JSON, get their values back
+JSON-escaped. A delta keeps its frame even when all of its
 text is held back (it then carries an empty string), so the stream keeps one
 frame per upstream delta; what is still held when the upstream ends (never a
 placeholder, only text that looked like the start of one) goes out in one
@@ -68,11 +69,11 @@ class StreamRestorer:
         function = call.function
         if function is UNSET or not isinstance(function.arguments, str):
             return call
-        restored = self._tool(call.index).push(function.arguments)
+        restored = self._tool(call.index, json=True).push(function.arguments)
         return replace(call, function=replace(function, arguments=restored))
 
-    def _tool(self, index: int) -> Restorer:
+    def _tool(self, index: int, json: bool = False) -> Restorer:
         restorer = self._tools.get(index)
         if restorer is None:
-            restorer = self._tools[index] = self._masking.restorer()
+            restorer = self._tools[index] = self._masking.restorer(json)
         return restorer

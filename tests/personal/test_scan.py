@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Container
 
 import msgspec
 import pytest
@@ -144,7 +145,9 @@ def test_a_prompt_over_the_scan_bound_is_blocked() -> None:
 def test_a_detector_error_fails_closed_unless_the_policy_opens_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    def broken(texts: list[str], detectors: frozenset[Detector]) -> list[object]:
+    def broken(
+        texts: list[str], detectors: frozenset[Detector], carrying_json: Container[int] = ()
+    ) -> list[object]:
         raise RuntimeError("validator bug")
 
     monkeypatch.setattr(scan, "locate", broken)
@@ -161,10 +164,12 @@ def test_a_detector_error_fails_closed_unless_the_policy_opens_it(
 def test_a_failure_on_one_part_keeps_the_hits_of_the_others_when_open(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    def fails_on_x(texts: list[str], detectors: frozenset[Detector]) -> list[Found]:
+    def fails_on_x(
+        texts: list[str], detectors: frozenset[Detector], carrying_json: Container[int] = ()
+    ) -> list[Found]:
         if any("x" in text for text in texts):
             raise RuntimeError("validator bug")
-        return locate(texts, detectors)
+        return locate(texts, detectors, carrying_json)
 
     monkeypatch.setattr(scan, "locate", fails_on_x)
     parts = [("messages[0].content", "a@b.eu"), ("messages[1].content", "x c@d.eu")]

@@ -16,7 +16,8 @@ from the upstream model name (set per endpoint in the gateway's config, e.g.
                     escapes the pieces split
     tool=NAME       the same as call=NAME
     args=JSON       the arguments the call carries (JSON without `;` or `]`), e.g.
-                    `args={"cmd": "echo hi"}` for an agent's shell tool
+                    `args={"cmd": "echo hi"}` for an agent's shell tool; `args=echo`: the
+                    arguments of the request's last tool call, as received
     reasoning=N     stream N reasoning deltas (`reasoning_content`) before the answer
     finish=REASON   the finish reason to end with (default stop, or tool_calls)
     fault=NAME      status_<code> | echo | echo_mid_stream | reset_mid_stream | stall_first |
@@ -305,6 +306,9 @@ def called(body: dict[str, Any], d: dict[str, str]) -> tuple[str, str]:
     """The tool a call is of (`call=`) and its arguments: `{"input": PATCH}` for a function of
     one string argument `input` (a custom tool's function form), else `ARGUMENTS`."""
     name = d.get("call") or d.get("tool", "get_weather")
+    if d.get("args") == "echo":
+        calls = [c for m in body.get("messages") or () for c in m.get("tool_calls") or ()]
+        return name, str(calls[-1]["function"]["arguments"]) if calls else "{}"
     if "args" in d:
         return name, d["args"]
     for tool in body.get("tools") or ():

@@ -189,7 +189,7 @@ async def _call_tool(
 ) -> HostedCall:
     hosted, server, tool = tools.offered[requested.function.name]
     name = tool["name"]
-    arguments_text = call.restore(requested.function.arguments or "{}")
+    arguments_text = call.restore_json(requested.function.arguments or "{}")
     made = HostedCall(hosted.label, name, arguments_text)
     tools.calls.append(made)
     try:

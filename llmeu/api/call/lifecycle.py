@@ -217,6 +217,11 @@ class Call:
         """A whole answer's text with the values a masking took out put back."""
         return self._masking.restore(text) if self._masking is not None else text
 
+    def restore_json(self, text: str) -> str:
+        """A whole answer's JSON text (a tool call's arguments) with the values put back,
+        JSON-escaped."""
+        return self._masking.restore_json(text) if self._masking is not None else text
+
     def ignored(self, features: str, *, kind: str = "features") -> None:
         """What the caller asked for that the gateway does not apply (`kind`: request fields,
         beta features…; a kind said again replaces what it said)."""

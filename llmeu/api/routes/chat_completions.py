@@ -99,7 +99,7 @@ async def complete_chat(call: Call, chat: ChatRequest) -> None:
             role="assistant",
             content=_restored(call, message.content),
             refusal=_restored(call, message.refusal),
-            tool_calls=restored_tool_calls(message.tool_calls, call.restore),
+            tool_calls=restored_tool_calls(message.tool_calls, call.restore, call.restore_json),
         ),
         finish_reason=completion.finish_reason,
     )

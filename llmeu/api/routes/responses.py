@@ -292,7 +292,7 @@ async def _complete(served: _Served, keep: _Keeper) -> None:
         message,
         content=call.restore(message.content) if message.content else message.content,
         refusal=call.restore(message.refusal) if message.refusal else message.refusal,
-        tool_calls=restored_tool_calls(message.tool_calls, call.restore),
+        tool_calls=restored_tool_calls(message.tool_calls, call.restore, call.restore_json),
     )
     call.counted(completed_counts(completion.usage, message, lambda: estimate_prompt_tokens(chat)))
     call.reported(completion.usage)
@@ -331,7 +331,7 @@ async def _respond_native(
     events = ResponsesEvents(served.shell(endpoint, keep.store), served.namespaced)
     produced = StreamOutput()
     for delta in answer.deltas:
-        delta = _restored(delta, call.restore)
+        delta = _restored(delta, call.restore, call.restore_json)
         produced.add(delta)
         events.delta(delta)
     tool_calls = produced.tool_calls()
@@ -350,7 +350,9 @@ async def _respond_native(
     await call.respond(encoder.encode(response))
 
 
-def _restored(delta: Delta, restore: Callable[[str], str]) -> Delta:
+def _restored(
+    delta: Delta, restore: Callable[[str], str], restore_json: Callable[[str], str]
+) -> Delta:
     """A whole answer's delta with the values of a masking put back (each is whole: no
     placeholder is split across them)."""
     changes: dict[str, Any] = {
@@ -359,15 +361,21 @@ def _restored(delta: Delta, restore: Callable[[str], str]) -> Delta:
         if isinstance(text := getattr(delta, name), str) and text
     }
     if isinstance(delta.tool_calls, list):
-        changes["tool_calls"] = [_restored_call(call, restore) for call in delta.tool_calls]
+        changes["tool_calls"] = [
+            _restored_call(call, restore, restore_json) for call in delta.tool_calls
+        ]
     return msgspec.structs.replace(delta, **changes) if changes else delta
 
 
-def _restored_call(call: ToolCallDelta, restore: Callable[[str], str]) -> ToolCallDelta:
+def _restored_call(
+    call: ToolCallDelta, restore: Callable[[str], str], restore_json: Callable[[str], str]
+) -> ToolCallDelta:
+    """The call's custom input restored as text, its function arguments as JSON."""
     replace = msgspec.structs.replace
     custom, function = call.custom, call.function
     if isinstance(custom, ToolCallCustomDelta) and isinstance(custom.input, str):
         return replace(call, custom=replace(custom, input=restore(custom.input)))
     if isinstance(function, ToolCallFunctionDelta) and isinstance(function.arguments, str):
-        return replace(call, function=replace(function, arguments=restore(function.arguments)))
+        arguments = restore_json(function.arguments)
+        return replace(call, function=replace(function, arguments=arguments))
     return call
