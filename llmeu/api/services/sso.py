@@ -18,7 +18,8 @@ holds no role is refused (403 `no_role`). The token's roles are read at sign-in
 request.
 
 Starting a sign-in stores a row, so it is bounded: per client address by a
-bucket of `LOGIN_STARTS` (`llmeu.api.services.auth_failures`), and in all by
+bucket of `LOGIN_STARTS` in each process (`llmeu.api.services.auth_failures`),
+and in all (every process of the ledger) by
 `MAX_PENDING_LOGINS` logins under way (each expires after `LOGIN_TTL_SECONDS`);
 past either, a 429 `too_many_sign_ins` with `Retry-After`.
 
