@@ -33,6 +33,7 @@ from llmeu.api.services.receipt_issuer import Receipts
 from llmeu.api.services.response_store import ResponseStore
 from llmeu.api.services.signing import KeyReloader, load_signing_keys
 from llmeu.api.services.sso import Sso
+from llmeu.api.services.team_quotas import TeamBook, ledger_spend
 from llmeu.api.services.upstreams import (
     Closable,
     ProviderBuilder,
@@ -40,6 +41,7 @@ from llmeu.api.services.upstreams import (
     retire_providers,
     start_providers,
 )
+from llmeu.api.upkeep import Upkeep
 from llmeu.api.welcome import AdminKey, Welcome, announce, chat_model, reachable_root
 from llmeu.config import Settings
 from llmeu.errors import ConfigError, DatabaseError
@@ -48,7 +50,6 @@ from llmeu.evidence.signing_keys import SigningKey
 from llmeu.ledger.chaining import CheckpointPolicy, Checkpoints, chain_pending
 from llmeu.ledger.notify import Change, ChangeFeed, DatabaseNotices, NoticeChannel, Propagation
 from llmeu.ledger.opening import open_database
-from llmeu.ledger.retention import Retention
 from llmeu.ledger.store import Store
 from llmeu.ledger.writer import Ledger
 from llmeu.limits import Limiter, build_limiter
@@ -118,6 +119,7 @@ class Gateway:
         self.started_at = time.time()
         self.ledger = Ledger(store, buffer_limit=settings.ledger_buffer)
         self.keys = KeyRing(store)
+        self.teams = TeamBook(store)
         self.policies = PolicyBook(config.policies, config.default_policy, store)
         self.http = HttpClient()
         self.breaker = _breaker(settings)
@@ -160,6 +162,7 @@ class Gateway:
                 max_body_bytes=settings.max_body_bytes,
                 keep_metadata=Duration.parse(settings.keep_metadata), cache=self.answers.cache,
                 cors_origins=frozenset(o.rstrip("/") for o in settings.cors_origins),
+                teams=self.teams,
             )
         )  # fmt: skip
         directory = Directory(store.db, settings.oidc_role_map,
@@ -170,7 +173,7 @@ class Gateway:
             admin_log=AdminLog(store, self.instance_id),
             sso=Sso(settings, self.http, store.db, directory) if settings.oidc_issuer else None,
             signing_keys=lambda: self.receipts.ring, reload_signing_keys=self.signing.reload,
-            console_auth=_CONSOLE_AUTH[settings.console_auth],
+            console_auth=_CONSOLE_AUTH[settings.console_auth], teams=self.teams,
             directory=directory, scim_token=settings.scim_token,
         )  # fmt: skip
         self.evidence = Evidence(self.platform, self.receipts)
@@ -180,9 +183,10 @@ class Gateway:
                              lambda: self.loaded, lambda: self.upstreams.down())  # fmt: skip
         if any(e.kind is EndpointKind.LOCAL for e in config.catalog.endpoints):
             self.telemetry.registry.register(ModelHostCollector(self.providers.model_host))
-        self._finals_since_checkpoint = 0
-        self._checkpoint_due = asyncio.Event()
-        self.ledger.on_finals = self._count_finals
+        self.upkeep = Upkeep(settings, store, self.instance_id, self.shared, self.keys,
+                             self.teams, self.policies, self.answers,
+                             self.checkpoints)  # fmt: skip
+        self.ledger.on_finals = self.upkeep.count_finals
         self.changes: ChangeFeed | None = None  # with a shared ledger: changes others apply
         self.loaded = False
         self._tasks: list[asyncio.Task[None]] = []
@@ -226,17 +230,19 @@ class Gateway:
             await self.changes.start()  # listening before others can count on this process
         await self.store.register_instance(self.instance_id, now)
         await self.keys.load()
+        await self.teams.load()
         token = await self.keys.ensure_admin(settings.admin_key, self.config.default_policy)
         await self.policies.load()
         self.ledger.start()
-        await self.limits.start(self.store.spend_by_key)
+        await self.limits.start(lambda: ledger_spend(self.store))
         if isinstance(self.breaker, SharedCircuitBreaker):  # the endpoints' and tool servers'
             self.breaker.start([*(e.endpoint_id for e in self.config.catalog.endpoints),
                                 *map(breaker_id, self.config.tool_servers.servers)])  # fmt: skip
         await start_providers(self.upstreams)
         self.answers.announce(self.policies.policies.values())
-        self._tasks.append(asyncio.create_task(self._maintenance(), name="llmeu-maintenance"))
-        self._tasks.append(asyncio.create_task(self._checkpointing(), name="llmeu-checkpoints"))
+        self._tasks.append(asyncio.create_task(self.upkeep.maintain(self.changes),
+                                               name="llmeu-maintenance"))  # fmt: skip
+        self._tasks.append(asyncio.create_task(self.upkeep.checkpoint(), name="llmeu-checkpoints"))
         self._tasks.append(asyncio.create_task(self.signing.watch(), name="llmeu-signing-keys"))
         self._loop = asyncio.get_running_loop()
         self.loaded = True
@@ -267,10 +273,12 @@ class Gateway:
         return None
 
     async def _apply_change(self, change: Change) -> None:
-        """Another gateway process revoked a key, replaced a policy or reloaded its
-        configuration file."""
+        """Another gateway process revoked a key, replaced a policy, changed a team or
+        reloaded its configuration file."""
         if change.kind == "key":
             await self.keys.reload(change.ident)
+        elif change.kind == "team":
+            await self.teams.load()
         elif change.kind == "policy":
             await self.answers.policies_changed(await self.policies.load())
         elif change.kind == "config":  # `POST /v1/platform/reload`: the keys too
@@ -362,54 +370,6 @@ class Gateway:
     async def broadcast(self, kind: str, ident: str) -> Propagation | None:
         """Make a change this process applied hold in every other process (shared ledger)."""
         return None if self.changes is None else await self.changes.publish(kind, ident)
-
-    async def _maintenance(self) -> None:
-        """Heartbeat, interrupted-call sweep, key refresh, content and metadata purge."""
-        settings = self.settings
-        last_purge = 0.0
-        while True:
-            await asyncio.sleep(settings.heartbeat_seconds)
-            now = time.time()
-            try:
-                await self.store.heartbeat(self.instance_id, now)
-                if self.shared:
-                    await self.store.mark_interrupted(now - 3 * settings.heartbeat_seconds, now)
-                    if self.changes is not None:
-                        await self.changes.start()
-                    await self.keys.load()
-                    await self.answers.policies_changed(await self.policies.load())
-                if now - last_purge >= settings.purge_interval_seconds:
-                    purged = await self.store.purge_content(now)
-                    if purged:
-                        log.info("purged stored content of %d traces", purged)
-                    await self.answers.purge()
-                    emptied = await Retention(self.store.db).purge_metadata(now)
-                    if emptied:
-                        log.info("purged the metadata of %d traces past keep_metadata", emptied)
-                    last_purge = now
-            except Exception:  # a maintenance round must never end the loop
-                log.exception("maintenance round failed")
-
-    async def _checkpointing(self) -> None:
-        """Sign the chain's head every N traces or M minutes (`Settings.checkpoint_every_*`).
-        Every process looks; the first to store a checkpoint of a head exports it."""
-        settings = self.settings
-        interval = min(settings.checkpoint_every_seconds, settings.heartbeat_seconds)
-        while True:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._checkpoint_due.wait(), interval)
-            self._checkpoint_due.clear()
-            self._finals_since_checkpoint = 0
-            try:
-                if await self.checkpoints.due(time.time()):
-                    await self.checkpoints.make()
-            except Exception:  # a checkpoint round must never end the loop
-                log.exception("checkpoint round failed")
-
-    def _count_finals(self, written: int) -> None:
-        self._finals_since_checkpoint += written
-        if self._finals_since_checkpoint >= self.settings.checkpoint_every_traces:
-            self._checkpoint_due.set()
 
     async def stop(self) -> None:
         """Refuse new calls, let those still in flight record how they ended, then stop."""

@@ -27,11 +27,11 @@ from llmeu.cli.admin_reset import register_action
 from llmeu.cli.money import money
 from llmeu.cli.platform_api import (
     PlatformClient,
-    add_connection_options,
+    add_action,
+    comma_list,
     moment,
     print_json,
     print_table,
-    runner,
 )
 
 COLUMNS = ("id", "name", "policy", "role", "budget", "rpm", "tpm", "created", "revoked")
@@ -40,8 +40,16 @@ COLUMNS = ("id", "name", "policy", "role", "budget", "rpm", "tpm", "created", "r
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("keys", help="create, list and revoke API keys")
     actions = parser.add_subparsers(dest="action", required=True)
+    add_action(actions, "create", _create, help="create a key (its secret is shown once)",
+               arguments=_create_options)  # fmt: skip
+    add_action(actions, "list", _list, help="list keys, revoked ones included")
+    add_action(actions, "revoke", _revoke, help="revoke a key at once, in every gateway process",
+               arguments=lambda revoke: revoke.add_argument("key_id"))  # fmt: skip
+    register_action(actions)
+    signing_rotate.register_action(actions)
 
-    create = actions.add_parser("create", help="create a key (its secret is shown once)")
+
+def _create_options(create: argparse.ArgumentParser) -> None:
     create.add_argument("--name", default="", help="what the key is for")
     create.add_argument("--policy", help="its policy (default: the gateway's default policy)")
     create.add_argument(
@@ -61,30 +69,16 @@ def register(subparsers: Any) -> None:
     )
     create.add_argument(
         "--allow-mcp-servers",
-        type=_patterns,
+        type=comma_list,
         metavar="A,B",
         help="the MCP tool servers it may reach, within its policy's (* and ?)",
     )
     create.add_argument(
         "--allow-tools",
-        type=_patterns,
+        type=comma_list,
         metavar="A,B",
         help="the MCP tools it may call (server__tool), within its policy's",
     )
-    add_connection_options(create)
-    create.set_defaults(func=runner(_create))
-
-    listing = actions.add_parser("list", help="list keys, revoked ones included")
-    add_connection_options(listing)
-    listing.set_defaults(func=runner(_list))
-
-    revoke = actions.add_parser("revoke", help="revoke a key at once, in every gateway process")
-    revoke.add_argument("key_id")
-    add_connection_options(revoke)
-    revoke.set_defaults(func=runner(_revoke))
-
-    register_action(actions)
-    signing_rotate.register_action(actions)
 
 
 def _row(key: dict[str, Any]) -> tuple[object, ...]:
@@ -92,10 +86,6 @@ def _row(key: dict[str, Any]) -> tuple[object, ...]:
         key["id"], key["name"], key["policy_id"], key["role"], money(key["budget_eur"]),
         key["rpm_limit"], key["tpm_limit"], moment(key["created_at"]), moment(key["revoked_at"]),
     )  # fmt: skip
-
-
-def _patterns(text: str) -> list[str]:
-    return [item.strip() for item in text.split(",") if item.strip()]
 
 
 def _create(client: PlatformClient, args: argparse.Namespace) -> int:

@@ -27,11 +27,13 @@ from llmeu.cli import (
     teams_command,
     traces,
     usage,
+    users_command,
 )
 from llmeu.cli.version import VersionAction
 
 SUBCOMMANDS = (
-    serve, chat, route_report, config_check, keys, teams_command, usage, traces, ledger_purge,
+    serve, chat, route_report, config_check, keys, teams_command, users_command, usage, traces,
+    ledger_purge,
     receipt,
     subjects,
     audit_export,

@@ -1,5 +1,6 @@
-"""What the platform subcommands (`keys`, `usage`, `traces`) share: the connection
-options, one HTTP call to the platform API, and the two output forms.
+"""What the platform subcommands (`keys`, `teams`, `usage`, `traces`, …) share: the
+connection options, the wiring of each action, one HTTP call to the platform API, and
+the two output forms.
 
     --base-url URL   [LLMEU_BASE_URL]  the gateway, its root or …/v1, default http://127.0.0.1:8080
     --api-key KEY    [LLMEU_API_KEY]   the admin key, or a tenant key for its own records
@@ -43,6 +44,28 @@ def add_connection_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--api-key", help="API key (env LLMEU_API_KEY or OPENAI_API_KEY)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+def add_action(
+    actions: Any,
+    name: str,
+    command: Command,
+    *,
+    help: str,
+    arguments: Callable[[argparse.ArgumentParser], object] | None = None,
+) -> None:
+    """One action of a platform subcommand (`keys create`, `teams list`, …): its own
+    `arguments`, then the connection options, run by `command` through `runner`."""
+    parser = actions.add_parser(name, help=help)
+    if arguments is not None:
+        arguments(parser)
+    add_connection_options(parser)
+    parser.set_defaults(func=runner(command))
+
+
+def comma_list(text: str) -> list[str]:
+    """An option's `A,B` value as its items, blanks dropped."""
+    return [item.strip() for item in text.split(",") if item.strip()]
 
 
 class PlatformClient:

@@ -18,24 +18,23 @@ from urllib.parse import quote
 
 from llmeu.cli.platform_api import (
     PlatformClient,
-    add_connection_options,
+    add_action,
     moment,
     print_json,
     print_table,
-    runner,
 )
 
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("subjects", help="erase a data subject's stored content")
     actions = parser.add_subparsers(dest="action", required=True)
-    erase = actions.add_parser("erase", help="erase the stored content of one end user's calls")
+    add_action(actions, "erase", _erase, help="erase the stored content of one end user's calls",
+               arguments=_erase_options)  # fmt: skip
+    add_action(actions, "erasures", _erasures, help="list the erasures done")
+
+
+def _erase_options(erase: argparse.ArgumentParser) -> None:
     erase.add_argument("user_id", help="the end-user id the application sent with its calls")
-    add_connection_options(erase)
-    erase.set_defaults(func=runner(_erase))
-    listing = actions.add_parser("erasures", help="list the erasures done")
-    add_connection_options(listing)
-    listing.set_defaults(func=runner(_erasures))
 
 
 def _erase(client: PlatformClient, args: argparse.Namespace) -> int:

@@ -1,13 +1,14 @@
 """`llmeu teams create|list|show|update|delete`: teams through the platform API.
 
     llmeu teams create --name search --policy eu-strict --budget-eur-month 200 \\
-        --members ana@example.eu,bo@example.eu
+        --rpm 600 --tpm 200000 --members ana@example.eu,bo@example.eu
     llmeu teams list
     llmeu teams update team_1a2b3c4d5e6f --budget-eur-month 300
     llmeu teams delete team_1a2b3c4d5e6f
 
 Keys join a team when created in it (`llmeu keys create --team ID`); a key's
-policy is at least as strict as its team's (docs/platform.md#teams).
+policy is at least as strict as its team's, and its calls are admitted under
+both its own limits and its team's (docs/platform.md#teams).
 """
 
 from __future__ import annotations
@@ -18,62 +19,61 @@ from typing import Any
 from llmeu.cli.money import money
 from llmeu.cli.platform_api import (
     PlatformClient,
-    add_connection_options,
+    add_action,
+    comma_list,
     moment,
     print_json,
     print_table,
-    runner,
 )
 
-COLUMNS = ("id", "name", "policy", "budget/month", "members", "keys", "created")
+COLUMNS = ("id", "name", "policy", "budget/month", "spent this month", "rpm", "tpm", "members",
+           "keys", "created")  # fmt: skip
 
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("teams", help="create, list, change and delete teams")
     actions = parser.add_subparsers(dest="action", required=True)
+    add_action(actions, "create", _create, help="create a team", arguments=_create_options)
+    add_action(actions, "list", _list, help="list teams (a team admin: its own)")
+    add_action(actions, "show", _show, help="one team, with its active keys",
+               arguments=_team_id)  # fmt: skip
+    add_action(actions, "update", _update,
+               help="change a team's name, policy, budget, rate limits, members",
+               arguments=_update_options)  # fmt: skip
+    add_action(actions, "delete", _delete, help="delete a team that has no active keys",
+               arguments=_team_id)  # fmt: skip
 
-    create = actions.add_parser("create", help="create a team")
+
+def _team_id(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("team_id")
+
+
+def _create_options(create: argparse.ArgumentParser) -> None:
     create.add_argument("--name", required=True)
     _team_options(create)
-    add_connection_options(create)
-    create.set_defaults(func=runner(_create))
 
-    listing = actions.add_parser("list", help="list teams (a team admin: its own)")
-    add_connection_options(listing)
-    listing.set_defaults(func=runner(_list))
 
-    show = actions.add_parser("show", help="one team, with its active keys")
-    show.add_argument("team_id")
-    add_connection_options(show)
-    show.set_defaults(func=runner(_show))
-
-    update = actions.add_parser("update", help="change a team's name, policy, budget, members")
-    update.add_argument("team_id")
+def _update_options(update: argparse.ArgumentParser) -> None:
+    _team_id(update)
     update.add_argument("--name")
     _team_options(update)
     update.add_argument("--no-budget", action="store_true", help="remove the monthly budget")
-    add_connection_options(update)
-    update.set_defaults(func=runner(_update))
-
-    delete = actions.add_parser("delete", help="delete a team that has no active keys")
-    delete.add_argument("team_id")
-    add_connection_options(delete)
-    delete.set_defaults(func=runner(_delete))
+    update.add_argument("--no-rpm", action="store_true", help="remove the requests limit")
+    update.add_argument("--no-tpm", action="store_true", help="remove the tokens limit")
 
 
 def _team_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--policy", help="its policy; its keys' are at least as strict")
     parser.add_argument("--budget-eur-month", type=float, help="monthly budget in EUR")
-    parser.add_argument("--members", type=_names, metavar="A,B", help="its members' names")
-
-
-def _names(text: str) -> list[str]:
-    return [item.strip() for item in text.split(",") if item.strip()]
+    parser.add_argument("--rpm", type=int, help="requests per minute, all its keys together")
+    parser.add_argument("--tpm", type=int, help="tokens per minute, all its keys together")
+    parser.add_argument("--members", type=comma_list, metavar="A,B", help="its members' names")
 
 
 def _row(team: dict[str, Any]) -> tuple[object, ...]:
     return (
         team["id"], team["name"], team["policy_id"], money(team["budget_eur_month"]),
+        money(team["spent_eur_month"]), team["rpm_limit"], team["tpm_limit"],
         ", ".join(team["members"]), len(team["keys"]), moment(team["created_at"]),
     )  # fmt: skip
 
@@ -88,7 +88,8 @@ def _print(args: argparse.Namespace, teams: list[dict[str, Any]], raw: object) -
 
 def _create(client: PlatformClient, args: argparse.Namespace) -> int:
     spec = {"name": args.name, "policy_id": args.policy,
-            "budget_eur_month": args.budget_eur_month, "members": args.members}  # fmt: skip
+            "budget_eur_month": args.budget_eur_month, "rpm_limit": args.rpm,
+            "tpm_limit": args.tpm, "members": args.members}  # fmt: skip
     made = client.call("POST", "/v1/platform/teams",
                        body={k: v for k, v in spec.items() if v is not None})  # fmt: skip
     return _print(args, [made], made)
@@ -111,11 +112,13 @@ def _show(client: PlatformClient, args: argparse.Namespace) -> int:
 
 def _update(client: PlatformClient, args: argparse.Namespace) -> int:
     spec: dict[str, Any] = {"name": args.name, "policy_id": args.policy,
-                            "budget_eur_month": args.budget_eur_month,
-                            "members": args.members}  # fmt: skip
+                            "budget_eur_month": args.budget_eur_month, "rpm_limit": args.rpm,
+                            "tpm_limit": args.tpm, "members": args.members}  # fmt: skip
     body = {k: v for k, v in spec.items() if v is not None}
-    if args.no_budget:
-        body["budget_eur_month"] = None
+    for cleared, field in ((args.no_budget, "budget_eur_month"), (args.no_rpm, "rpm_limit"),
+                           (args.no_tpm, "tpm_limit")):  # fmt: skip
+        if cleared:
+            body[field] = None
     changed = client.call("PATCH", f"/v1/platform/teams/{args.team_id}", body=body)
     return _print(args, [changed], changed)
 

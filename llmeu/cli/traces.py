@@ -19,12 +19,11 @@ from typing import Any
 from llmeu.cli.money import money
 from llmeu.cli.platform_api import (
     PlatformClient,
-    add_connection_options,
+    add_action,
     cell,
     moment,
     print_json,
     print_table,
-    runner,
 )
 
 STATUSES = ("completed", "cancelled", "failed", "rejected", "interrupted", "in_progress")
@@ -35,8 +34,12 @@ COLUMNS = ("id", "received", "status", "key", "model", "endpoint", "class", "TTF
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("traces", help="list traces, or show one")
     actions = parser.add_subparsers(dest="action", required=True)
+    add_action(actions, "list", _list, help="newest traces first", arguments=_list_options)
+    add_action(actions, "show", _show, help="one trace in full",
+               arguments=lambda show: show.add_argument("trace_id"))  # fmt: skip
 
-    listing = actions.add_parser("list", help="newest traces first")
+
+def _list_options(listing: argparse.ArgumentParser) -> None:
     listing.add_argument("--status", choices=STATUSES)
     listing.add_argument("--model", help="model asked for or used")
     listing.add_argument("--endpoint", help="endpoint id")
@@ -45,13 +48,6 @@ def register(subparsers: Any) -> None:
     listing.add_argument("--to", dest="until", metavar="TIME", help="received before this time")
     listing.add_argument("--limit", type=int, default=20, help="traces per page (1-500)")
     listing.add_argument("--cursor", help="the next page, as printed by the previous one")
-    add_connection_options(listing)
-    listing.set_defaults(func=runner(_list))
-
-    show = actions.add_parser("show", help="one trace in full")
-    show.add_argument("trace_id")
-    add_connection_options(show)
-    show.set_defaults(func=runner(_show))
 
 
 def _list(client: PlatformClient, args: argparse.Namespace) -> int:

@@ -24,6 +24,7 @@ from typing import Any
 
 from llmeu.evidence.admin_events import ADMIN_ROUTE, EVENT_FIELDS, AdminEvent
 from llmeu.ledger.database import Database, Row, Statement
+from llmeu.ledger.time_window import time_window
 from llmeu.ledger.trace_writes import TRACE_COLUMNS, TraceWrites
 from llmeu.ledger.views import decode_cursor, encode_cursor
 
@@ -84,18 +85,11 @@ async def list_events(
 ) -> EventPage:
     """A page of events, newest first, each with its place in the chain; `filters` by
     `action` and `actor`. A cursor is the traces listing's (`decode_cursor`)."""
-    where: list[str] = []
-    params: list[Any] = []
+    where, params = time_window("e.at", since, until)
     for name, value in filters.items():
         if name in _FILTERS:
             where.append(f"e.{name} = ?")
             params.append(value)
-    if since is not None:
-        where.append("e.at >= ?")
-        params.append(since)
-    if until is not None:
-        where.append("e.at < ?")
-        params.append(until)
     if cursor:
         at, trace_id = decode_cursor(cursor)
         where.append("(e.at < ? OR (e.at = ? AND e.trace_id < ?))")
@@ -121,14 +115,7 @@ async def all_events(
     from before migration 19."""
     if not await holds_admin_events(db):
         return []
-    where: list[str] = []
-    params: list[Any] = []
-    if since is not None:
-        where.append("e.at >= ?")
-        params.append(since)
-    if until is not None:
-        where.append("e.at < ?")
-        params.append(until)
+    where, params = time_window("e.at", since, until)
     return await db.fetch(
         f"SELECT {', '.join(f'e.{f}' for f in EVENT_FIELDS)}, t.chain_seq FROM admin_events e "
         "LEFT JOIN traces t ON t.trace_id = e.trace_id"

@@ -205,6 +205,15 @@ async def owned_key_ids(db: Database, subject: str) -> list[str]:
     return [r["key_id"] for r in rows]
 
 
+async def owned_key_counts(db: Database) -> dict[str, int]:
+    """How many active keys the console sessions of each subject created."""
+    rows = await db.fetch(
+        "SELECT owner_subject, COUNT(*) AS n FROM api_keys WHERE owner_subject IS NOT NULL "
+        "AND revoked_at IS NULL GROUP BY owner_subject"
+    )
+    return {r["owner_subject"]: int(r["n"]) for r in rows}
+
+
 def _member_inserts(group_id: str, members: tuple[str, ...]) -> tuple[str, list[tuple[str, str]]]:
     return (
         "INSERT INTO directory_members (group_id, user_id) VALUES (?, ?)",

@@ -518,6 +518,18 @@ MIGRATIONS: tuple[tuple[int, str, tuple[Step, ...]], ...] = (
             "WHERE owner_subject IS NOT NULL",
         ),
     ),
+    (
+        21,
+        "rate limits of a team",
+        (
+            # Requests and tokens per minute for all of a team's keys together (NULL: no
+            # limit). Expand only: an older release ignores both columns. Numbered after
+            # 20 (SCIM users), which does not touch `teams`; `migrate` applies whichever
+            # of them a ledger lacks.
+            "ALTER TABLE teams ADD COLUMN rpm_limit INTEGER",
+            "ALTER TABLE teams ADD COLUMN tpm_limit INTEGER",
+        ),
+    ),
 )
 
 CONTRACT: frozenset[int] = frozenset()

@@ -41,7 +41,7 @@ CHANNEL = "llmeu_changes"
 
 @dataclass(frozen=True, slots=True)
 class Change:
-    kind: str  # "key", "policy" or "config"
+    kind: str  # "key", "policy", "team" or "config"
     ident: str
 
 

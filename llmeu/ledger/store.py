@@ -17,6 +17,7 @@ from llmeu.ledger.api_keys import ApiKey
 from llmeu.ledger.database import Database, Row, Statement
 from llmeu.ledger.migrations import CONTRACT, CREATE_MIGRATIONS_TABLE, MIGRATIONS, Step
 from llmeu.ledger.schema import SCHEMA_VERSION, mismatch
+from llmeu.ledger.time_window import time_window
 from llmeu.ledger.trace_writes import TRACE_COLUMNS, TraceWrites, trace_row
 from llmeu.ledger.views import (
     STATUS_COUNTS,
@@ -242,7 +243,7 @@ class Store:
         key_id: str | None,
         team_id: str | None = None,
     ) -> TracePage:
-        where, params = _time_window(since, until)
+        where, params = time_window("received_at", since, until)
         where.append(NOT_ADMIN)
         for column, value in filters.items():
             if column == "model":
@@ -285,7 +286,7 @@ class Store:
         team_id: str | None = None,
     ) -> list[dict[str, Any]]:
         group = self.db.dialect.day("received_at") if group_by == "day" else _GROUPS[group_by]
-        where, params = _time_window(since, until)
+        where, params = time_window("received_at", since, until)
         where.append("status <> 'in_progress'")
         where.append(NOT_ADMIN)
         if group_by == "mcp_server":
@@ -458,18 +459,6 @@ _TRACE_TABLES: dict[str | None, tuple[str, ...]] = {
 }
 _TRACE_TABLES.update({status: ("traces",) for status in STATUS_COUNTS})
 _NEWEST_FIRST = " ORDER BY received_at DESC, trace_id DESC LIMIT ?"
-
-
-def _time_window(since: float | None, until: float | None) -> tuple[list[str], list[Any]]:
-    where: list[str] = []
-    params: list[Any] = []
-    if since is not None:
-        where.append("received_at >= ?")
-        params.append(since)
-    if until is not None:
-        where.append("received_at < ?")
-        params.append(until)
-    return where, params
 
 
 def _key_row(key: ApiKey) -> tuple[Any, ...]:

@@ -24,6 +24,12 @@ The spend can still end above the budget by at most what the calls admitted
 last cost beyond their estimates, and by the estimated cost of the one call
 admitted just under the budget.
 
+A team's limits are a second quota (`scope="team"`) the call of a key in it is
+admitted under after its key's: the team's requests and tokens per minute over
+all its keys, and its budget, whose spend is that of one calendar month (UTC,
+`period`: its spend is kept apart per month, `spend_id`). A call its team
+refuses gives back what its key's admission held (`release`).
+
 When the limits cannot be checked (Redis does not answer), a limited call is
 admitted unchecked or refused with `LimitsUnavailable`, as its key's policy
 says (`limits_fail`); `state` tells operators which and how often.
@@ -35,6 +41,7 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from llmeu.errors import RateLimited
 from llmeu.routing.policy import LimitsFail
@@ -52,16 +59,37 @@ SpendSource = Callable[[], Awaitable[Mapping[str, float]]]
 
 @dataclass(frozen=True, slots=True)
 class Quota:
-    """The limits of one API key; None means unlimited."""
+    """The limits of one API key, or of one team over all its keys; None means unlimited."""
 
     key_id: str
+    """The key's id, or the team's (`scope`): whose windows these are."""
     rpm: int | None = None
     tpm: int | None = None
     budget_eur: float | None = None
+    scope: str = "key"
+    period: str = ""
+    """The calendar month (`2026-12`) a team's budget is spent in; "": since the key began."""
 
     @property
     def unlimited(self) -> bool:
         return self.rpm is None and self.tpm is None and self.budget_eur is None
+
+    @property
+    def spend_id(self) -> str:
+        """Whose spend the budget is checked against: the key's, or the team's this month."""
+        return f"{self.key_id}@{self.period}" if self.period else self.key_id
+
+    @property
+    def subject(self) -> str:
+        return f"{self.scope} {self.key_id}"
+
+
+def calendar_month(now: float) -> tuple[str, float]:
+    """The UTC calendar month `now` falls in: its label (`2026-12`) and first instant."""
+    moment = datetime.fromtimestamp(now, UTC)
+    return f"{moment.year:04d}-{moment.month:02d}", datetime(
+        moment.year, moment.month, 1, tzinfo=UTC
+    ).timestamp()
 
 
 @dataclass(slots=True)
@@ -122,13 +150,18 @@ class Limiter(ABC):
     def settle(self, admission: Admission, tokens: int, cost_eur: float | None) -> None:
         """The call is over: replace its reservations with `tokens` and its cost."""
 
+    @abstractmethod
+    async def release(self, admission: Admission) -> None:
+        """The call was refused after all (by its team's limits): take back all it held, as
+        if it had never been admitted."""
+
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Finish pending writes and disconnect."""
 
 
 def requests_exceeded(quota: Quota, retry_after: float) -> RateLimited:
     return RateLimited(
-        f"Rate limit reached for key {quota.key_id}: {quota.rpm} requests per minute. "
+        f"Rate limit reached for {quota.subject}: {quota.rpm} requests per minute. "
         f"Retry after {math.ceil(retry_after)} s.",
         retry_after=retry_after,
     )
@@ -145,21 +178,22 @@ def tokens_reserved(quota: Quota, used: float, tokens: int, output_tokens: int) 
 def tokens_exceeded(quota: Quota, tokens: int, retry_after: float) -> RateLimited:
     if quota.tpm is not None and tokens > quota.tpm:
         return RateLimited(
-            f"Request too large for key {quota.key_id}: about {tokens} tokens, more than its "
+            f"Request too large for {quota.subject}: about {tokens} tokens, more than its "
             f"limit of {quota.tpm} tokens per minute.",
             retry_after=retry_after,
             code="request_too_large",
         )
     return RateLimited(
-        f"Rate limit reached for key {quota.key_id}: {quota.tpm} tokens per minute. "
+        f"Rate limit reached for {quota.subject}: {quota.tpm} tokens per minute. "
         f"Retry after {math.ceil(retry_after)} s.",
         retry_after=retry_after,
     )
 
 
 def budget_exceeded(quota: Quota, spent: float) -> RateLimited:
+    month = f" in {quota.period}" if quota.period else ""
     return RateLimited(
-        f"Budget exhausted for key {quota.key_id}: spent {spent:.6f} EUR of "
+        f"Budget exhausted for {quota.subject}{month}: spent {spent:.6f} EUR of "
         f"{quota.budget_eur:g} EUR.",
         retry_after=BUDGET_RETRY_AFTER,
         code="insufficient_quota",

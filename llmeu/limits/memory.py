@@ -3,7 +3,8 @@
 Each key has one window: a deque of `[admitted_at, tokens]` entries of the
 last 60 s. Its length is the request count, the sum of its tokens the token
 count; settling a call rewrites its entry's tokens in place. The spend per key
-starts from the ledger at start-up and grows with every settled call.
+(and per team and month) starts from the ledger at start-up and grows with every
+settled call; a month that begins later starts from nothing.
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ class MemoryLimiter(Limiter):
         if quota.unlimited:
             return admission
         if quota.budget_eur is not None:
-            spent = self._spent.get(quota.key_id, 0.0)
+            spent = self._spent.get(quota.spend_id, 0.0)
             if spent >= quota.budget_eur:
                 raise budget_exceeded(quota, spent)
         if quota.rpm is None and quota.tpm is None:
@@ -104,23 +105,38 @@ class MemoryLimiter(Limiter):
     def _reserve(self, admission: Admission, reserve_eur: float) -> None:
         quota = admission.quota
         if quota.budget_eur is not None and reserve_eur > 0:
-            self._spent[quota.key_id] = self._spent.get(quota.key_id, 0.0) + reserve_eur
+            spend_id = quota.spend_id
+            self._spent[spend_id] = self._spent.get(spend_id, 0.0) + reserve_eur
             admission.reserved_eur = reserve_eur
 
     def settle(self, admission: Admission, tokens: int, cost_eur: float | None) -> None:
-        key_id = admission.quota.key_id
+        quota = admission.quota
         charge = (cost_eur or 0.0) - admission.reserved_eur
         admission.reserved_eur = 0.0
         if charge:
-            self._spent[key_id] = self._spent.get(key_id, 0.0) + charge
+            self._spent[quota.spend_id] = self._spent.get(quota.spend_id, 0.0) + charge
         entry = admission.entry
         if entry is None:
             return
         admission.entry = None
-        window = self._windows.get(key_id)
+        window = self._windows.get(quota.key_id)
         if window is not None and window.entries and entry[0] >= window.entries[0][0]:
             window.tokens += tokens - entry[1]
             entry[1] = float(tokens)
 
-    def spent(self, key_id: str) -> float:
-        return self._spent.get(key_id, 0.0)
+    async def release(self, admission: Admission) -> None:
+        quota = admission.quota
+        if admission.reserved_eur:
+            self._spent[quota.spend_id] -= admission.reserved_eur
+            admission.reserved_eur = 0.0
+        entry, admission.entry = admission.entry, None
+        window = self._windows.get(quota.key_id)
+        if entry is not None and window is not None:
+            for i, held in enumerate(window.entries):
+                if held is entry:
+                    del window.entries[i]
+                    window.tokens -= entry[1]
+                    break
+
+    def spent(self, spend_id: str) -> float:
+        return self._spent.get(spend_id, 0.0)

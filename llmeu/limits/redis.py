@@ -9,12 +9,15 @@ more than the limit together. Time is Redis's own clock, shared by all.
     llmeu:limits:{key_id}:held  sorted set: `ticket:EUR` reserved per call in flight
     llmeu:limits:spend          hash: key id → EUR spent
 
-A key's spend is copied from the ledger the first time a budget check finds
-no entry for it (first use, or after Redis lost its data), then grows with
-every settled call. An admitted call's estimated cost is held apart until it
-settles, and a hold lapses after `HOLD_SECONDS` on its own: a process that
-dies mid-call leaves no reservation behind for longer than that, and the
-spend stays what the ledger says.
+A team's windows are its id's (`team_…`); its budget's spend and holds are
+those of the team in one month (`team_…@2026-12` in place of the key id), so
+each month starts from what the ledger says of it. A key's spend is copied
+from the ledger the first time a budget check finds no entry for it (first
+use, or after Redis lost its data), then grows with every settled call. An
+admitted call's estimated cost is held apart until it settles, and a hold
+lapses after `HOLD_SECONDS` on its own: a process that dies mid-call leaves
+no reservation behind for longer than that, and the spend stays what the
+ledger says.
 
 A breaker on Redis itself: every command gives up after `timeout` (0.25 s by
 default, against well under a millisecond when Redis is healthy) and is never
@@ -140,6 +143,11 @@ return 1
 """
 
 
+def _held(spend_id: str) -> str:
+    """The sorted set of the budget reservations of a key, or of a team in a month."""
+    return f"llmeu:limits:{spend_id}:held"
+
+
 def connect(url: str, timeout: float) -> aioredis.Redis:
     """A client that gives up after `timeout` seconds and never retries by itself:
     its callers decide what a Redis that does not answer means."""
@@ -192,14 +200,14 @@ class RedisLimiter(Limiter):
             return self._unchecked(admission, limits_fail)
         ticket = secrets.token_hex(8)
         prefix = f"llmeu:limits:{quota.key_id}"
-        keys = [f"{prefix}:req", f"{prefix}:tok", SPEND_KEY, f"{prefix}:held"]
+        keys = [f"{prefix}:req", f"{prefix}:tok", SPEND_KEY, _held(quota.spend_id)]
         args: list[str | int] = [
             quota.rpm or 0,
             quota.tpm or 0,
             tokens,
             ticket,
             "" if quota.budget_eur is None else repr(quota.budget_eur),
-            quota.key_id,
+            quota.spend_id,
             int(WINDOW_SECONDS * 1000),
             repr(reserve_eur),
             output_tokens,
@@ -208,7 +216,7 @@ class RedisLimiter(Limiter):
         try:
             verdict, value = await self._admit(keys, args)
             if verdict == b"unseeded":
-                await self._seed_spend(quota.key_id)
+                await self._seed_spend(quota.spend_id)
                 verdict, value = await self._admit(keys, args)
         except (RedisError, OSError) as error:
             self._degrade(error)
@@ -238,11 +246,12 @@ class RedisLimiter(Limiter):
         self.state.unchecked_admitted += 1
         return admission
 
-    async def _seed_spend(self, key_id: str) -> None:
-        """Copy the ledger's spend of a key into Redis, unless another process just did."""
+    async def _seed_spend(self, spend_id: str) -> None:
+        """Copy the ledger's spend of a key (or a team's in a month) into Redis, unless
+        another process just did."""
         assert self._spend is not None, "start() first"
-        spent = (await self._spend()).get(key_id, 0.0)
-        await self.redis.hsetnx(SPEND_KEY, key_id, repr(spent))
+        spent = (await self._spend()).get(spend_id, 0.0)
+        await self.redis.hsetnx(SPEND_KEY, spend_id, repr(spent))
 
     def settle(self, admission: Admission, tokens: int, cost_eur: float | None) -> None:
         quota = admission.quota
@@ -257,16 +266,33 @@ class RedisLimiter(Limiter):
             # A reservation lapses with its window or its hold's time; a charge is recovered
             # from the ledger.
             if charge or hold:
-                self._unsettled.add(quota.key_id)
+                self._unsettled.add(quota.spend_id)
             return
-        prefix = f"llmeu:limits:{quota.key_id}"
-        keys = [f"{prefix}:tok", SPEND_KEY, f"{prefix}:held"]
-        args = [reserved, f"{admission.ticket}:{tokens}", repr(charge), quota.key_id, hold]
+        keys = [f"llmeu:limits:{quota.key_id}:tok", SPEND_KEY, _held(quota.spend_id)]
+        args = [reserved, f"{admission.ticket}:{tokens}", repr(charge), quota.spend_id, hold]
         task = asyncio.get_running_loop().create_task(
             self._run_settle(keys, args, bool(charge or hold))
         )
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
+
+    async def release(self, admission: Admission) -> None:
+        quota = admission.quota
+        hold, admission.hold = admission.hold, ""
+        if self.state.degraded or not (admission.ticket or hold):
+            return  # what it holds lapses with its window, or its hold's time
+        prefix = f"llmeu:limits:{quota.key_id}"
+        try:
+            async with self.redis.pipeline(transaction=False) as pipe:
+                if admission.ticket:
+                    pipe.zrem(f"{prefix}:req", admission.ticket)
+                    pipe.zrem(f"{prefix}:tok", f"{admission.ticket}:{admission.reserved_tokens}")
+                if hold:
+                    pipe.zrem(_held(quota.spend_id), hold)
+                await pipe.execute()
+        except (RedisError, OSError) as error:
+            self._degrade(error)
+        admission.reserved_eur = 0.0
 
     async def _run_settle(self, keys: list[str], args: list[Any], charged: bool) -> None:
         try:
@@ -323,7 +349,7 @@ class RedisLimiter(Limiter):
         while self._unsettled:
             keys = set(self._unsettled)
             await self.redis.hdel(SPEND_KEY, *keys)
-            await self.redis.delete(*(f"llmeu:limits:{k}:held" for k in keys))
+            await self.redis.delete(*map(_held, keys))
             self._unsettled -= keys
 
     async def aclose(self) -> None:

@@ -93,9 +93,11 @@ def test_keys_create_with_a_role_the_caller_may_grant(env: dict[str, str]) -> No
 
 def test_teams_keys_in_them_and_usage_by_team(gateway: Gateway, env: dict[str, str]) -> None:
     team = as_json(llmeu("teams", "create", "--name", "search", "--budget-eur-month", "200",
-                         "--members", "ana@example.eu, bo@example.eu", "--json", env=env))  # fmt: skip
+                         "--rpm", "600", "--members", "ana@example.eu, bo@example.eu", "--json",
+                         env=env))  # fmt: skip
     team_id = team["id"]
     assert team["members"] == ["ana@example.eu", "bo@example.eu"]
+    assert (team["rpm_limit"], team["tpm_limit"], team["spent_eur_month"]) == (600, None, 0)
     key = as_json(llmeu("keys", "create", "--team", team_id, "--json", env=env))
     assert key["team_id"] == team_id
     assert chat(gateway, key["key"]).status_code == 200
@@ -106,8 +108,11 @@ def test_teams_keys_in_them_and_usage_by_team(gateway: Gateway, env: dict[str, s
 
     shown = llmeu("teams", "show", team_id, env=env)
     assert shown.returncode == 0 and f"keys: {key['id']}" in shown.stdout
-    changed = as_json(llmeu("teams", "update", team_id, "--no-budget", "--json", env=env))
+    changed = as_json(llmeu("teams", "update", team_id, "--no-budget", "--no-rpm", "--tpm",
+                            "90000", "--json", env=env))  # fmt: skip
     assert changed["budget_eur_month"] is None and changed["name"] == "search"
+    assert (changed["rpm_limit"], changed["tpm_limit"]) == (None, 90000)
+    assert changed["spent_eur_month"] == pytest.approx(0.000023)  # the key's one call
     listed = llmeu("teams", "list", env=env)
     assert any(row.split()[:2] == [team_id, "search"] for row in listed.stdout.splitlines())
     kept = llmeu("teams", "delete", team_id, env=env)

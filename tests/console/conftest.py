@@ -36,6 +36,8 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
+SCIM_TOKEN = "scim-token-for-the-console"
+OPERATORS_GROUP = "Gateway Operators"
 SCREENSHOTS = REPO / "artifacts" / "screenshots"
 WIDTHS = {"laptop": (1280, 860), "phone": (390, 844)}
 
@@ -81,6 +83,19 @@ class Console:
         with urllib.request.urlopen(request, timeout=10) as response:
             return json.loads(response.read())
 
+    def scim(self, method: str, path: str, body: Any = None) -> Any:
+        """A SCIM request, as the organisation's directory sends it; None for 204."""
+        request = urllib.request.Request(
+            f"{self.gateway.url}/scim/v2/{path}",
+            method=method,
+            data=None if body is None else json.dumps(body).encode(),
+            headers={"authorization": f"Bearer {SCIM_TOKEN}",
+                     "content-type": "application/scim+json"},
+        )  # fmt: skip
+        with urllib.request.urlopen(request, timeout=10) as response:
+            text = response.read()
+            return json.loads(text) if text else None
+
     def new_key(self, name: str, policy_id: str = "eu-store") -> str:
         created = self.api("POST", "/v1/platform/keys", body={"name": name, "policy_id": policy_id})
         return str(created["key"])
@@ -109,7 +124,10 @@ def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
         ),
         default_policy="eu-store",
     )
-    gateway = start_gateway(tmp, config=config)
+    # SCIM provisions the Users page's directory; members of the group act as operators.
+    gateway = start_gateway(tmp, config=config, env={"SCIM_TOKEN": SCIM_TOKEN},
+                            args=["--scim-token-env", "SCIM_TOKEN",
+                                  "--oidc-role-map", f"{OPERATORS_GROUP}=operator"])  # fmt: skip
     try:
         yield Console(gateway, upstream)
     finally:

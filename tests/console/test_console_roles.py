@@ -24,14 +24,15 @@ from tests.console.test_console_e2e import (
 
 NAV = {
     "playground": "Playground", "usage": "Usage", "traces": "Traces", "routing": "Routing map",
-    "policies": "Policies", "keys": "Keys", "teams": "Teams", "compliance": "Holds & erasure",
+    "policies": "Policies", "keys": "Keys", "teams": "Teams", "users": "Users",
+    "compliance": "Holds & erasure",
     "exports": "Exports", "verification": "Verification", "events": "Admin events",
 }  # fmt: skip
 READS = ["playground", "usage", "traces", "routing", "policies"]
 SEEN = {
     "admin": list(NAV),
     "auditor": list(NAV),
-    "operator": [*READS, "keys", "teams"],
+    "operator": [*READS, "keys", "teams", "users"],
     "dpo": [*READS, "compliance", "exports", "events"],
     "team_admin": [*READS, "keys", "teams"],
     "member": READS,
@@ -40,6 +41,7 @@ SEEN = {
 SECTION_READS = {
     "keys": "/v1/platform/keys",
     "teams": "/v1/platform/teams",
+    "users": "/v1/platform/users",
     "compliance": "/v1/platform/holds",
     "exports": "/v1/platform/exports/subprocessors.csv",
     "events": "/v1/platform/admin-events",

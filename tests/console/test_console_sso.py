@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -21,28 +22,45 @@ from tests.support.oidc_issuer import CLIENT_SECRET, Issuer, oidc_issuer, sso_ar
 from tests.support.processes import ADMIN_KEY, Gateway, free_port, start_gateway
 
 
-@pytest.fixture
-def signed_in(tmp_path: Path) -> Iterator[tuple[Issuer, Gateway]]:
+@contextmanager
+def sso_gateway(tmp_path: Path, *extra: str) -> Iterator[tuple[Issuer, Gateway]]:
+    """A provider and a gateway signing in with it, `extra` added to its options."""
     port = free_port()
     with oidc_issuer(tmp_path, port) as issuer:
         gateway = start_gateway(
-            tmp_path, port=port, args=sso_args(issuer, "--console-auth", "both"),
-            env={"OIDC_SECRET": CLIENT_SECRET},
-        )  # fmt: skip
+            tmp_path, port=port, args=sso_args(issuer, *extra), env={"OIDC_SECRET": CLIENT_SECRET}
+        )
         try:
             yield issuer, gateway
         finally:
             gateway.stop()
 
 
-def sign_in(browser: Browser, gateway: Gateway, user: str) -> tuple[Page, str]:
-    """Through the provider's own login and consent forms; the page and its session cookie."""
-    context = browser.new_context()
-    page = context.new_page()
-    page.goto(f"{gateway.url}/auth/login")
+@pytest.fixture
+def signed_in(tmp_path: Path) -> Iterator[tuple[Issuer, Gateway]]:
+    with sso_gateway(tmp_path, "--console-auth", "both") as pair:
+        yield pair
+
+
+def log_in(page: Page, user: str) -> None:
+    """Fill and send the provider's login form; its consent form comes next."""
     page.locator("input[name=login]").fill(user)
     page.locator("input[name=password]").fill("any password")
     page.locator("button[type=submit]").click()
+
+
+def to_login(browser: Browser, gateway: Gateway, user: str) -> Page:
+    """A new browser context through the gateway's sign-in to the provider's consent form."""
+    page = browser.new_context().new_page()
+    page.goto(f"{gateway.url}/auth/login")
+    log_in(page, user)
+    return page
+
+
+def sign_in(browser: Browser, gateway: Gateway, user: str) -> tuple[Page, str]:
+    """Through the provider's own login and consent forms; the page and its session cookie."""
+    page = to_login(browser, gateway, user)
+    context = page.context
     page.locator("button[type=submit]").click()  # the consent form: "Continue"
     page.wait_for_url(f"{gateway.url}/console")
     cookies = {c["name"]: c for c in context.cookies(gateway.url)}
@@ -128,12 +146,8 @@ def test_a_user_whose_groups_map_to_no_role_is_not_signed_in(
     browser: Browser, signed_in: tuple[Issuer, Gateway]
 ):
     _, gateway = signed_in
-    context = browser.new_context()
-    page = context.new_page()
-    page.goto(f"{gateway.url}/auth/login")
-    page.locator("input[name=login]").fill("carol")
-    page.locator("input[name=password]").fill("any password")
-    page.locator("button[type=submit]").click()
+    page = to_login(browser, gateway, "carol")
+    context = page.context
     with page.expect_response(lambda r: "/auth/callback" in r.url) as answer:
         page.locator("button[type=submit]").click()
     assert answer.value.status == 403
@@ -144,18 +158,13 @@ def test_a_user_whose_groups_map_to_no_role_is_not_signed_in(
 
 def test_the_callback_takes_each_state_once(browser: Browser, signed_in: tuple[Issuer, Gateway]):
     _, gateway = signed_in
-    context = browser.new_context()
-    page = context.new_page()
-    page.goto(f"{gateway.url}/auth/login")
-    page.locator("input[name=login]").fill("alice")
-    page.locator("input[name=password]").fill("any password")
-    page.locator("button[type=submit]").click()
+    page = to_login(browser, gateway, "alice")
     with page.expect_request(lambda r: "/auth/callback" in r.url) as callback:
         page.locator("button[type=submit]").click()
     page.wait_for_url(f"{gateway.url}/console")
     replayed = httpx.get(callback.value.url, timeout=30)
     assert replayed.status_code == 400 and replayed.json()["error"]["code"] == "invalid_state"
-    context.close()
+    page.context.close()
     bad = {
         "?state=made-up&code=x": (400, "invalid_state"),
         "": (400, None),
@@ -168,23 +177,15 @@ def test_the_callback_takes_each_state_once(browser: Browser, signed_in: tuple[I
 
 
 def test_an_idle_session_ends(browser: Browser, tmp_path: Path):
-    port = free_port()
-    with oidc_issuer(tmp_path, port) as issuer:
-        gateway = start_gateway(
-            tmp_path, port=port, args=sso_args(issuer, "--session-idle-timeout", "3"),
-            env={"OIDC_SECRET": CLIENT_SECRET},
-        )  # fmt: skip
-        try:
-            page, cookie = sign_in(browser, gateway, "alice")
-            with session_of(gateway, cookie) as api:
-                assert api.get("/v1/platform/me").status_code == 200
-                time.sleep(4.5)
-                ended = api.get("/v1/platform/me")
-                assert ended.status_code == 401
-                assert ended.json()["error"]["code"] == "session_expired"
-            page.context.close()
-        finally:
-            gateway.stop()
+    with sso_gateway(tmp_path, "--session-idle-timeout", "3") as (_, gateway):
+        page, cookie = sign_in(browser, gateway, "alice")
+        with session_of(gateway, cookie) as api:
+            assert api.get("/v1/platform/me").status_code == 200
+            time.sleep(4.5)
+            ended = api.get("/v1/platform/me")
+            assert ended.status_code == 401
+            assert ended.json()["error"]["code"] == "session_expired"
+        page.context.close()
 
 
 def test_the_console_signs_in_and_out_with_the_organisation(
@@ -198,9 +199,7 @@ def test_the_console_signs_in_and_out_with_the_organisation(
     page = context.new_page()
     page.goto(f"{gateway.url}/console")
     page.get_by_role("link", name="Sign in with your organisation").click()
-    page.locator("input[name=login]").fill("alice")
-    page.locator("input[name=password]").fill("any password")
-    page.locator("button[type=submit]").click()
+    log_in(page, "alice")
     page.locator("button[type=submit]").click()
     # An auditor's first page: a session holds no key to call the playground with.
     page.get_by_role("heading", name="Usage", level=1).wait_for()
@@ -218,25 +217,17 @@ def test_the_console_signs_in_and_out_with_the_organisation(
 
 
 def test_console_auth_oidc_offers_no_key_form(browser: Browser, tmp_path: Path):
-    port = free_port()
-    with oidc_issuer(tmp_path, port) as issuer:
-        gateway = start_gateway(
-            tmp_path, port=port, args=sso_args(issuer, "--console-auth", "oidc"),
-            env={"OIDC_SECRET": CLIENT_SECRET},
-        )  # fmt: skip
-        try:
-            context = browser.new_context()
-            page = context.new_page()
-            page.goto(f"{gateway.url}/console")
-            page.get_by_role("link", name="Sign in with your organisation").wait_for()
-            assert page.get_by_label("API key").count() == 0
-            context.close()
-            # The admin key still works on the API: the break-glass way in.
-            me = httpx.get(f"{gateway.url}/v1/platform/me",
-                           headers={"authorization": f"Bearer {ADMIN_KEY}"}, timeout=30)  # fmt: skip
-            assert me.status_code == 200 and me.json()["role"] == "admin"
-        finally:
-            gateway.stop()
+    with sso_gateway(tmp_path, "--console-auth", "oidc") as (_, gateway):
+        context = browser.new_context()
+        page = context.new_page()
+        page.goto(f"{gateway.url}/console")
+        page.get_by_role("link", name="Sign in with your organisation").wait_for()
+        assert page.get_by_label("API key").count() == 0
+        context.close()
+        # The admin key still works on the API: the break-glass way in.
+        me = httpx.get(f"{gateway.url}/v1/platform/me",
+                       headers={"authorization": f"Bearer {ADMIN_KEY}"}, timeout=30)  # fmt: skip
+        assert me.status_code == 200 and me.json()["role"] == "admin"
 
 
 def test_sign_in_sign_out_and_a_failed_sign_in_are_admin_events(

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import Any, TypeVar
 
 import httpx
 import pytest
@@ -39,6 +40,7 @@ DAY = 86_400 * 1_000_000_000
 QUESTION = {"model": "fake-model", "messages": [{"role": "user", "content": "Bonjour"}],
             "llmeu": {"receipt": True}}  # fmt: skip
 WORKER_STARTED = re.compile(r"worker (\d+) started: (gw_[0-9a-f]+), pid (\d+)")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +66,19 @@ def key_directory(tmp_path: Path) -> tuple[Path, SigningKey]:
     first = SigningKey.generate()
     add_key(directory, first, NOV_1)
     return directory, first
+
+
+def fleet_gateway(
+    gateway_factory: Callable[..., Gateway], fake_upstream: FakeUpstream, tmp_path: Path, poll: str
+) -> tuple[Gateway, Path, SigningKey]:
+    """A gateway signing from a new key directory holding one key, looking at it every
+    `poll` seconds: the gateway, the directory and the key."""
+    directory, first = key_directory(tmp_path)
+    gateway = gateway_factory(
+        config=config_yaml(fake_endpoint("fakeprov-fr-a", fake_upstream)),
+        args=["--signing-key-dir", str(directory), "--signing-key-poll", poll],
+    )
+    return gateway, directory, first
 
 
 def jwks(gateway: Gateway) -> dict[str, list[dict[str, str]]]:
@@ -125,6 +140,39 @@ def load(
             thread.join(60)
 
 
+def calls_around(
+    gateways: list[Gateway], switch: Callable[[], T], per_gateway: int = 2, enough: int = 10
+) -> tuple[list[Outcome], T]:
+    """Client loops on `gateways` make `enough` calls, then `switch` runs, then `enough` more
+    begin after it returned; every call answered with a receipt. What the calls got, and
+    what `switch` returned."""
+    switched = threading.Event()
+    with load(gateways, switched, per_gateway) as outcomes:
+        wait_for(lambda: len(outcomes) >= enough, what="calls before the switch")
+        switched_to = switch()
+        switched.set()
+        wait_for(lambda: sum(o.after_switch for o in outcomes) >= enough, what="calls after it")
+    failed = [o for o in outcomes if o.status != 200 or o.receipt is None]
+    assert failed == [], failed[:3]
+    return outcomes, switched_to
+
+
+def call_once(gateway: Gateway) -> Outcome:
+    with client(gateway) as http:
+        return call(http)
+
+
+def rotate_signing(*args: str) -> dict[str, Any]:
+    """`llmeu keys rotate-signing … --json`: what it printed."""
+    rotated = subprocess.run(
+        [sys.executable, "-m", "llmeu.cli.main", "keys", "rotate-signing", *args, "--json"],
+        capture_output=True, text=True, timeout=60, cwd=REPO, check=False,
+    )  # fmt: skip
+    assert rotated.returncode == 0, rotated.stderr
+    result: dict[str, Any] = json.loads(rotated.stdout)
+    return result
+
+
 def receipt_verify_cli(receipt: str, jwks_url: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "llmeu.cli.main", "receipt", "verify", receipt, "--jwks", jwks_url],
@@ -135,27 +183,19 @@ def receipt_verify_cli(receipt: str, jwks_url: str) -> subprocess.CompletedProce
 def test_a_key_added_under_load_signs_after_sighup_and_nothing_fails(
     gateway_factory: Callable[..., Gateway], fake_upstream: FakeUpstream, tmp_path: Path
 ) -> None:
-    directory, first = key_directory(tmp_path)
     # No poll within the test: the new key must come from SIGHUP alone.
-    gateway = gateway_factory(
-        config=config_yaml(fake_endpoint("fakeprov-fr-a", fake_upstream)),
-        args=["--signing-key-dir", str(directory), "--signing-key-poll", "3600"],
-    )
+    gateway, directory, first = fleet_gateway(gateway_factory, fake_upstream, tmp_path, "3600")
     assert kids(gateway) == [first.kid]
     second = SigningKey.generate()
-    switched = threading.Event()
-    with load([gateway], switched, per_gateway=4) as outcomes:
-        wait_for(lambda: len(outcomes) >= 20, what="calls before the new key")
+
+    def add_and_signal() -> None:
         add_key(directory, second, NOV_1 + DAY)
         assert kids(gateway) == [first.kid]  # files alone change nothing before a look
         gateway.proc.send_signal(signal.SIGHUP)
         wait_for(lambda: kids(gateway) == [second.kid, first.kid], what="the new key published")
-        switched.set()
-        wait_for(lambda: sum(o.after_switch for o in outcomes) >= 20, what="calls after it")
-    published = jwks(gateway)
 
-    failed = [o for o in outcomes if o.status != 200 or o.receipt is None]
-    assert failed == [], failed[:3]
+    outcomes, _ = calls_around([gateway], add_and_signal, per_gateway=4, enough=20)
+    published = jwks(gateway)
     signed_by = [(o.after_switch, kid_of(o.receipt or "", published)) for o in outcomes]
     assert {kid for after, kid in signed_by if after} == {second.kid}
     assert (False, first.kid) in signed_by  # under load before the switch too
@@ -171,18 +211,13 @@ def test_a_key_added_under_load_signs_after_sighup_and_nothing_fails(
 def test_a_broken_key_file_keeps_the_keys_in_use_and_names_the_file(
     gateway_factory: Callable[..., Gateway], fake_upstream: FakeUpstream, tmp_path: Path
 ) -> None:
-    directory, first = key_directory(tmp_path)
-    gateway = gateway_factory(
-        config=config_yaml(fake_endpoint("fakeprov-fr-a", fake_upstream)),
-        args=["--signing-key-dir", str(directory), "--signing-key-poll", "0.2"],
-    )
+    gateway, directory, first = fleet_gateway(gateway_factory, fake_upstream, tmp_path, "0.2")
     broken = directory / key_file_name(SigningKey.generate(), NOV_1 + DAY)
     broken.write_text("-----BEGIN PRIVATE KEY-----\ncut short\n")
     broken.chmod(0o600)
     wait_for(lambda: str(broken) in gateway.output(), what="the broken file named in the log")
     assert "signing keys not reloaded, the previous ones stay" in gateway.output()
-    with client(gateway) as http:
-        outcome = call(http)
+    outcome = call_once(gateway)
     assert outcome.status == 200 and outcome.receipt is not None
     assert kid_of(outcome.receipt, jwks(gateway)) == first.kid
 
@@ -223,32 +258,22 @@ def test_rotate_signing_reaches_every_gateway_sharing_the_directory_without_a_re
     worker_pids = set(WORKER_STARTED.findall(workers.output()))
     old_receipts = []
     for gateway in (single, workers):
-        with client(gateway) as http:
-            outcome = call(http)
+        outcome = call_once(gateway)
         assert outcome.receipt is not None
         assert kid_of(outcome.receipt, jwks(gateway)) == first.kid
         old_receipts.append(outcome.receipt)
 
-    switched = threading.Event()
-    with load([single, workers], switched) as outcomes:
-        wait_for(lambda: len(outcomes) >= 10, what="calls before the rotation")
-        rotated = subprocess.run(
-            [sys.executable, "-m", "llmeu.cli.main", "keys", "rotate-signing",
-             "--signing-key-dir", str(directory), "--json"],
-            capture_output=True, text=True, timeout=60, cwd=REPO, check=False,
-        )  # fmt: skip
-        assert rotated.returncode == 0, rotated.stderr
-        new_kid = json.loads(rotated.stdout)["active"]
-        assert json.loads(rotated.stdout)["published"] == [new_kid, first.kid]
+    def rotate() -> str:
+        result = rotate_signing("--signing-key-dir", str(directory))
+        new_kid: str = result["active"]
+        assert result["published"] == [new_kid, first.kid]
         # Each process says when it read the new key: the worker processes too.
         reloaded = f"signing keys reloaded: {new_kid} signs"
         wait_for(lambda: reloaded in single.output(), what="the single process reading it")
         wait_for(lambda: workers.output().count(reloaded) == 2, what="both workers reading it")
-        switched.set()
-        wait_for(lambda: sum(o.after_switch for o in outcomes) >= 10, what="calls after it")
+        return new_kid
 
-    failed = [o for o in outcomes if o.status != 200 or o.receipt is None]
-    assert failed == [], failed[:3]
+    outcomes, new_kid = calls_around([single, workers], rotate)
     for gateway in (single, workers):
         published = jwks(gateway)
         assert [k["kid"] for k in published["keys"]] == [new_kid, first.kid]
@@ -261,8 +286,7 @@ def test_rotate_signing_reaches_every_gateway_sharing_the_directory_without_a_re
 
 
 def signs_with(gateway: Gateway, kid: str) -> bool:
-    with client(gateway) as http:
-        outcome = call(http)
+    outcome = call_once(gateway)
     assert outcome.status == 200 and outcome.receipt is not None, outcome.detail
     return header_kid(outcome.receipt) == kid
 
@@ -285,15 +309,8 @@ def test_rotating_the_data_dirs_key_needs_no_restart_either(
         data_dir=data_dir, args=["--signing-key-poll", "0.2"],
     )  # fmt: skip
     [first] = kids(gateway)
-    with client(gateway) as http:
-        before = call(http).receipt
-    rotated = subprocess.run(
-        [sys.executable, "-m", "llmeu.cli.main", "keys", "rotate-signing",
-         "--data-dir", str(data_dir), "--json"],
-        capture_output=True, text=True, timeout=60, cwd=REPO, check=False,
-    )  # fmt: skip
-    assert rotated.returncode == 0, rotated.stderr
-    new_kid = json.loads(rotated.stdout)["active"]
+    before = call_once(gateway).receipt
+    new_kid = rotate_signing("--data-dir", str(data_dir))["active"]
     wait_for(partial(signs_with, gateway, new_kid), what="the rotated key signing")
     published = jwks(gateway)
     assert [k["kid"] for k in published["keys"]] == [new_kid, first]
@@ -303,22 +320,11 @@ def test_rotating_the_data_dirs_key_needs_no_restart_either(
 def test_a_key_rotated_in_ahead_is_published_at_once_and_does_not_sign_yet(
     gateway_factory: Callable[..., Gateway], fake_upstream: FakeUpstream, tmp_path: Path
 ) -> None:
-    directory, first = key_directory(tmp_path)
-    gateway = gateway_factory(
-        config=config_yaml(fake_endpoint("fakeprov-fr-a", fake_upstream)),
-        args=["--signing-key-dir", str(directory), "--signing-key-poll", "0.2"],
-    )
-    rotated = subprocess.run(
-        [sys.executable, "-m", "llmeu.cli.main", "keys", "rotate-signing",
-         "--signing-key-dir", str(directory), "--activate-in", "3600", "--json"],
-        capture_output=True, text=True, timeout=60, cwd=REPO, check=False,
-    )  # fmt: skip
-    assert rotated.returncode == 0, rotated.stderr
-    result = json.loads(rotated.stdout)
+    gateway, directory, first = fleet_gateway(gateway_factory, fake_upstream, tmp_path, "0.2")
+    result = rotate_signing("--signing-key-dir", str(directory), "--activate-in", "3600")
     assert result["active"] == first.kid and result["published"] == [first.kid, result["new"]]
     wait_for(lambda: kids(gateway) == [first.kid, result["new"]], what="the key published")
-    with client(gateway) as http:
-        outcome = call(http)
+    outcome = call_once(gateway)
     assert outcome.receipt is not None and header_kid(outcome.receipt) == first.kid
 
 

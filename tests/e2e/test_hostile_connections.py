@@ -3,106 +3,31 @@ surplus connections, a lowered descriptor limit, bodies that would hold the memo
 
 from __future__ import annotations
 
-import json
-import re
-import select
-import socket
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
 
 import httpx
 import pytest
 
 from tests.faults.helpers import chat, trace
-from tests.support.processes import ADMIN_KEY, FakeUpstream, Gateway, config_yaml, fake_endpoint
+from tests.support.processes import FakeUpstream, Gateway, config_yaml, fake_endpoint
+from tests.support.raw_http import (
+    assert_refused,
+    chat_head,
+    connect,
+    metric_sample,
+    parse,
+    read_response_text,
+    read_until_closed,
+    readable,
+)
 
 GatewayFactory = Callable[..., Gateway]
 
 
-@dataclass
-class RawResponse:
-    status: int
-    headers: dict[str, str]
-    body: bytes
-
-    @property
-    def json(self) -> Any:
-        return json.loads(self.body)
-
-
-def connect(gateway: Gateway) -> socket.socket:
-    return socket.create_connection(("127.0.0.1", gateway.port), timeout=30)
-
-
-def read_until_closed(sock: socket.socket, timeout: float = 30) -> bytes:
-    """Everything the gateway sends until it closes the connection."""
-    sock.settimeout(timeout)
-    data = b""
-    while True:
-        try:
-            chunk = sock.recv(65536)
-        except ConnectionResetError:
-            return data
-        if not chunk:
-            return data
-        data += chunk
-
-
-def parse(raw: bytes) -> RawResponse:
-    head, _, body = raw.partition(b"\r\n\r\n")
-    status_line, *lines = head.decode("latin-1").split("\r\n")
-    headers = {}
-    for line in lines:
-        name, _, value = line.partition(":")
-        assert name.lower() not in headers, f"header {name} sent twice"
-        headers[name.lower()] = value.strip()
-    return RawResponse(int(status_line.split()[1]), headers, body)
-
-
-def read_response_text(sock: socket.socket) -> str:
-    """A whole response of known length on a kept-alive connection, as text."""
-    raw = b""
-    while b"\r\n\r\n" not in raw:
-        raw += sock.recv(65536)
-    head, _, body = raw.partition(b"\r\n\r\n")
-    length = int(re.search(rb"content-length: (\d+)", head.lower())[1])  # type: ignore[index]
-    while len(body) < length:
-        body += sock.recv(65536)
-    return body.decode()
-
-
-def readable(sock: socket.socket) -> bool:
-    return bool(select.select([sock], [], [], 0)[0])
-
-
-def assert_refused(response: RawResponse, status: int, code: str) -> dict[str, Any]:
-    assert response.status == status, response
-    assert response.headers["content-type"] == "application/json"
-    assert response.headers["connection"] == "close"
-    assert int(response.headers["content-length"]) == len(response.body)
-    error: dict[str, Any] = response.json["error"]
-    assert set(error) >= {"message", "type", "param", "code"}
-    assert error["code"] == code
-    return error
-
-
 def metric(gateway: Gateway, sample: str) -> float:
     """One sample of the gateway's /metrics, by its name and labels as Prometheus writes them."""
-    for line in httpx.get(f"{gateway.url}/metrics").text.splitlines():
-        name, _, value = line.rpartition(" ")
-        if name == sample:
-            return float(value)
-    raise AssertionError(f"{sample} is not in /metrics")
-
-
-def chat_head(length: int, *, key: str = ADMIN_KEY) -> bytes:
-    return (
-        "POST /v1/chat/completions HTTP/1.1\r\nhost: gateway\r\n"
-        f"authorization: Bearer {key}\r\ncontent-type: application/json\r\n"
-        f"content-length: {length}\r\n\r\n"
-    ).encode()
+    return metric_sample(httpx.get(f"{gateway.url}/metrics").text, sample)
 
 
 @pytest.fixture

@@ -7,9 +7,9 @@ from collections.abc import Callable
 
 import pytest
 
-from tests.e2e.test_hostile_connections import connect, parse, read_until_closed
 from tests.faults.helpers import parse_sse
 from tests.support.processes import ADMIN_KEY, FakeUpstream, Gateway, config_yaml, fake_endpoint
+from tests.support.raw_http import connect, parse, read_until_closed
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ protocol v1 and v2 headers written on a raw socket."""
 from __future__ import annotations
 
 import ipaddress
-import re
 import secrets
 import socket
 import struct
@@ -20,14 +19,6 @@ import httpx
 import pytest
 
 from llmeu.protocol.proxy_header import V2_SIGNATURE
-from tests.e2e.test_hostile_connections import (
-    assert_refused,
-    chat_head,
-    connect,
-    parse,
-    read_response_text,
-    read_until_closed,
-)
 from tests.support.processes import (
     REPO,
     FakeUpstream,
@@ -35,6 +26,16 @@ from tests.support.processes import (
     config_yaml,
     fake_endpoint,
     free_port,
+)
+from tests.support.raw_http import (
+    assert_refused,
+    chat_head,
+    connect,
+    metric_sample,
+    parse,
+    read_response,
+    read_response_text,
+    read_until_closed,
 )
 
 GatewayFactory = Callable[..., Gateway]
@@ -213,7 +214,7 @@ def proxy_protocol_ready(port: int) -> bool:
 
 @contextmanager
 def raw(gateway: Gateway, header: bytes, source: str = "127.0.0.1") -> Iterator[socket.socket]:
-    sock = socket.create_connection(("127.0.0.1", gateway.port), 30, (source, 0))
+    sock = connect(gateway, source)
     try:
         sock.sendall(header)
         yield sock
@@ -224,16 +225,7 @@ def raw(gateway: Gateway, header: bytes, source: str = "127.0.0.1") -> Iterator[
 def ask(sock: socket.socket, headers: dict[str, str], path: str = "/healthz") -> int:
     """One request on `sock`, its whole answer read; its status."""
     sock.sendall(request_head(headers, path))
-    data = b""
-    while b"\r\n\r\n" not in data:
-        chunk = sock.recv(65536)
-        assert chunk, "closed without an answer"
-        data += chunk
-    head, _, body = data.partition(b"\r\n\r\n")
-    length = re.search(rb"content-length: (\d+)", head.lower())
-    assert length is not None, head
-    while len(body) < int(length[1]):
-        body += sock.recv(65536)
+    head, _ = read_response(sock)
     return int(head.split(b" ", 2)[1])
 
 
@@ -302,11 +294,7 @@ def test_proxy_protocol_closes_a_connection_without_a_valid_header(
 
 def metric_through_proxy(gateway: Gateway, sample: str) -> float:
     with raw(gateway, v2(None) + request_head({}, "/metrics")) as sock:
-        for line in read_response_text(sock).splitlines():
-            name, _, value = line.rpartition(" ")
-            if name == sample:
-                return float(value)
-    raise AssertionError(f"{sample} is not in /metrics")
+        return metric_sample(read_response_text(sock), sample)
 
 
 def test_proxy_protocol_is_refused_from_an_untrusted_peer(

@@ -22,14 +22,14 @@ from llmeu.api.routes.console_sections import (
 from tests.platform.conftest import TenantFactory
 
 STATIC = Path(__file__).resolve().parents[2] / "llmeu" / "console" / "static"
-EVERY = ["playground", "usage", "traces", "routing", "policies", "keys", "teams",
+EVERY = ["playground", "usage", "traces", "routing", "policies", "keys", "teams", "users",
          "compliance", "exports", "verification", "events"]  # fmt: skip
 READS = ["playground", "usage", "traces", "routing", "policies"]
 
 SEEN = {
     Role.ADMIN: EVERY,
     Role.AUDITOR: EVERY,
-    Role.OPERATOR: [*READS, "keys", "teams"],
+    Role.OPERATOR: [*READS, "keys", "teams", "users"],
     Role.DPO: [*READS, "compliance", "exports", "events"],
     Role.TEAM_ADMIN: [*READS, "keys", "teams"],
     Role.MEMBER: READS,

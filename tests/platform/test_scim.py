@@ -288,3 +288,35 @@ async def test_a_body_that_is_no_json_object_is_invalid_syntax(scim: Client) -> 
         answer = await scim.post(USERS, content=body,
                                  headers={"content-type": "application/scim+json"})  # fmt: skip
         scim_error(answer, 400, "invalidSyntax")
+
+
+async def test_the_users_list_shows_groups_roles_team_and_personal_keys(
+    scim_app: App, scim: Client, admin_of: Client
+) -> None:
+    erin = (await new_user(scim, "erin@example.org", displayName="Erin E"))["id"]
+    finn = (await new_user(scim, "finn@example.org"))["id"]
+    group = {"schemas": ["urn:ietf:params:scim:schemas:core:2.0:Group"],
+             "displayName": "Gateway Operators", "members": [{"value": erin}]}  # fmt: skip
+    assert (await scim.post(GROUPS, json=group)).status_code == 201
+    team = await admin_of.post("/v1/platform/teams", json={"name": "search",
+                                                          "members": ["FINN@example.org"]})  # fmt: skip
+    db = scim_app.gateway.platform.store.db
+    user = await get_user(db, finn)
+    assert user is not None
+    await update_user(db, replace(user, subject="finn-sub"))
+    await scim_app.gateway.keys.create(name="finn's", policy_id="team", owner_subject="finn-sub")
+    granted = await admin_of.put(f"/v1/platform/users/{erin}/role", json={"role": "auditor"})
+    assert granted.json()["roles"] == ["operator", "auditor"]
+
+    listed = (await admin_of.get("/v1/platform/users")).json()["data"]
+    shown = {u["user_name"]: u for u in listed}
+    assert {k: shown["erin@example.org"][k] for k in ("display_name", "groups", "group_roles",
+                                                      "role", "roles", "team_id",
+                                                      "personal_keys")} == {
+        "display_name": "Erin E", "groups": ["Gateway Operators"], "group_roles": ["operator"],
+        "role": "auditor", "roles": ["operator", "auditor"], "team_id": None, "personal_keys": 0,
+    }  # fmt: skip
+    finn_shown = shown["finn@example.org"]
+    assert (finn_shown["groups"], finn_shown["roles"]) == ([], [])
+    assert (finn_shown["team_id"], finn_shown["team_name"]) == (team.json()["id"], "search")
+    assert finn_shown["personal_keys"] == 1

@@ -1,12 +1,16 @@
-"""Teams: their keys' policies, a team admin scoped to its team, usage by team.
+"""Teams: their keys' policies, a team admin scoped to its team, usage by team, the
+team's budget and rate limits over all its keys.
 
-On SQLite and on PostgreSQL: the team scope and the grouping by team are SQL.
+On SQLite and on PostgreSQL: the team scope, the grouping by team and a team's spend
+this month are SQL.
 """
 
 from __future__ import annotations
 
 import json
 from typing import Any
+
+import pytest
 
 from llmeu.api.app import App
 from tests.platform.conftest import Client, TenantFactory, chat, client_for
@@ -137,3 +141,85 @@ async def test_usage_and_exports_group_by_team(
     records = (await admin.get("/v1/platform/exports/records-of-processing.json")).json()
     by_key = {a["key_id"]: a["team_id"] for a in records["activities"]}
     assert by_key[in_team_key["id"]] == ours["id"] and by_key[alone_key["id"]] is None
+
+
+async def test_a_teams_budget_is_checked_with_its_keys_and_shown_with_its_spend(
+    app: App, admin: Client, tenant: TenantFactory
+) -> None:
+    # One call costs 0.000023 EUR (11 + 6 tokens at 1 and 2 EUR/Mtok): two fit under 0.00004.
+    team = await make_team(admin, "spenders", policy_id="team", budget_eur_month=0.00004)
+    first, _ = await tenant("first", team_id=team["id"], budget_eur=1.0)
+    second, _ = await tenant("second", team_id=team["id"], budget_eur=1.0)
+    assert (await chat(first)).status_code == 200
+    assert (await chat(second)).status_code == 200
+    refused = await chat(first)
+    assert refused.status_code == 429
+    error = refused.json()["error"]
+    assert (error["type"], error["code"]) == ("rate_limit_error", "insufficient_quota")
+    assert error["message"].startswith(f"Budget exhausted for team {team['id']} in ")
+    assert int(refused.headers["retry-after"]) >= 1
+    await app.gateway.ledger.flush()
+    found = await admin.get(f"/v1/platform/traces/{refused.headers['x-llmeu-trace-id']}")
+    assert (found.json()["status"], found.json()["error"]["code"]) == (
+        "rejected", "insufficient_quota")  # fmt: skip
+    shown = (await admin.get(f"/v1/platform/teams/{team['id']}")).json()
+    assert shown["spent_eur_month"] == pytest.approx(0.000046)
+    assert shown["remaining_eur_month"] == 0
+    alone, _ = await tenant("in no team", budget_eur=1.0)
+    assert (await chat(alone)).status_code == 200  # only the team's keys are refused
+
+    raised = await admin.patch(f"/v1/platform/teams/{team['id']}",
+                               json={"budget_eur_month": 0.0001})  # fmt: skip
+    assert raised.json()["remaining_eur_month"] == pytest.approx(0.000054)
+    assert (await chat(first)).status_code == 200  # the change holds for the next call
+
+
+async def test_a_teams_rate_limits_count_all_its_keys(admin: Client, tenant: TenantFactory) -> None:
+    team = await make_team(admin, "busy", policy_id="team", rpm_limit=2, tpm_limit=10_000)
+    assert (team["rpm_limit"], team["tpm_limit"]) == (2, 10_000)
+    first, _ = await tenant("first", team_id=team["id"])
+    second, _ = await tenant("second", team_id=team["id"], rpm_limit=100)
+    assert (await chat(first)).status_code == 200
+    assert (await chat(second)).status_code == 200
+    refused = await chat(second)
+    assert refused.status_code == 429
+    error = refused.json()["error"]
+    assert error["code"] == "rate_limit_exceeded"
+    assert error["message"].startswith(f"Rate limit reached for team {team['id']}: 2 requests")
+    cleared = await admin.patch(f"/v1/platform/teams/{team['id']}", json={"rpm_limit": None})
+    assert (cleared.json()["rpm_limit"], cleared.json()["tpm_limit"]) == (None, 10_000)
+    assert (await chat(second)).status_code == 200
+    tiny = await admin.patch(f"/v1/platform/teams/{team['id']}", json={"tpm_limit": 50})
+    assert tiny.status_code == 200
+    too_large = await chat(first, "word " * 200)  # ~250 tokens, more than a team's minute
+    assert (too_large.status_code, too_large.json()["error"]["code"]) == (
+        429, "request_too_large")  # fmt: skip
+    bad = await admin.post("/v1/platform/teams", json={"name": "x", "rpm_limit": 0})
+    assert bad.status_code == 400
+
+
+NARROW = {"allow_classes": ["eu_sovereign"], "max_retention": "P0D"}
+
+
+async def test_a_policy_put_that_would_leave_a_key_wider_than_its_team_is_refused(
+    admin: Client, tenant: TenantFactory
+) -> None:
+    assert (await admin.put("/v1/platform/policies/narrow", json=NARROW)).status_code == 200
+    team = await make_team(admin, "guarded", policy_id="team")
+    await tenant("narrow key", team_id=team["id"], policy_id="narrow")
+
+    widened = {**NARROW, "allow_classes": ["on_premise", "eu_sovereign"]}
+    refused = await admin.put("/v1/platform/policies/narrow", json=widened)
+    assert refused.status_code == 400
+    error = refused.json()["error"]
+    assert error["code"] == "policy_wider_than_team"
+    assert "`allow_classes`" in error["message"] and team["id"] in error["message"]
+    kept = (await admin.get("/v1/platform/policies/narrow")).json()
+    assert kept["allow_classes"] == ["eu_sovereign"]
+
+    tightened = {**NARROW, "allow_classes": ["on_premise"]}
+    below = await admin.put("/v1/platform/policies/team", json=tightened)
+    assert below.status_code == 400
+    assert below.json()["error"]["code"] == "policy_wider_than_team"
+
+    assert (await admin.put("/v1/platform/policies/narrow", json=NARROW)).status_code == 200

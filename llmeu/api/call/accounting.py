@@ -1,4 +1,5 @@
-"""A call's tokens and cost: admitted against its key's limits, counted, settled.
+"""A call's tokens and cost: admitted against its key's limits (and its team's),
+counted, settled.
 
 Token counts are the upstream's own whenever it reports them. When it
 reports none (a cancelled or broken stream, an upstream without usage), the
@@ -12,12 +13,15 @@ zero.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from llmeu.api.services.team_quotas import TeamBook
 from llmeu.calls.output import AssistantOutput, StreamOutput, Usage
 from llmeu.calls.record import TraceRecord
 from llmeu.calls.request import ChatRequest, text_of
+from llmeu.errors import ApiError
 from llmeu.ledger.api_keys import ApiKey
 from llmeu.limits import Admission, Limiter, Quota
 from llmeu.protocol.json_codec import encoder
@@ -56,47 +60,61 @@ class Counts:
 
 
 class Accounting:
-    """One call against its key's quota: `admit` before any upstream, `settle` at the end."""
+    """One call against its key's quota and its team's: `admit` before any upstream,
+    `settle` at the end."""
 
-    __slots__ = ("_admission", "_key", "_limits")
+    __slots__ = ("_admissions", "_key", "_limits", "_teams")
 
-    def __init__(self, limits: Limiter, key: ApiKey):
+    def __init__(self, limits: Limiter, key: ApiKey, teams: TeamBook | None = None):
         self._limits = limits
         self._key = key
-        self._admission: Admission | None = None
+        self._teams = teams
+        self._admissions: list[Admission] = []
 
     async def admit(
         self, prompt_tokens: Callable[[], int], ceiling: CallCeiling, limits_fail: LimitsFail
     ) -> None:
-        """The key's limits (requests and tokens per minute, budget); 429 when over one.
-        A key with a tokens-per-minute limit reserves the prompt's estimate and the most the
-        call may produce; a key with a budget reserves the most the call may cost, on the
-        dearest endpoint that serves the model. `limits_fail` (the key's policy's) decides
-        a call whose limits cannot be checked right now."""
+        """The key's limits (requests and tokens per minute, budget), then its team's; 429
+        when over one. A quota with a tokens-per-minute limit reserves the prompt's estimate
+        and the most the call may produce; one with a budget reserves the most the call may
+        cost, on the dearest endpoint that serves the model. A call its team refuses gives
+        back what its key's limits held. `limits_fail` (the key's policy's) decides a call
+        whose limits cannot be checked right now."""
         key = self._key
-        quota = Quota(key.key_id, key.rpm_limit, key.tpm_limit, key.budget_eur)
+        quotas = [Quota(key.key_id, key.rpm_limit, key.tpm_limit, key.budget_eur)]
+        team = None if self._teams is None else await self._teams.quota(key, time.time())
+        if team is not None:
+            quotas.append(team)
         prompt, reserve = 0, 0.0
-        if key.tpm_limit is not None or key.budget_eur is not None:
+        if any(q.tpm is not None or q.budget_eur is not None for q in quotas):
             prompt = prompt_tokens()
-            if key.budget_eur is not None:
+            if any(q.budget_eur is not None for q in quotas):
                 reserve = ceiling.cost(prompt)
-        self._admission = await self._limits.admit(
-            quota,
-            prompt,
-            output_tokens=ceiling.output_tokens,
-            reserve_eur=reserve,
-            limits_fail=limits_fail,
-        )
+        for quota in quotas:
+            try:
+                admission = await self._limits.admit(
+                    quota,
+                    prompt,
+                    output_tokens=ceiling.output_tokens,
+                    reserve_eur=reserve,
+                    limits_fail=limits_fail,
+                )
+            except ApiError:
+                for admitted in self._admissions:
+                    await self._limits.release(admitted)
+                self._admissions = []
+                raise
+            self._admissions.append(admission)
 
     def settle(self, record: TraceRecord) -> None:
-        """Replace the reservation with what the call used; add its cost to the spend. A call
-        answered from the answer cache used no upstream tokens (and costs nothing)."""
-        if self._admission is not None:
-            used = (record.input_tokens or 0) + (record.output_tokens or 0)
-            if record.cache_hit is not None:
-                used = 0
-            self._limits.settle(self._admission, used, record.cost_eur)
-            self._admission = None
+        """Replace the reservations with what the call used; add its cost to the spends. A
+        call answered from the answer cache used no upstream tokens (and costs nothing)."""
+        used = (record.input_tokens or 0) + (record.output_tokens or 0)
+        if record.cache_hit is not None:
+            used = 0
+        for admission in self._admissions:
+            self._limits.settle(admission, used, record.cost_eur)
+        self._admissions = []
 
 
 def estimate_tokens(text: str) -> int:

@@ -22,6 +22,7 @@ from llmeu.api.services.auth import KeyRing
 from llmeu.api.services.mcp_upstreams import InFlight, ToolServers
 from llmeu.api.services.policies import PolicyBook
 from llmeu.api.services.receipt_issuer import Receipts
+from llmeu.api.services.team_quotas import TeamBook
 from llmeu.api.services.upstreams import Upstreams
 from llmeu.cache.answers import AnswerCache
 from llmeu.calls.hangup import Hangup
@@ -59,6 +60,8 @@ class CallContext:
     """The answer cache, asked only for calls under a policy with a `cache:` section."""
     cors_origins: frozenset[str] = frozenset()
     """The browser origins `--cors-origin` allows (`/mcp` refuses any other, as MCP asks)."""
+    teams: TeamBook | None = None
+    """The teams whose limits a call of a key in one is admitted under too."""
     accepting: bool = True
     inflight: dict[str, asyncio.Task[Any]] = field(default_factory=dict)
     tool_calls: InFlight = field(default_factory=InFlight)

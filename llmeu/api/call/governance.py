@@ -239,8 +239,8 @@ class Governance:
         prompt_tokens: Callable[[], int],
         ceiling: CallCeiling,
     ) -> None:
-        """The key's limits; a narrowing cannot change what its policy says of a limits
-        store that does not answer (`limits_fail`)."""
+        """The key's limits and its team's; a narrowing cannot change what its policy says
+        of a limits store that does not answer (`limits_fail`)."""
         policy = self._policies.get(key_policy_id)
         limits_fail = policy.limits_fail if policy is not None else LimitsFail.OPEN
         await accounting.admit(prompt_tokens, ceiling, limits_fail)

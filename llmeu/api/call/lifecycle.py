@@ -131,7 +131,8 @@ class Call:
         )  # fmt: skip
         hangup = Hangup()
         self._state = CallState(
-            request, self._shape, trace, trace.trace_id, Accounting(context.limits, key), hangup,
+            request, self._shape, trace, trace.trace_id,
+            Accounting(context.limits, key, context.teams), hangup,
             DisconnectWatch(request.receive, hangup, request.hangup_hook),
         )  # fmt: skip
         self._settlement = Settlement(context, self._state)

@@ -114,7 +114,7 @@ class ToolCall:
         self._modern = modern
         self.hangup = Hangup()
         self._watch = DisconnectWatch(request.receive, self.hangup, request.hangup_hook)
-        self._accounting = Accounting(context.limits, key)
+        self._accounting = Accounting(context.limits, key, context.teams)
         self._policy: Policy | None = None
         key_policy = context.policies.get(key.policy_id)
         self._rules = key_policy.personal_data if key_policy is not None else None

@@ -37,6 +37,7 @@ SECTIONS = (
     Section("policies", (("GET", "/v1/platform/policies"),)),
     Section("keys", (("GET", "/v1/platform/keys"),)),
     Section("teams", (("GET", "/v1/platform/teams"),)),
+    Section("users", (("GET", "/v1/platform/users"),)),
     Section("compliance", (("GET", "/v1/platform/holds"), ("GET", "/v1/platform/erasures"))),
     Section("exports", (("GET", "/v1/platform/exports/{name}"),)),
     Section("verification", (("GET", "/v1/platform/traces/{trace_id}/receipt"),), Reach.EVERY),

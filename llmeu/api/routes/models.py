@@ -6,6 +6,7 @@ from typing import Any
 
 from llmeu.api.call.door import Calls
 from llmeu.api.http.asgi import Request
+from llmeu.api.services.endpoint_rows import where_it_runs
 from llmeu.api.services.upstreams import Upstreams
 from llmeu.errors import NotFound
 from llmeu.protocol.json_codec import encoder
@@ -44,12 +45,7 @@ def model_object(
                     "provider": e.provider,
                     "model": e.model,
                     "model_version": e.model_version,
-                    "inference_region": e.inference_region,
-                    "country": e.country,
-                    "jurisdiction": e.jurisdiction or None,
-                    "certifications": sorted(c.value for c in e.certifications),
-                    "seal": e.seal,
-                    "sovereignty_class": e.sovereignty_class.value,
+                    **where_it_runs(e),
                     "retention": policy.route_retention(e).text,
                     "provider_retention": e.retention.text,
                     "price_eur_per_mtok": {"input": e.prices.input, "output": e.prices.output},

@@ -39,7 +39,7 @@ from llmeu.ledger.directory_rows import (
     user_by_name,
     user_by_subject,
 )
-from llmeu.ledger.teams import list_teams
+from llmeu.ledger.teams import Team, list_teams
 
 _NAME_CLAIMS = ("email", "preferred_username", "upn")
 _ID_CLAIMS = ("oid", "sub")
@@ -140,13 +140,21 @@ class Directory:
 
     async def team_of(self, session: ConsoleSession) -> str | None:
         user = await user_by_subject(self._db, session.subject)
-        names = {session.subject, *(n for n in (session.name,) if n)}
-        groups: set[str] = set()
+        names = [session.subject, *(n for n in (session.name,) if n)]
+        groups: list[str] = []
         if user is not None:
-            names.add(user.user_name)
-            groups = {g.casefold() for g in await group_names_of(self._db, user.user_id)}
-        wanted = {n.casefold() for n in names}
-        for team in await list_teams(self._db):
-            if team.name.casefold() in groups or wanted & {m.casefold() for m in team.members}:
-                return team.team_id
-        return None
+            names.append(user.user_name)
+            groups = await group_names_of(self._db, user.user_id)
+        team = team_for(await list_teams(self._db), names, groups)
+        return None if team is None else team.team_id
+
+
+def team_for(teams: Iterable[Team], names: Iterable[str], groups: Iterable[str]) -> Team | None:
+    """The first of `teams` whose members list one of `names` (a subject, an e-mail address,
+    a userName), or whose name is one of `groups`, compared case-insensitively."""
+    wanted = {n.casefold() for n in names}
+    joined = {g.casefold() for g in groups}
+    for team in teams:
+        if team.name.casefold() in joined or wanted & {m.casefold() for m in team.members}:
+            return team
+    return None

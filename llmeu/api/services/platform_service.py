@@ -1,7 +1,8 @@
 """The platform's records and settings as the platform API offers them (design §6).
 
-Keys, policies, the endpoint catalog with its health, a reload of the
-configuration, usage and traces. Every read of records is scoped by its
+Keys, policies, the endpoint catalog with its health (its rows:
+`llmeu.api.services.endpoint_rows`), a reload of the configuration, usage and
+traces. Every read of records is scoped by its
 `Viewer`: a role that reads every key's records sees everything (or the key it
 asks for), any other only its own key's — another key's trace id is as unknown
 as one that does not exist. Who may call which route, and whose records each
@@ -23,10 +24,13 @@ from llmeu.api.services.admin_log import Actor, AdminLog
 from llmeu.api.services.answer_cache import CacheService
 from llmeu.api.services.auth import KeyRing
 from llmeu.api.services.directory import Directory
+from llmeu.api.services.endpoint_rows import endpoint_config, endpoint_rows
 from llmeu.api.services.mcp_upstreams import ToolServers
 from llmeu.api.services.policies import PolicyBook, key_narrowing
 from llmeu.api.services.signing import signing_change, signing_state
 from llmeu.api.services.sso import Sso
+from llmeu.api.services.team_quotas import TeamBook
+from llmeu.api.services.team_rules import replaced_within_teams, within_team
 from llmeu.api.services.upstreams import Upstreams
 from llmeu.calls.record import CallStatus
 from llmeu.errors import (
@@ -41,11 +45,10 @@ from llmeu.ledger.api_keys import ApiKey
 from llmeu.ledger.notify import Propagation
 from llmeu.ledger.secrets import PREFIX, key_id_of
 from llmeu.ledger.store import TRACE_FILTERS, USAGE_GROUPS, Store
-from llmeu.ledger.teams import Team, get_team
+from llmeu.ledger.teams import get_team, list_teams
 from llmeu.ledger.views import decode_cursor
-from llmeu.routing.catalog import Endpoint
 from llmeu.routing.config_file import parse_policy
-from llmeu.routing.policy import Policy, policy_document
+from llmeu.routing.policy import policy_document
 
 __all__ = ["TRACE_FILTERS", "USAGE_GROUPS", "Actor", "Broadcast", "KeySpec", "Platform", "Viewer"]
 
@@ -107,6 +110,8 @@ class Platform:
     tool_servers: ToolServers
     """The MCP tool servers (replaced on a reload, as `upstreams` is)."""
     admin_log: AdminLog
+    teams: TeamBook
+    """The teams as calls see them, told of every change made here."""
     sso: Sso | None = None
     """Sign-in with the organisation's issuer (`llmeu.api.services.sso`); None: not set up."""
     console_auth: tuple[str, ...] = ("key",)
@@ -159,7 +164,7 @@ class Platform:
                 f"unknown policy `{policy_id}`", param="policy_id", code="unknown_policy"
             )
         if team is not None:
-            within_team(self.policies, team, policy)
+            within_team(self.policies.get, team, policy)
         key_narrowing(policy, spec.allow_mcp_servers, spec.allow_tools)
         key, token = await self.keys.create(
             name=spec.name,
@@ -214,13 +219,16 @@ class Platform:
 
     async def put_policy(self, policy_id: str, document: str, by: Actor) -> dict[str, Any]:
         """Store a policy (YAML or JSON of the configuration file's shape); every process
-        applies it. Its event digests the policy in force before (None: a new id) and
-        after, as `policy_document` writes them."""
+        applies it. One that would leave a team's key wider than its team is refused
+        (`llmeu.api.services.team_rules`). Its event digests the policy in force before
+        (None: a new id) and after, as `policy_document` writes them."""
         try:
             policy = parse_policy(document)
         except ConfigError as error:
             raise InvalidRequest(f"invalid policy: {error}", param=error.field) from None
         previous = self.policies.get(policy.policy_id)
+        replaced_within_teams(self.policies.get, policy, await list_teams(self.store.db),
+                              await self.store.list_keys())  # fmt: skip
         await self.policies.put(policy, time.time())
         await self.answers.policies_changed([policy.policy_id])
         await self.broadcast("policy", policy_id)
@@ -265,7 +273,7 @@ class Platform:
         state = {
             "default_policy": self.policies.default_policy,
             "policies": {pid: policy_document(p) for pid, p in self.policies.policies.items()},
-            "endpoints": {e.endpoint_id: self._endpoint_config(e)
+            "endpoints": {e.endpoint_id: endpoint_config(e, self.upstreams, self.policies)
                           for e in self.upstreams.catalog.endpoints},
         }  # fmt: skip
         if self.signing_keys is not None:
@@ -300,54 +308,7 @@ class Platform:
         """The catalog with each endpoint's health; a caller reading every key's records also
         sees which keys' calls make up a failing streak or opened a circuit (`circuit_keys`:
         key ids are tenant data)."""
-        upstreams = self.upstreams
-        data = []
-        for endpoint in upstreams.catalog.endpoints:
-            row = self._endpoint_row(endpoint)
-            if caller.every_key:
-                keys = upstreams.health(endpoint, keys=True)
-                row["circuit_keys"] = {
-                    "failing": keys.get("failing_keys", []),
-                    "opened_by": keys.get("opened_by", []),
-                }
-            data.append(row)
-        return data
-
-    def _endpoint_config(self, e: Endpoint) -> dict[str, Any]:
-        """What the configuration says of an endpoint (not its health)."""
-        row = self._endpoint_row(e)
-        for varying in ("health", "configured", "unavailable_reason", "admitted_by"):
-            row.pop(varying)
-        return row
-
-    def _endpoint_row(self, e: Endpoint) -> dict[str, Any]:
-        upstreams = self.upstreams
-        return {
-            "endpoint_id": e.endpoint_id,
-            "provider": e.provider,
-            "kind": e.kind.value,
-            "model": e.model,
-            "model_version": e.model_version,
-            "aliases": list(e.aliases),
-            "inference_region": e.inference_region,
-            "country": e.country,
-            "jurisdiction": e.jurisdiction or None,
-            "certifications": sorted(c.value for c in e.certifications),
-            "seal": e.seal,
-            "sovereignty_class": e.sovereignty_class.value,
-            "retention": e.retention.text,
-            "price_eur_per_mtok": {"input": e.prices.input, "output": e.prices.output},
-            "priority": e.priority,
-            "capabilities": sorted([*(c.value for c in e.capabilities), *e.hosted_tools]),
-            "configured": e.endpoint_id not in upstreams.unavailable,
-            "unavailable_reason": upstreams.unavailable_reason(e.endpoint_id),
-            "health": upstreams.health(e),
-            "admitted_by": sorted(
-                policy_id
-                for policy_id, policy in self.policies.policies.items()
-                if policy.admits(e)
-            ),
-        }
+        return endpoint_rows(self.upstreams, self.policies, circuit_keys=caller.every_key)
 
     async def usage(
         self,
@@ -428,19 +389,6 @@ def reaches(caller: Viewer, key: ApiKey) -> bool:
     if caller.team_id is not None:
         return key.team_id == caller.team_id
     return key.key_id == caller.key_id
-
-
-def within_team(policies: PolicyBook, team: Team, policy: Policy) -> None:
-    """400 `policy_wider_than_team` unless `policy` is at least as strict as the team's."""
-    team_policy = policies.get(team.policy_id)
-    wider = team_policy.widening_field(policy) if team_policy is not None else None
-    if wider is not None:
-        raise InvalidRequest(
-            f"policy `{policy.policy_id}` is wider than team `{team.team_id}`'s policy "
-            f"`{team.policy_id}` in `{wider}`: a team's keys are at least as strict as it",
-            param="policy_id",
-            code="policy_wider_than_team",
-        )
 
 
 def scope(caller: Viewer, requested: str | None) -> tuple[str | None, str | None]:

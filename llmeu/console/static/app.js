@@ -24,6 +24,7 @@ const VIEWS = {
   policies: () => import("./policies.js"),
   keys: () => import("./keys.js"),
   teams: () => import("./teams.js"),
+  users: () => import("./users.js"),
   compliance: () => import("./compliance.js"),
   exports: () => import("./exports.js"),
   verification: () => import("./verification.js"),
