@@ -172,6 +172,7 @@ class Gateway:
             answers=self.answers, tool_servers=self.tool_servers,
             admin_log=AdminLog(store, self.instance_id),
             sso=Sso(settings, self.http, store.db, directory) if settings.oidc_issuer else None,
+            signing_keys=lambda: self.receipts.ring, reload_signing_keys=self.signing.reload,
             console_auth=_CONSOLE_AUTH[settings.console_auth], teams=self.teams,
             directory=directory, scim_token=settings.scim_token,
         )  # fmt: skip
@@ -280,8 +281,11 @@ class Gateway:
             await self.teams.load()
         elif change.kind == "policy":
             await self.answers.policies_changed(await self.policies.load())
-        elif change.kind == "config":
-            await self.reload(tell_others=False)
+        elif change.kind == "config":  # `POST /v1/platform/reload`: the keys too
+            try:
+                await self.reload(tell_others=False)
+            finally:
+                await self.signing.reload()
         elif change.kind == CHANGE:
             await self.answers.apply(change.ident)
 
@@ -334,14 +338,15 @@ class Gateway:
 
     def _reload_in_background(self) -> None:
         async def reload() -> None:
-            before = self.platform.configuration_state()
+            before: dict[str, Any] | None = self.platform.configuration_state()
             try:
                 await self.reload(tell_others=False)
             except ConfigError as error:
                 log.error("configuration not reloaded, the previous one stays: %s", error)
-            else:
+                before = None
+            await self.signing.reload()  # either may fail alone
+            if before is not None:
                 await self._record_signal_reload(before)
-            await self.signing.reload()
 
         self._spawn(reload())
 

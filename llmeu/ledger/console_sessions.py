@@ -50,6 +50,13 @@ async def insert_login(db: Database, login: PendingLogin) -> None:
     )
 
 
+async def pending_logins(db: Database) -> tuple[int, float | None]:
+    """How many logins are under way, and when the oldest was stored (None: none is)."""
+    rows = await db.fetch("SELECT COUNT(*) AS n, MIN(created_at) AS oldest FROM console_logins")
+    oldest = rows[0]["oldest"]
+    return int(rows[0]["n"]), None if oldest is None else float(oldest)
+
+
 async def take_login(db: Database, state: str) -> PendingLogin | None:
     """The login `state` names, deleted as it is read: only the caller whose delete took
     the row gets it, so two callbacks with one `state` cannot both sign in."""

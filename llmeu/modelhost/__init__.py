@@ -13,5 +13,6 @@ the calls on the local models and nothing else.
 worker; every worker connects to the same socket
 (`llmeu.providers.host_link`). The keeper starts the host, waits for its
 start check (`start_check`), restarts it with backoff when it exits or stops
-answering, and tells the gateway in one line why a host could not start.
+answering, and tells the gateway in one line why a host could not start;
+the process that launched the keeper launches another when it ends.
 """

@@ -93,7 +93,8 @@ class Host:
     ) -> None:
         op = request.get("op")
         if op == "ping":
-            pong = {"ev": "pong", "pid": os.getpid(), "restarts": self._config.restarts}
+            pong = {"ev": "pong", "pid": os.getpid(), "keeper": os.getppid(),
+                    "restarts": self._config.restarts}  # fmt: skip
             await _send(writer, pong)
         elif op == "count":
             prompt = self._chat.prompt_tokens(_messages(request))

@@ -33,9 +33,15 @@ START_TIMEOUT = 300.0
 PING_EVERY = 2.0
 PING_TIMEOUT = 5.0
 MISSED_PINGS = 3
-_FIRST_PAUSE = 0.5
-_LONGEST_PAUSE = 30.0
-_STEADY = 60.0  # a host that ran this long before it ended restarts at the first pause again
+FIRST_PAUSE = 0.5
+LONGEST_PAUSE = 30.0
+STEADY = 60.0
+"""Seconds: a process that ran this long before it ended is restarted after the first pause."""
+
+
+def restart_pause(quick_failures: int) -> float:
+    """The pause before a restart, after `quick_failures` (1 or more) quick ends in a row."""
+    return min(LONGEST_PAUSE, FIRST_PAUSE * 2.0 ** (max(1, quick_failures) - 1))
 
 
 class Keeper:
@@ -64,9 +70,8 @@ class Keeper:
                 if self._stopped:
                     break
                 _log(f"the model host (pid {host.pid}) ended: {_status(code)}; restarting")
-            quick_failures = 0 if time.monotonic() - started > _STEADY else quick_failures + 1
-            pause = min(_LONGEST_PAUSE, _FIRST_PAUSE * 2 ** (quick_failures - 1))
-            if self._pause(pause):
+            quick_failures = 1 if time.monotonic() - started > STEADY else quick_failures + 1
+            if self._pause(restart_pause(quick_failures)):
                 break
             self._restarts += 1
             host, fault = self._start()

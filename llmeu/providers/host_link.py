@@ -4,7 +4,8 @@ One `HostLink` per gateway process, shared by the local chat and embedding
 providers. Each call opens its own connection to the host's socket and
 closes it when done, so a call that is abandoned stops host-side at once.
 A ping every second says whether the host is up; while it is not (it
-exited, or it stopped answering and the keeper is restarting it) a call is
+exited, or it stopped answering and the keeper is restarting it, or the
+keeper itself ended and the launching process is starting another) a call is
 refused at once with `LocalModelUnavailable` — a 503 before its first byte,
 so the policy's fallback can try another endpoint — and the endpoint shows
 as unavailable in `/readyz` and `/v1/platform/endpoints`.
@@ -58,6 +59,9 @@ class HostLink:
         self._pinger: asyncio.Task[None] | None = None
         self.up = False
         self.restarts = 0
+        self._keeper: int | None = None
+        self._earlier_keepers = 0  # the hosts the keepers before this one started
+        self._losses = 0
         self.down_reason: str | None = "the local model host has not started"
 
     async def start(self) -> None:
@@ -96,6 +100,7 @@ class HostLink:
             log.error("the local model host is unavailable: %s", why)
         self.up = False
         self.down_reason = why
+        self._losses += 1
 
     async def _keep_pinging(self) -> None:
         while True:
@@ -103,18 +108,30 @@ class HostLink:
             await self._ping()
 
     async def _ping(self) -> bool:
+        losses = self._losses
         try:
             async with asyncio.timeout(PING_TIMEOUT):
                 pong = await self.ask({"op": "ping"}, refuse_when_down=False)
         except (UpstreamError, TimeoutError) as error:
             self.lost(str(error) or "it does not answer pings")
             return False
+        if self._losses != losses:  # a call saw the host go after this pong: the next ping says
+            return False
         if not self.up:
             log.warning("the local model host is up (pid %s)", pong.get("pid"))
         self.up = True
         self.down_reason = None
-        self.restarts = int(pong.get("restarts", 0))
+        self._count_restarts(pong)
         return True
+
+    def _count_restarts(self, pong: dict[str, Any]) -> None:
+        """Hosts started after the first: the keeper's count, plus those of the keepers
+        before it when one was launched again (`llmeu.modelhost.launch`)."""
+        keeper, restarts = pong.get("keeper"), int(pong.get("restarts", 0))
+        if self._keeper is not None and keeper != self._keeper:
+            self._earlier_keepers = self.restarts + 1
+        self._keeper = keeper if isinstance(keeper, int) else None
+        self.restarts = self._earlier_keepers + restarts
 
     async def connect(
         self, request: dict[str, Any], *, refuse_when_down: bool = True

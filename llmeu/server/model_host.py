@@ -1,7 +1,8 @@
 """`llmeu serve` and the model host: one per machine, launched before any worker.
 
 The host is launched here, in the process that then serves or forks the
-workers, so every worker connects to the same one and none loads a model.
+workers, so every worker connects to the same one and none loads a model; a
+keeper that ends is launched again here too, on the same socket (`launch`).
 When its start check fails, the one-line reason is logged and:
 
 - the local model is the only endpoint that could serve (no other endpoint

@@ -326,3 +326,49 @@ def test_a_key_rotated_in_ahead_is_published_at_once_and_does_not_sign_yet(
     wait_for(lambda: kids(gateway) == [first.kid, result["new"]], what="the key published")
     outcome = call_once(gateway)
     assert outcome.receipt is not None and header_kid(outcome.receipt) == first.kid
+
+
+@pytest.mark.redis
+def test_the_reload_route_reads_the_keys_again_in_every_worker_and_says_what_changed(
+    gateway_factory: Callable[..., Gateway], fake_upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    directory, first = key_directory(tmp_path)
+    # No poll within the test: the new key must come from the route alone.
+    workers = gateway_factory(
+        config=config_yaml(fake_endpoint("fakeprov-fr-a", fake_upstream)),
+        args=["--signing-key-dir", str(directory), "--signing-key-poll", "3600",
+              "--workers", "2", "--redis-url", "redis://127.0.0.1:6379/0", "--log-level", "info"],
+    )  # fmt: skip
+    wait_for(lambda: workers.output().count("Application startup complete") == 2,
+             what="both workers ready")  # fmt: skip
+    second = SigningKey.generate()
+    add_key(directory, second, NOV_1 + DAY)
+    with client(workers) as http:
+        reloaded = http.post("/v1/platform/reload")
+        assert reloaded.status_code == 200, reloaded.text
+        assert reloaded.json()["signing_keys"] == {
+            "changed": True, "active_kid": second.kid, "previous_active_kid": first.kid,
+            "added": [second.kid], "removed": [],
+        }  # fmt: skip
+        event = http.get("/v1/platform/admin-events", params={"limit": 1}).json()["data"][0]
+        assert event["action"] == "config.reload"
+        assert event["before_sha256"] != event["after_sha256"], "the keys changed"
+        # The other worker reads them on the route's notice, with no poll and no signal.
+        read = f"signing keys reloaded: {second.kid} signs"
+        wait_for(lambda: workers.output().count(read) == 2, what="both workers reading it")
+        for _ in range(6):  # new connections: both workers answer some
+            assert signs_with(workers, second.kid)
+
+        again = http.post("/v1/platform/reload").json()["signing_keys"]
+        assert again["changed"] is False and again["active_kid"] == second.kid
+        broken = directory / key_file_name(SigningKey.generate(), NOV_1 + 2 * DAY)
+        broken.write_text("-----BEGIN PRIVATE KEY-----\ncut short\n")
+        broken.chmod(0o600)
+        failed = http.post("/v1/platform/reload")
+        assert failed.status_code == 200, "the configuration was reloaded; the keys stay"
+        keys = failed.json()["signing_keys"]
+        assert keys["changed"] is False and keys["active_kid"] == second.kid
+        assert (
+            keys["error"].startswith("the signing keys in use stay: ")
+            and str(broken) in (keys["error"])
+        )

@@ -64,6 +64,13 @@ def host_pids(gateway: Gateway) -> list[int]:
     return [host for keeper in keepers for host in _children(keeper)]
 
 
+def keeper_pids(gateway: Gateway) -> list[int]:
+    """The keepers under the gateway, whichever of its threads launched them."""
+    tasks = Path(f"/proc/{gateway.proc.pid}/task").iterdir()
+    children = [int(c) for task in tasks for c in (task / "children").read_text().split()]
+    return [c for c in children if _is_keeper(c)]
+
+
 def _workers(gateway: Gateway) -> list[int]:
     return [c for c in _children(gateway.proc.pid) if not _is_keeper(c)]
 
@@ -214,3 +221,38 @@ def test_keeper_and_host_end_with_a_gateway_killed_outright(
     gateway.kill()
     wait_for(lambda: not Path(f"/proc/{keeper}").exists() and not Path(f"/proc/{host}").exists(),
              timeout=20, what="keeper and host gone")  # fmt: skip
+
+
+@pytest.mark.parametrize("workers", [1, 2], ids=["one-process", "two-workers"])
+def test_a_killed_keeper_is_launched_again_and_its_host_serves(
+    gateway_factory: Callable[..., Gateway], workers: int
+) -> None:
+    args = ["--workers", "2", "--redis-url", "redis://127.0.0.1:6379/0"] if workers > 1 else []
+    gateway = gateway_factory(config=config_yaml(LOCAL), local_models=True, timeout=120,
+                              args=args)  # fmt: skip
+    (keeper,) = wait_for(lambda: keeper_pids(gateway), what="the keeper")
+    (host,) = wait_for(lambda: _children(keeper), what="the model host")
+    local = open_stream(gateway, "", body=STORY)
+    head = read_until(local, b'"content"', 3)
+    os.kill(keeper, signal.SIGKILL)
+    os.kill(host, signal.SIGKILL)
+    # The error frame, read as it comes (the kept-alive connection closes only seconds later).
+    body = head + read_until(local, b"local_model_unavailable")
+    if workers == 1:  # (with two, /readyz may be answered by the other worker, not yet aware)
+        assert _unavailable(gateway).get("local-chat"), "the outage shows in /readyz"
+    body += read_to_end(local)
+    local.close()
+    frames, done = parse_sse(dechunk(body.partition(b"\r\n\r\n")[2]))
+    assert not done and frames[-1]["error"]["code"] == "local_model_unavailable"
+    (again,) = wait_for(lambda: [k for k in keeper_pids(gateway) if k != keeper and _children(k)],
+                        timeout=60, what="a new keeper and its host")  # fmt: skip
+    wait_for(lambda: not _unavailable(gateway), timeout=30, what="the endpoint back")
+    for _ in range(2 * workers):  # new connections: with two workers, both take some
+        answer = chat(gateway, "Hi", model="local", max_tokens=2)
+        assert answer.status == 200, answer.body
+    assert keeper_pids(gateway) == [again], "still one keeper for the machine"
+    assert f"keeper (pid {keeper})" in gateway.output()
+    assert "the local model host is running again" in gateway.output()
+    if workers == 1:
+        assert f"keeper (pid {keeper}) was killed by signal SIGKILL" in gateway.output()
+        assert "llmeu_model_host_restarts_total 1.0" in api_get(gateway, "/metrics").text

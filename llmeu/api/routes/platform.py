@@ -128,7 +128,8 @@ async def put_policy(p: Platform, request: Request, policy_id: str) -> None:
 
 
 async def reload_configuration(p: Platform, request: Request) -> None:
-    """Read the configuration file again, here and in every other gateway process."""
+    """Read the configuration file and the signing keys again, here and in every other
+    gateway process."""
     caller = await authorize(p, request)
     await reply(request, await p.reload(caller.actor))
 
@@ -220,7 +221,8 @@ PLATFORM_ROUTES: list[tuple[str, str, Callable[..., Awaitable[None]], Doc]] = [
      Doc("Create or replace a policy", body=OBJECT)),
     ("GET", "/v1/platform/endpoints", list_endpoints, Doc("The catalog and its health")),
     ("POST", "/v1/platform/reload", reload_configuration,
-     Doc("Read the configuration file again, in every gateway process")),
+     Doc("Read the configuration file and the signing keys again, in every gateway "
+         "process")),
     ("GET", "/v1/platform/usage", usage, Doc("Usage, grouped", query=(
         Param("group_by", {"type": "string", "enum": list(USAGE_GROUPS)}), *_WINDOW))),
     ("GET", "/v1/platform/traces", list_traces, Doc("Traces, newest first", query=(

@@ -56,7 +56,7 @@ def _secure(sso: Sso, request: Request) -> bool:
 
 async def handle_login(p: Platform, request: Request) -> None:
     sso = _sso(p)
-    location = await sso.begin(_redirect_url(sso, request))
+    location = await sso.begin(_redirect_url(sso, request), request.client)
     await request.respond(302, b"", [(b"location", location.encode()), *_NO_STORE])
 
 

@@ -7,6 +7,9 @@ process does not already hold is refused with a 429 without asking the
 database, until the bucket refills. Keys the process holds are still checked
 as always — in memory — so a tenant behind the same address as an attacker
 keeps working, and a revocation still applies at once.
+
+The same buckets (`AddressBuckets`) bound other work one address can make the
+gateway do, with limits of their own: sign-ins started (`llmeu.api.services.sso`).
 """
 
 from __future__ import annotations
@@ -26,8 +29,9 @@ class FailureLimits:
     per_second: float = 2.0
 
 
-class AuthFailures:
-    """The failure buckets of one process."""
+class AddressBuckets:
+    """Token buckets of one process, one per client address: `burst` tokens, refilled at
+    `per_second`; at most `_MAX_ADDRESSES` addresses are held."""
 
     __slots__ = ("_buckets", "limits")
 
@@ -35,23 +39,16 @@ class AuthFailures:
         self.limits = limits or FailureLimits()
         self._buckets: dict[str, tuple[float, float]] = {}  # address -> (tokens, at)
 
-    def check(self, address: str) -> None:
-        """429 while `address` has spent its failures."""
-        tokens = self._tokens(address, time.monotonic())
-        if tokens < 1.0:
-            wait = (1.0 - tokens) / self.limits.per_second
-            raise RateLimited(
-                "too many failed authentications from this address; retry later",
-                retry_after=math.ceil(wait),
-                code="too_many_failed_authentications",
-            )
-
     def allows(self, address: str) -> bool:
-        """Whether `address` has failures left: what bounds the failures that are recorded
-        as admin events (`Platform.authenticate`)."""
+        """Whether `address` has a token left."""
         return self._tokens(address, time.monotonic()) >= 1.0
 
-    def failed(self, address: str) -> None:
+    def retry_after(self, address: str) -> int:
+        """Whole seconds until `address` has a token again (0 when it has one)."""
+        tokens = self._tokens(address, time.monotonic())
+        return 0 if tokens >= 1.0 else math.ceil((1.0 - tokens) / self.limits.per_second)
+
+    def spend(self, address: str) -> None:
         now = time.monotonic()
         tokens = self._tokens(address, now)
         if address not in self._buckets and len(self._buckets) >= _MAX_ADDRESSES:
@@ -71,3 +68,21 @@ class AuthFailures:
         full = [a for a in self._buckets if self._tokens(a, now) >= self.limits.burst]
         for address in full or list(self._buckets):
             del self._buckets[address]
+
+
+class AuthFailures(AddressBuckets):
+    """The failure buckets of one process: a token is spent by each failure."""
+
+    __slots__ = ()
+
+    def check(self, address: str) -> None:
+        """429 while `address` has spent its failures."""
+        if wait := self.retry_after(address):
+            raise RateLimited(
+                "too many failed authentications from this address; retry later",
+                retry_after=wait,
+                code="too_many_failed_authentications",
+            )
+
+    def failed(self, address: str) -> None:
+        self.spend(address)

@@ -27,6 +27,7 @@ from llmeu.api.services.directory import Directory
 from llmeu.api.services.endpoint_rows import endpoint_config, endpoint_rows
 from llmeu.api.services.mcp_upstreams import ToolServers
 from llmeu.api.services.policies import PolicyBook, key_narrowing
+from llmeu.api.services.signing import signing_change, signing_state
 from llmeu.api.services.sso import Sso
 from llmeu.api.services.team_quotas import TeamBook
 from llmeu.api.services.team_rules import replaced_within_teams, within_team
@@ -39,6 +40,7 @@ from llmeu.errors import (
     InvalidRequest,
     NotFound,
 )
+from llmeu.evidence.signing_keys import KeyRing as SigningKeys
 from llmeu.ledger.api_keys import ApiKey
 from llmeu.ledger.notify import Propagation
 from llmeu.ledger.secrets import PREFIX, key_id_of
@@ -114,6 +116,10 @@ class Platform:
     """Sign-in with the organisation's issuer (`llmeu.api.services.sso`); None: not set up."""
     console_auth: tuple[str, ...] = ("key",)
     """How the console offers to sign in: `key`, `oidc`, or both (`--console-auth`)."""
+    signing_keys: Callable[[], SigningKeys] | None = None
+    """The keys receipts and checkpoints are signed with now (the gateway's)."""
+    reload_signing_keys: Callable[[], Awaitable[str | None]] | None = None
+    """Read the signing keys again (`KeyReloader.reload`): why they could not be, or None."""
     directory: Directory | None = None
     """The organisation's directory of users and groups (`llmeu.api.services.directory`)."""
     scim_token: str | None = field(default=None, repr=False)
@@ -232,9 +238,10 @@ class Platform:
         return after
 
     async def reload(self, by: Actor) -> dict[str, Any]:
-        """Read the configuration file again, here and in every other gateway process. An
-        invalid file changes nothing: a 400 `invalid_configuration` says why (and no event
-        is recorded). The event digests `configuration_state` before and after."""
+        """Read the configuration file and the signing keys again, here and in every other
+        gateway process. An invalid file changes nothing: a 400 `invalid_configuration` says
+        why (and no event is recorded). Key files that cannot be read leave the keys in use,
+        and the answer says why. The event digests `configuration_state` before and after."""
         before = self.configuration_state()
         try:
             await self.reload_configuration()
@@ -244,25 +251,34 @@ class Platform:
                 param=error.field,
                 code="invalid_configuration",
             ) from None
+        keys_error = await self.reload_signing_keys() if self.reload_signing_keys else None
         after = self.configuration_state()
         await self.admin_log.record(by, "config.reload", "configuration", before=before,
                                     after=after)  # fmt: skip
-        return {
+        answer: dict[str, Any] = {
             "object": "reload",
             "reloaded": True,
             "endpoints": len(self.upstreams.catalog.endpoints),
             "policies": len(self.policies.policies),
         }
+        if "signing_keys" in after:
+            answer["signing_keys"] = signing_change(before["signing_keys"],
+                                                    after["signing_keys"], keys_error)  # fmt: skip
+        return answer
 
     def configuration_state(self) -> dict[str, Any]:
         """What a reload can change, as a reload's event digests it: the default policy,
-        every policy in force and the catalog's endpoints."""
-        return {
+        every policy in force, the catalog's endpoints and the signing keys (the key that
+        signs, the keys published)."""
+        state = {
             "default_policy": self.policies.default_policy,
             "policies": {pid: policy_document(p) for pid, p in self.policies.policies.items()},
             "endpoints": {e.endpoint_id: endpoint_config(e, self.upstreams, self.policies)
                           for e in self.upstreams.catalog.endpoints},
         }  # fmt: skip
+        if self.signing_keys is not None:
+            state["signing_keys"] = signing_state(self.signing_keys())
+        return state
 
     async def clear_cache(self, by: Actor) -> dict[str, Any]:
         """Empty the answer cache in every process; the event digests what was cleared."""

@@ -20,6 +20,7 @@ import asyncio
 import logging
 import os
 from collections.abc import Callable, Hashable
+from typing import Any
 
 from llmeu.config import Settings
 from llmeu.errors import ConfigError
@@ -119,9 +120,10 @@ class KeyReloader:
         self._seen: Hashable | None = None  # None: read at the first poll, then compare
         self._lock = asyncio.Lock()
 
-    async def reload(self) -> None:
-        """Read the keys now, whatever their files say (SIGHUP)."""
-        await self._read(forced=True)
+    async def reload(self) -> str | None:
+        """Read the keys now, whatever their files say (SIGHUP, `POST /v1/platform/reload`);
+        why they could not be read (the keys in use stay), or None."""
+        return await self._read(forced=True)
 
     async def poll(self) -> None:
         """Read the keys when their files changed since the last read."""
@@ -135,20 +137,46 @@ class KeyReloader:
             except Exception:  # the watch must never end
                 log.exception("signing key poll failed")
 
-    async def _read(self, *, forced: bool) -> None:
+    async def _read(self, *, forced: bool) -> str | None:
         async with self._lock:
             seen = await asyncio.to_thread(signing_fingerprint, self._settings)
             if seen == self._seen and not forced:
-                return
+                return None
             self._seen = seen
             try:
                 ring = await asyncio.to_thread(load_signing_keys, self._settings)
             except ConfigError as error:
                 log.error("signing keys not reloaded, the previous ones stay: %s", error)
-                return
+                return str(error)
             if self._use(ring):
                 log.warning(
                     "signing keys reloaded: %s signs, %d keys published",
                     ring.active.kid,
                     len(ring.jwks()["keys"]),
                 )
+            return None
+
+
+def signing_state(ring: KeyRing) -> dict[str, Any]:
+    """The key that signs and the keys published, as a reload's event digests them."""
+    return {
+        "active_kid": ring.active.kid,
+        "published": sorted(key["kid"] for key in ring.jwks()["keys"]),
+    }
+
+
+def signing_change(
+    before: dict[str, Any], after: dict[str, Any], error: str | None
+) -> dict[str, Any]:
+    """What a reload did to the signing keys, as its answer says it."""
+    published = set(after["published"])
+    change: dict[str, Any] = {
+        "changed": before != after,
+        "active_kid": after["active_kid"],
+        "previous_active_kid": before["active_kid"],
+        "added": sorted(published - set(before["published"])),
+        "removed": sorted(set(before["published"]) - published),
+    }
+    if error is not None:
+        change["error"] = f"the signing keys in use stay: {error}"
+    return change

@@ -17,6 +17,12 @@ holds no role is refused (403 `no_role`). The token's roles are read at sign-in
 (a change at the issuer applies at the next one); the directory's at every
 request.
 
+Starting a sign-in stores a row, so it is bounded: per client address by a
+bucket of `LOGIN_STARTS` in each process (`llmeu.api.services.auth_failures`),
+and in all (every process of the ledger) by
+`MAX_PENDING_LOGINS` logins under way (each expires after `LOGIN_TTL_SECONDS`);
+past either, a 429 `too_many_sign_ins` with `Retry-After`.
+
 A session ends after `session_idle_seconds` without a request or
 `session_max_seconds` after sign-in, whichever comes first, or at sign-out,
 which also answers the issuer's `end_session_endpoint` (RP-initiated logout)
@@ -28,16 +34,18 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import math
 import secrets
 import time
 from dataclasses import dataclass, replace
 from urllib.parse import urlencode
 
+from llmeu.api.services.auth_failures import AddressBuckets, FailureLimits
 from llmeu.api.services.directory import Directory
 from llmeu.api.services.id_token import UnknownKey, refused, validate_id_token
 from llmeu.api.services.oidc_issuer import Issuer
 from llmeu.config import Settings
-from llmeu.errors import ConfigError, InvalidRequest, PermissionDenied
+from llmeu.errors import ConfigError, InvalidRequest, PermissionDenied, RateLimited
 from llmeu.ledger.console_sessions import (
     ConsoleSession,
     PendingLogin,
@@ -45,6 +53,7 @@ from llmeu.ledger.console_sessions import (
     get_session,
     insert_login,
     insert_session,
+    pending_logins,
     purge_expired,
     session_hash,
     take_login,
@@ -54,6 +63,10 @@ from llmeu.ledger.database import Database
 from llmeu.providers.transport import HttpClient
 
 LOGIN_TTL_SECONDS = 600.0
+LOGIN_STARTS = FailureLimits(burst=20, per_second=0.5)
+"""Sign-ins one address may start: 20 at once, then one every 2 s (people behind one
+proxy share an address; an address alone then holds at most ~320 logins under way)."""
+MAX_PENDING_LOGINS = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,9 +93,16 @@ class Sso:
         self.max_seconds = settings.session_max_seconds
         self._db = db
         self._directory = directory
+        self.starts = AddressBuckets(LOGIN_STARTS)
+        self.max_pending = MAX_PENDING_LOGINS
 
-    async def begin(self, redirect_url: str) -> str:
-        """The issuer's authorization URL for a new login, stored until its callback."""
+    async def begin(self, redirect_url: str, client: str | None = None) -> str:
+        """The issuer's authorization URL for a new login, stored until its callback; 429
+        past the sign-ins `client` (its address) may start, or past those under way."""
+        if client is not None:
+            if wait := self.starts.retry_after(client):
+                raise _too_many("too many sign-ins started from this address", wait)
+            self.starts.spend(client)
         metadata = await self.issuer.metadata()
         now = time.time()
         await purge_expired(
@@ -91,6 +111,10 @@ class Sso:
             idle_before=now - self.idle_seconds,
             created_before=now - self.max_seconds,
         )
+        pending, oldest = await pending_logins(self._db)
+        if pending >= self.max_pending:
+            expires = (oldest or now) + LOGIN_TTL_SECONDS - now
+            raise _too_many("too many sign-ins under way", max(1, math.ceil(expires)))
         login = PendingLogin(_token(), _token(), _token(), redirect_url, now)
         await insert_login(self._db, login)
         query = {
@@ -230,6 +254,10 @@ def _token() -> str:
 def _challenge(verifier: str) -> str:
     digest = hashlib.sha256(verifier.encode()).digest()
     return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
+def _too_many(what: str, retry_after: int) -> RateLimited:
+    return RateLimited(f"{what}; retry later", retry_after=retry_after, code="too_many_sign_ins")
 
 
 __all__ = ["ConsoleSession", "Opened", "Sso"]
