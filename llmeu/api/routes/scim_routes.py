@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from functools import wraps
 from typing import Any
 
@@ -142,78 +143,68 @@ async def _send(request: Request, body: object, status: int = 200) -> None:
     await request.respond(status, encoder.encode(body), _HEADERS)
 
 
-@scim
-async def list_users(p: Platform, request: Request) -> None:
-    start, count = paging(request.query)
-    await _send(request, await scim_users.search(p, request.query, start, count, _base(request)))
+@dataclass(frozen=True)
+class _Service:
+    """What a SCIM resource type's routes call: `scim_users`' or `scim_groups`' functions."""
+
+    search: Callable[[Platform, dict[str, str], int, int, str], Awaitable[dict[str, Any]]]
+    create: Callable[[Platform, dict[str, Any], str, Actor], Awaitable[dict[str, Any]]]
+    read: Callable[[Platform, str, str], Awaitable[dict[str, Any]]]
+    replace: Callable[[Platform, str, dict[str, Any], str, Actor], Awaitable[dict[str, Any]]]
+    patch: Callable[[Platform, str, list[Any], str, Actor], Awaitable[dict[str, Any]]]
+    remove: Callable[[Platform, str, Actor], Awaitable[None]]
 
 
-@scim
-async def create_user(p: Platform, request: Request) -> None:
-    made = await scim_users.create(p, await _json(request), _base(request), _by(request))
-    await _send(request, made, 201)
+_USERS = _Service(scim_users.search, scim_users.create, scim_users.read,
+                  scim_users.replace_user, scim_users.patch, scim_users.remove)  # fmt: skip
+_GROUPS = _Service(scim_groups.search, scim_groups.create, scim_groups.read,
+                   scim_groups.replace_group, scim_groups.patch, scim_groups.remove)  # fmt: skip
 
 
-@scim
-async def get_user(p: Platform, request: Request, user_id: str) -> None:
-    await _send(request, await scim_users.read(p, user_id, _base(request)))
+Route = tuple[str, str, Handler, Doc]
 
 
-@scim
-async def put_user(p: Platform, request: Request, user_id: str) -> None:
-    body = await _json(request)
-    await _send(request, await scim_users.replace_user(p, user_id, body, _base(request),
-                                                       _by(request)))  # fmt: skip
+def _resource_routes(path: str, service: _Service, docs: tuple[Doc, ...]) -> list[Route]:
+    """A resource type's six routes: list and create on `path`, then get, replace, change
+    and delete on `path/{id}` (`path` names the id's parameter last), documented by `docs`
+    in that order."""
 
+    @scim
+    async def listing(p: Platform, request: Request) -> None:
+        start, count = paging(request.query)
+        await _send(request, await service.search(p, request.query, start, count,
+                                                  _base(request)))  # fmt: skip
 
-@scim
-async def patch_user(p: Platform, request: Request, user_id: str) -> None:
-    operations = await _operations(request)
-    await _send(request, await scim_users.patch(p, user_id, operations, _base(request),
-                                                _by(request)))  # fmt: skip
+    @scim
+    async def create(p: Platform, request: Request) -> None:
+        made = await service.create(p, await _json(request), _base(request), _by(request))
+        await _send(request, made, 201)
 
+    @scim
+    async def get(p: Platform, request: Request, resource_id: str) -> None:
+        await _send(request, await service.read(p, resource_id, _base(request)))
 
-@scim
-async def delete_user(p: Platform, request: Request, user_id: str) -> None:
-    await scim_users.remove(p, user_id, _by(request))
-    await request.respond(204, b"", [])
+    @scim
+    async def put(p: Platform, request: Request, resource_id: str) -> None:
+        body = await _json(request)
+        await _send(request, await service.replace(p, resource_id, body, _base(request),
+                                                   _by(request)))  # fmt: skip
 
-
-@scim
-async def list_groups(p: Platform, request: Request) -> None:
-    start, count = paging(request.query)
-    await _send(request, await scim_groups.search(p, request.query, start, count, _base(request)))
-
-
-@scim
-async def create_group(p: Platform, request: Request) -> None:
-    made = await scim_groups.create(p, await _json(request), _base(request), _by(request))
-    await _send(request, made, 201)
-
-
-@scim
-async def get_group(p: Platform, request: Request, group_id: str) -> None:
-    await _send(request, await scim_groups.read(p, group_id, _base(request)))
-
-
-@scim
-async def put_group(p: Platform, request: Request, group_id: str) -> None:
-    body = await _json(request)
-    await _send(request, await scim_groups.replace_group(p, group_id, body, _base(request),
-                                                         _by(request)))  # fmt: skip
-
-
-@scim
-async def patch_group(p: Platform, request: Request, group_id: str) -> None:
-    operations = await _operations(request)
-    await _send(request, await scim_groups.patch(p, group_id, operations, _base(request),
+    @scim
+    async def patch(p: Platform, request: Request, resource_id: str) -> None:
+        operations = await _operations(request)
+        await _send(request, await service.patch(p, resource_id, operations, _base(request),
                                                  _by(request)))  # fmt: skip
 
+    @scim
+    async def delete(p: Platform, request: Request, resource_id: str) -> None:
+        await service.remove(p, resource_id, _by(request))
+        await request.respond(204, b"", [])
 
-@scim
-async def delete_group(p: Platform, request: Request, group_id: str) -> None:
-    await scim_groups.remove(p, group_id, _by(request))
-    await request.respond(204, b"", [])
+    collection, _, _ = path.rpartition("/")
+    methods = [("GET", collection, listing), ("POST", collection, create), ("GET", path, get),
+               ("PUT", path, put), ("PATCH", path, patch), ("DELETE", path, delete)]  # fmt: skip
+    return [(*method, doc) for method, doc in zip(methods, docs, strict=True)]
 
 
 @scim
@@ -255,22 +246,23 @@ def _doc(
                query=query, error_schema=ERROR_SCHEMA, error_type=MEDIA_TYPE)  # fmt: skip
 
 
-SCIM_ROUTES: list[tuple[str, str, Handler, Doc]] = [
-    ("GET", "/scim/v2/Users", list_users, _doc("SCIM: users, filtered and paged", query=_LIST)),
-    ("POST", "/scim/v2/Users", create_user, _doc("SCIM: provision a user", 201, body=True)),
-    ("GET", "/scim/v2/Users/{user_id}", get_user, _doc("SCIM: one user")),
-    ("PUT", "/scim/v2/Users/{user_id}", put_user, _doc("SCIM: replace a user", body=True)),
-    ("PATCH", "/scim/v2/Users/{user_id}", patch_user,
-     _doc("SCIM: change a user; `active: false` deprovisions them", body=True)),
-    ("DELETE", "/scim/v2/Users/{user_id}", delete_user,
-     _doc("SCIM: delete and deprovision a user", 204)),
-    ("GET", "/scim/v2/Groups", list_groups, _doc("SCIM: groups, filtered and paged", query=_LIST)),
-    ("POST", "/scim/v2/Groups", create_group, _doc("SCIM: create a group", 201, body=True)),
-    ("GET", "/scim/v2/Groups/{group_id}", get_group, _doc("SCIM: one group")),
-    ("PUT", "/scim/v2/Groups/{group_id}", put_group, _doc("SCIM: replace a group", body=True)),
-    ("PATCH", "/scim/v2/Groups/{group_id}", patch_group,
-     _doc("SCIM: change a group's name or members", body=True)),
-    ("DELETE", "/scim/v2/Groups/{group_id}", delete_group, _doc("SCIM: delete a group", 204)),
+SCIM_ROUTES: list[Route] = [
+    *_resource_routes("/scim/v2/Users/{user_id}", _USERS, (
+        _doc("SCIM: users, filtered and paged", query=_LIST),
+        _doc("SCIM: provision a user", 201, body=True),
+        _doc("SCIM: one user"),
+        _doc("SCIM: replace a user", body=True),
+        _doc("SCIM: change a user; `active: false` deprovisions them", body=True),
+        _doc("SCIM: delete and deprovision a user", 204),
+    )),
+    *_resource_routes("/scim/v2/Groups/{group_id}", _GROUPS, (
+        _doc("SCIM: groups, filtered and paged", query=_LIST),
+        _doc("SCIM: create a group", 201, body=True),
+        _doc("SCIM: one group"),
+        _doc("SCIM: replace a group", body=True),
+        _doc("SCIM: change a group's name or members", body=True),
+        _doc("SCIM: delete a group", 204),
+    )),
     ("GET", "/scim/v2/ServiceProviderConfig", service_provider_config,
      _doc("SCIM: what this service provider supports")),
     ("GET", "/scim/v2/ResourceTypes", resource_types, _doc("SCIM: User and Group")),
