@@ -9,10 +9,11 @@ and "False", read as booleans), `externalId` and `displayName` (or
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
-from llmeu.errors import InvalidRequest
+from llmeu.errors import InvalidRequest, NotFound
 from llmeu.protocol.scim_patch import ENTERPRISE_USER
 
 USER = "urn:ietf:params:scim:schemas:core:2.0:User"
@@ -33,6 +34,21 @@ _NEVER_KEPT = frozenset({"password"})
 
 def invalid_value(message: str, param: str | None = None) -> InvalidRequest:
     return InvalidRequest(message, param=param, code="invalidValue")
+
+
+def no_such(kind: str, resource_id: str) -> NotFound:
+    """A `kind` (`user`, `group`) of that id is not in the directory."""
+    return NotFound(f"no {kind} `{resource_id}`", param="id")
+
+
+def meta(resource_type: str, created_at: float, updated_at: float, location: str) -> dict[str, Any]:
+    """A resource's `meta` (RFC 7643 §3.1), its times in UTC to the second."""
+    return {
+        "resourceType": resource_type,
+        "created": _iso(created_at),
+        "lastModified": _iso(updated_at),
+        "location": location,
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,3 +148,7 @@ def _integer(value: str | None, param: str, default: int) -> int:
         return int(value)
     except ValueError:
         raise invalid_value(f"`{param}` is an integer", param) from None
+
+
+def _iso(at: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))

@@ -17,7 +17,6 @@ from dataclasses import replace
 from typing import Any
 
 from llmeu.api.services.platform_service import Actor, Platform
-from llmeu.errors import NotFound
 from llmeu.ledger.directory_rows import (
     DirectoryGroup,
     delete_group,
@@ -29,7 +28,7 @@ from llmeu.ledger.directory_rows import (
 )
 from llmeu.protocol.scim_filter import matches, parse_filter
 from llmeu.protocol.scim_patch import apply_patch
-from llmeu.protocol.scim_wire import GROUP, invalid_value, list_response, select
+from llmeu.protocol.scim_wire import GROUP, invalid_value, list_response, meta, no_such, select
 
 
 def resource(group: DirectoryGroup, base: str) -> dict[str, Any]:
@@ -40,12 +39,9 @@ def resource(group: DirectoryGroup, base: str) -> dict[str, Any]:
         "members": [
             {"value": m, "$ref": f"{base}/scim/v2/Users/{m}", "type": "User"} for m in group.members
         ],
-        "meta": {
-            "resourceType": "Group",
-            "created": _iso(group.created_at),
-            "lastModified": _iso(group.updated_at),
-            "location": f"{base}/scim/v2/Groups/{group.group_id}",
-        },
+        "meta": meta(
+            "Group", group.created_at, group.updated_at, f"{base}/scim/v2/Groups/{group.group_id}"
+        ),
     }
     if group.external_id is not None:
         shown["externalId"] = group.external_id
@@ -98,7 +94,7 @@ async def patch(
 async def remove(p: Platform, group_id: str, by: Actor) -> None:
     found = await _found(p, group_id)
     if not await delete_group(p.store.db, group_id):
-        raise _missing(group_id)
+        raise no_such("group", group_id)
     await p.admin_log.record(by, "group.delete", group_id, before=view(found))
 
 
@@ -109,7 +105,7 @@ async def _write(
     changed = replace(found, display_name=name, external_id=external_id, members=members,
                       updated_at=time.time())  # fmt: skip
     if not await update_group(p.store.db, changed, found):
-        raise _missing(found.group_id)
+        raise no_such("group", found.group_id)
     await p.admin_log.record(by, "group.update", found.group_id, before=view(found),
                              after=view(changed))  # fmt: skip
     return resource(changed, base)
@@ -139,13 +135,5 @@ async def _read(p: Platform, body: dict[str, Any]) -> tuple[str, str | None, tup
 async def _found(p: Platform, group_id: str) -> DirectoryGroup:
     found = await get_group(p.store.db, group_id)
     if found is None:
-        raise _missing(group_id)
+        raise no_such("group", group_id)
     return found
-
-
-def _missing(group_id: str) -> NotFound:
-    return NotFound(f"no group `{group_id}`", param="id")
-
-
-def _iso(at: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))

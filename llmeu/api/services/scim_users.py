@@ -34,7 +34,14 @@ from llmeu.ledger.directory_rows import (
 )
 from llmeu.protocol.scim_filter import equals, matches, parse_filter
 from llmeu.protocol.scim_patch import apply_patch
-from llmeu.protocol.scim_wire import list_response, read_user, select, user_schemas
+from llmeu.protocol.scim_wire import (
+    list_response,
+    meta,
+    no_such,
+    read_user,
+    select,
+    user_schemas,
+)
 
 
 def resource(user: DirectoryUser, base: str) -> dict[str, Any]:
@@ -45,12 +52,9 @@ def resource(user: DirectoryUser, base: str) -> dict[str, Any]:
         "id": user.user_id,
         "userName": user.user_name,
         "active": user.active,
-        "meta": {
-            "resourceType": "User",
-            "created": _iso(user.created_at),
-            "lastModified": _iso(user.updated_at),
-            "location": f"{base}/scim/v2/Users/{user.user_id}",
-        },
+        "meta": meta(
+            "User", user.created_at, user.updated_at, f"{base}/scim/v2/Users/{user.user_id}"
+        ),
     }
 
 
@@ -123,7 +127,7 @@ async def patch(
 async def remove(p: Platform, user_id: str, by: Actor) -> None:
     found = await _found(p, user_id)
     if not await delete_user(p.store.db, user_id):
-        raise _missing(user_id)
+        raise no_such("user", user_id)
     ended = await deprovision(p, found, by)
     await p.admin_log.record(by, "user.delete", user_id, before=view(found), after=ended)
 
@@ -161,7 +165,7 @@ async def _write(
     except DatabaseError:
         raise _taken(fields.user_name) from None
     if not updated:
-        raise _missing(found.user_id)
+        raise no_such("user", found.user_id)
     if found.active and not changed.active:
         ended = await deprovision(p, changed, by)
         await p.admin_log.record(by, "user.deactivate", found.user_id, before=view(found),
@@ -176,18 +180,10 @@ async def _write(
 async def _found(p: Platform, user_id: str) -> DirectoryUser:
     found = await get_user(p.store.db, user_id)
     if found is None:
-        raise _missing(user_id)
+        raise no_such("user", user_id)
     return found
-
-
-def _missing(user_id: str) -> NotFound:
-    return NotFound(f"no user `{user_id}`", param="id")
 
 
 def _taken(user_name: str) -> Conflict:
     return Conflict(f"a user with userName `{user_name}` exists", param="userName",
                     code="uniqueness")  # fmt: skip
-
-
-def _iso(at: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
