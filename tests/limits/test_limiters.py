@@ -10,7 +10,8 @@ import pytest
 
 from llmeu.errors import RateLimited
 from llmeu.limits import Limiter, MemoryLimiter, Quota
-from llmeu.limits.redis import SPEND_KEY, RedisLimiter
+from llmeu.limits.redis import SPEND_KEY
+from tests.support.limiters import LIMITER_KINDS, running_limiter, settled
 
 LEDGER_SPEND = {"k-spent": 5.0}
 
@@ -19,25 +20,14 @@ async def ledger_spend() -> Mapping[str, float]:
     return LEDGER_SPEND
 
 
-@pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.redis)])
+@pytest.fixture(params=LIMITER_KINDS)
 async def limiter(request: pytest.FixtureRequest) -> AsyncIterator[Limiter]:
-    built: Limiter = (
-        MemoryLimiter() if request.param == "memory" else RedisLimiter("redis://127.0.0.1:6379/0")
-    )
-    await built.start(ledger_spend)
-    yield built
-    if isinstance(built, RedisLimiter):
-        await built.redis.hdel(SPEND_KEY, "k-spent")
-    await built.aclose()
+    async with running_limiter(request.param, LEDGER_SPEND) as built:
+        yield built
 
 
 def quota(**limits: float) -> Quota:
     return Quota("k" + secrets.token_hex(6), **limits)  # type: ignore[arg-type]
-
-
-async def settle_all(limiter: Limiter) -> None:
-    if isinstance(limiter, RedisLimiter) and limiter._pending:
-        await asyncio.wait(limiter._pending)
 
 
 async def test_requests_per_minute_are_exact(limiter: Limiter) -> None:
@@ -64,7 +54,7 @@ async def test_tokens_are_reserved_then_settled_to_what_was_used(limiter: Limite
     with pytest.raises(RateLimited):
         await limiter.admit(q, 50)  # 60 reserved + 50 > 100
     limiter.settle(first, 20, None)  # it really used 20
-    await settle_all(limiter)
+    await settled(limiter)
     await limiter.admit(q, 50)  # 20 + 50 fits
     with pytest.raises(RateLimited) as too_large:
         await limiter.admit(q, 101)
@@ -78,10 +68,10 @@ async def test_budget_starts_from_the_ledger_and_grows_with_each_call(limiter: L
     q = quota(budget_eur=1.0)
     admission = await limiter.admit(q, 1)
     limiter.settle(admission, 10, 0.6)
-    await settle_all(limiter)
+    await settled(limiter)
     second = await limiter.admit(q, 1)  # 0.6 < 1.0
     limiter.settle(second, 10, 0.6)
-    await settle_all(limiter)
+    await settled(limiter)
     with pytest.raises(RateLimited):
         await limiter.admit(q, 1)  # 1.2 >= 1.0
 
@@ -118,7 +108,7 @@ async def test_calls_admitted_together_reserve_their_output_up_to_the_minute(
         await limiter.admit(q, 1, output_tokens=50)  # the minute is held in full
     limiter.settle(first, 15, None)
     limiter.settle(second, 15, None)
-    await settle_all(limiter)
+    await settled(limiter)
     third = await limiter.admit(q, 10, output_tokens=50)  # 30 used: holds 60 more
     assert third.reserved_tokens == 60
 
@@ -133,10 +123,10 @@ async def test_a_budget_counts_the_estimated_cost_of_calls_in_flight(limiter: Li
         assert refused.value.code == "insufficient_quota"
     limiter.settle(first, 10, 0.1)  # they cost far less than feared
     limiter.settle(second, 10, 0.1)
-    await settle_all(limiter)
+    await settled(limiter)
     third = await limiter.admit(q, 10, reserve_eur=0.7)  # 0.2 spent
     limiter.settle(third, 10, None)  # refused downstream: nothing spent, nothing held
-    await settle_all(limiter)
+    await settled(limiter)
     if isinstance(limiter, MemoryLimiter):
         assert limiter.spent(q.key_id) == pytest.approx(0.2)
     else:

@@ -3,9 +3,8 @@ calendar month (UTC) a team's spend is counted in."""
 
 from __future__ import annotations
 
-import asyncio
 import secrets
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
 import pytest
@@ -13,31 +12,17 @@ import pytest
 from llmeu.errors import RateLimited
 from llmeu.limits import Limiter, MemoryLimiter, Quota
 from llmeu.limits.limiter import calendar_month
-from llmeu.limits.redis import SPEND_KEY, RedisLimiter
+from llmeu.limits.redis import SPEND_KEY
+from tests.support.limiters import LIMITER_KINDS, running_limiter, settled
 
 TEAM = "team_" + secrets.token_hex(6)
 LEDGER_SPEND = {f"{TEAM}@2026-11": 9.0, f"{TEAM}@2026-12": 0.5}
 
 
-async def ledger_spend() -> Mapping[str, float]:
-    return LEDGER_SPEND
-
-
-@pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.redis)])
+@pytest.fixture(params=LIMITER_KINDS)
 async def limiter(request: pytest.FixtureRequest) -> AsyncIterator[Limiter]:
-    built: Limiter = (
-        MemoryLimiter() if request.param == "memory" else RedisLimiter("redis://127.0.0.1:6379/0")
-    )
-    await built.start(ledger_spend)
-    yield built
-    if isinstance(built, RedisLimiter):
-        await built.redis.hdel(SPEND_KEY, *LEDGER_SPEND)
-    await built.aclose()
-
-
-async def settled(limiter: Limiter) -> None:
-    if isinstance(limiter, RedisLimiter) and limiter._pending:
-        await asyncio.wait(limiter._pending)
+    async with running_limiter(request.param, LEDGER_SPEND) as built:
+        yield built
 
 
 def at(text: str) -> float:
