@@ -90,17 +90,7 @@ def gateway(
 
 @pytest.fixture(scope="module")
 def keys(gateway: Gateway) -> dict[str, str]:
-    made = {}
-    for policy_id in KEYS:
-        response = httpx.post(
-            f"{gateway.base_url}/platform/keys",
-            json={"name": policy_id, "policy_id": policy_id},
-            headers={"authorization": f"Bearer {gateway.admin_key}"},
-            timeout=10,
-        )
-        assert response.status_code == 201, response.text
-        made[policy_id] = response.json()["key"]
-    return made
+    return {policy_id: gateway.new_key(policy_id, policy_id) for policy_id in KEYS}
 
 
 @pytest.fixture(autouse=True)

@@ -15,7 +15,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import anthropic
-import httpx
 import pytest
 
 from llmeu.personal.rules import Detector
@@ -93,17 +92,7 @@ def gateway(counter: FakeUpstream, tmp_path_factory: pytest.TempPathFactory) -> 
 
 @pytest.fixture(scope="module")
 def keys(gateway: Gateway) -> dict[str, str]:
-    made = {}
-    for policy_id in KEYS:
-        response = httpx.post(
-            f"{gateway.base_url}/platform/keys",
-            json={"name": policy_id, "policy_id": policy_id},
-            headers={"authorization": f"Bearer {gateway.admin_key}"},
-            timeout=10,
-        )
-        assert response.status_code == 201, response.text
-        made[policy_id] = response.json()["key"]
-    return made
+    return {policy_id: gateway.new_key(policy_id, policy_id) for policy_id in KEYS}
 
 
 @pytest.fixture(autouse=True)

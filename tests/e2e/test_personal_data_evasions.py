@@ -126,14 +126,10 @@ def client(gateway: Gateway) -> Iterator[httpx.Client]:
 
 
 @pytest.fixture(scope="module")
-def keys(gateway: Gateway, client: httpx.Client) -> dict[str, str]:
-    made = {}
-    for action in ("block", "mask", "restrict"):
-        response = client.post("/platform/keys", json={"name": action, "policy_id": f"pd-{action}"},
-                               headers={"authorization": f"Bearer {gateway.admin_key}"})  # fmt: skip
-        assert response.status_code == 201, response.text
-        made[action] = response.json()["key"]
-    return made
+def keys(gateway: Gateway) -> dict[str, str]:
+    return {
+        action: gateway.new_key(action, f"pd-{action}") for action in ("block", "mask", "restrict")
+    }
 
 
 @pytest.fixture(autouse=True)

@@ -94,14 +94,10 @@ def client(gateway: Gateway) -> Iterator[httpx.Client]:
 
 
 @pytest.fixture(scope="module")
-def keys(gateway: Gateway, client: httpx.Client) -> dict[str, str]:
-    made = {}
-    for policy_id in ("pd-mask", "pd-block"):
-        response = client.post("/platform/keys", json={"name": policy_id, "policy_id": policy_id},
-                               headers={"authorization": f"Bearer {gateway.admin_key}"})  # fmt: skip
-        assert response.status_code == 201, response.text
-        made[policy_id] = response.json()["key"]
-    return made
+def keys(gateway: Gateway) -> dict[str, str]:
+    return {
+        policy_id: gateway.new_key(policy_id, policy_id) for policy_id in ("pd-mask", "pd-block")
+    }
 
 
 @pytest.fixture(autouse=True)

@@ -143,6 +143,19 @@ class Gateway:
     def kill(self) -> None:
         self.stop(signal.SIGKILL)
 
+    def new_key(self, name: str, policy_id: str) -> str:
+        """A new API key of the policy, made with the admin key."""
+        request = urllib.request.Request(
+            f"{self.base_url}/platform/keys",
+            data=json.dumps({"name": name, "policy_id": policy_id}).encode(),
+            headers={"authorization": f"Bearer {self.admin_key}",
+                     "content-type": "application/json"},
+        )  # fmt: skip
+        with urllib.request.urlopen(request, timeout=10) as response:
+            assert response.status == 201, response.read()
+            key: str = json.loads(response.read())["key"]
+        return key
+
 
 def start_gateway(
     tmp: Path,
