@@ -132,3 +132,73 @@ export function fill(node, ...children) {
   node.replaceChildren(...children.flat(Infinity).filter((c) => c !== null && c !== undefined && c !== false));
   return node;
 }
+
+/** A labelled control of a filter form. */
+export function field(id, label, control) {
+  return h("div", { className: "field" }, h("label", { htmlFor: id }, label), control);
+}
+
+/**
+ * A list's filter form whose Filter button puts the values chosen in the URL
+ * fragment of the list (`#/traces?model=…`): the link can be shared, and the
+ * view, drawn again from the fragment, shows them. Submitting the same
+ * values again draws it again all the same. `limit`, when the fragment has
+ * one, is kept.
+ */
+export function fragmentFilterForm(path, label, limit, ...children) {
+  const form = h(
+    "form",
+    { className: "card filter-form", method: "post", "aria-label": label },
+    limit ? h("input", { type: "hidden", name: "limit", value: limit }) : null,
+    ...children,
+    h(
+      "div",
+      { className: "actions" },
+      h("button", { type: "submit", className: "primary" }, "Filter"),
+      h("a", { href: `#/${path}`, className: "button-link" }, "Clear"),
+    ),
+  );
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const chosen = new URLSearchParams();
+    for (const [name, value] of new FormData(form)) if (value) chosen.set(name, value);
+    const next = `#/${path}${chosen.size ? `?${chosen}` : ""}`;
+    if (location.hash === next) window.dispatchEvent(new HashChangeEvent("hashchange"));
+    else location.hash = next;
+  });
+  return form;
+}
+
+/**
+ * A list paged with the API's cursor, newest first: each page is appended,
+ * so the list never re-sorts under the reader. `fetchPage(cursor)` gives a
+ * page (`data`, `next_cursor`, `has_more`); `table(rows)` draws all rows so
+ * far. Gives the parts to place — `count` (a status line), `list` and `more`
+ * (the "Load more" button) — and `load`, which fetches the next page.
+ */
+export function cursorPager(id, noun, fetchPage, table) {
+  const list = h("div", { id });
+  const more = h("button", { type: "button", hidden: true }, "Load more");
+  const count = h("p", { className: "hint", role: "status", "aria-live": "polite" });
+  let cursor = null;
+  let rows = [];
+
+  async function load() {
+    more.disabled = true;
+    const page = await fetchPage(cursor);
+    rows = rows.concat(page.data);
+    cursor = page.next_cursor;
+    list.replaceChildren(table(rows));
+    more.hidden = !page.has_more;
+    more.disabled = false;
+    const shown = rows.length;
+    count.textContent = shown ? `${shown} ${noun}${shown === 1 ? "" : "s"} shown${page.has_more ? ", more available" : ""}.` : "";
+  }
+  more.addEventListener("click", async () => {
+    const before = rows.length;
+    await load();
+    // Keep the keyboard where the reader was: on the first new row's link, if rows have one.
+    list.querySelectorAll("tbody tr a")[before]?.focus();
+  });
+  return { count, list, more, load };
+}

@@ -4,7 +4,7 @@
 // "Load more" follows the API's cursor.
 
 import { api } from "./api.js";
-import { dataTable, DASH, fill, fmtTime, h } from "./dom.js";
+import { cursorPager, dataTable, DASH, field, fill, fmtTime, fragmentFilterForm, h } from "./dom.js";
 
 const PAGE = 50;
 
@@ -24,23 +24,12 @@ export async function render(ctx, main, { params }) {
     to: epoch(filters.to),
     limit: params.get("limit") || PAGE,
   };
-  const list = h("div", { id: "event-list" });
-  const more = h("button", { type: "button", hidden: true }, "Load more");
-  const count = h("p", { className: "hint", role: "status", "aria-live": "polite" });
-  let cursor = null;
-  let rows = [];
-
-  async function loadPage() {
-    more.disabled = true;
-    const page = await api("v1/platform/admin-events", { query: { ...query, cursor } });
-    rows = rows.concat(page.data);
-    cursor = page.next_cursor;
-    list.replaceChildren(eventTable(rows));
-    more.hidden = !page.has_more;
-    more.disabled = false;
-    count.textContent = rows.length ? `${rows.length} event${rows.length === 1 ? "" : "s"} shown${page.has_more ? ", more available" : ""}.` : "";
-  }
-  more.addEventListener("click", loadPage);
+  const pager = cursorPager(
+    "event-list",
+    "event",
+    (cursor) => api("v1/platform/admin-events", { query: { ...query, cursor } }),
+    eventTable,
+  );
 
   fill(
     main,
@@ -53,11 +42,11 @@ export async function render(ctx, main, { params }) {
       " names one that was edited, deleted or moved.",
     ),
     filterForm(filters, params.get("limit")),
-    count,
-    list,
-    h("div", { className: "actions" }, more),
+    pager.count,
+    pager.list,
+    h("div", { className: "actions" }, pager.more),
   );
-  await loadPage();
+  await pager.load();
 }
 
 /** A SHA-256 digest, shortened; the whole one in its title. */
@@ -84,11 +73,10 @@ function eventTable(rows) {
 }
 
 function filterForm(filters, limit) {
-  const field = (id, label, control) => h("div", { className: "field" }, h("label", { htmlFor: id }, label), control);
-  const form = h(
-    "form",
-    { className: "card filter-form", method: "post", "aria-label": "Filter admin events" },
-    limit ? h("input", { type: "hidden", name: "limit", value: limit }) : null,
+  return fragmentFilterForm(
+    "events",
+    "Filter admin events",
+    limit,
     h(
       "div",
       { className: "filters" },
@@ -97,20 +85,5 @@ function filterForm(filters, limit) {
       field("ev-from", "From (local time)", h("input", { id: "ev-from", name: "from", type: "datetime-local", value: filters.from })),
       field("ev-to", "Before (local time)", h("input", { id: "ev-to", name: "to", type: "datetime-local", value: filters.to })),
     ),
-    h(
-      "div",
-      { className: "actions" },
-      h("button", { type: "submit", className: "primary" }, "Filter"),
-      h("a", { href: "#/events", className: "button-link" }, "Clear"),
-    ),
   );
-  form.addEventListener("submit", (event) => {
-    event.preventDefault();
-    const chosen = new URLSearchParams();
-    for (const [name, value] of new FormData(form)) if (value) chosen.set(name, value);
-    const next = `#/events${chosen.size ? `?${chosen}` : ""}`;
-    if (location.hash === next) window.dispatchEvent(new HashChangeEvent("hashchange"));
-    else location.hash = next;
-  });
-  return form;
 }

@@ -6,7 +6,7 @@
 // the reader's eyes.
 
 import { api } from "./api.js";
-import { cachedBadge, dataTable, DASH, fill, fmtEur, fmtMs, fmtNumber, h, statusBadge } from "./dom.js";
+import { cachedBadge, cursorPager, dataTable, DASH, field, fill, fmtEur, fmtMs, fmtNumber, fragmentFilterForm, h, statusBadge } from "./dom.js";
 
 const STATUSES = ["completed", "cancelled", "failed", "rejected", "interrupted", "in_progress"];
 const PAGE = 50;
@@ -37,40 +37,22 @@ export async function render(ctx, main, { params }) {
     to: epoch(filters.to),
     limit: params.get("limit") || PAGE,
   };
-  const list = h("div", { id: "trace-list" });
-  const more = h("button", { type: "button", hidden: true }, "Load more");
-  const count = h("p", { className: "hint", role: "status", "aria-live": "polite" });
-  let cursor = null;
-  let shown = 0;
-  let rows = [];
-
-  async function loadPage() {
-    more.disabled = true;
-    const page = await api("v1/platform/traces", { query: { ...query, cursor } });
-    rows = rows.concat(page.data);
-    shown = rows.length;
-    cursor = page.next_cursor;
-    list.replaceChildren(traceTable(rows));
-    more.hidden = !page.has_more;
-    more.disabled = false;
-    count.textContent = shown ? `${shown} trace${shown === 1 ? "" : "s"} shown${page.has_more ? ", more available" : ""}.` : "";
-  }
-  more.addEventListener("click", async () => {
-    const before = shown;
-    await loadPage();
-    // Keep the keyboard where the reader was: on the first new row's link.
-    list.querySelectorAll("tbody tr a")[before]?.focus();
-  });
+  const pager = cursorPager(
+    "trace-list",
+    "trace",
+    (cursor) => api("v1/platform/traces", { query: { ...query, cursor } }),
+    traceTable,
+  );
 
   fill(
     main,
     h("h1", { tabIndex: -1 }, "Traces"),
     filterForm(ctx, filters, endpoints.data, keys?.data ?? null, params.get("limit")),
-    count,
-    list,
-    h("div", { className: "actions" }, more),
+    pager.count,
+    pager.list,
+    h("div", { className: "actions" }, pager.more),
   );
-  await loadPage();
+  await pager.load();
 }
 
 /** `trc_…` ids are long; the list shows their end, which is what differs. */
@@ -112,7 +94,6 @@ function traceTable(rows) {
 }
 
 function filterForm(ctx, filters, endpoints, keys, limit) {
-  const field = (id, label, control) => h("div", { className: "field" }, h("label", { htmlFor: id }, label), control);
   const select = (id, name, value, options) => {
     const node = h("select", { id, name }, options.map(([v, text]) => h("option", { value: v }, text)));
     node.value = value;
@@ -137,26 +118,11 @@ function filterForm(ctx, filters, endpoints, keys, limit) {
     field("f-from", "From (local time)", h("input", { id: "f-from", name: "from", type: "datetime-local", value: filters.from })),
     field("f-to", "Before (local time)", h("input", { id: "f-to", name: "to", type: "datetime-local", value: filters.to })),
   ];
-  const form = h(
-    "form",
-    { className: "card filter-form", method: "post", "aria-label": "Filter traces" },
+  return fragmentFilterForm(
+    "traces",
+    "Filter traces",
+    limit,
     h("datalist", { id: "f-model-list" }, models.map((m) => h("option", { value: m }))),
-    limit ? h("input", { type: "hidden", name: "limit", value: limit }) : null,
     h("div", { className: "filters" }, controls),
-    h(
-      "div",
-      { className: "actions" },
-      h("button", { type: "submit", className: "primary" }, "Filter"),
-      h("a", { href: "#/traces", className: "button-link" }, "Clear"),
-    ),
   );
-  form.addEventListener("submit", (event) => {
-    event.preventDefault();
-    const chosen = new URLSearchParams();
-    for (const [name, value] of new FormData(form)) if (value) chosen.set(name, value);
-    const next = `#/traces${chosen.size ? `?${chosen}` : ""}`;
-    if (location.hash === next) window.dispatchEvent(new HashChangeEvent("hashchange"));
-    else location.hash = next;
-  });
-  return form;
 }
