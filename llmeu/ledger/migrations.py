@@ -6,530 +6,61 @@ Timestamps are seconds since the epoch, JSON is stored as TEXT. A migration
 is applied once, in order, inside a transaction; add new steps at the end,
 never edit an applied one. From migration 15 on every step is an expand step
 unless `CONTRACT` names it (docs/extending.md, "Changing the ledger's schema").
+This module numbers and names the steps; their DDL is in `migrations_early`
+(1 to 10) and `migrations_later` (11 on), where a new step's goes.
 """
 
 from __future__ import annotations
 
+from llmeu.ledger import migrations_early, migrations_later
+
 Step = str | tuple[str, str]
 """DDL for every database, or (database name, DDL) for one only."""
 
-# The columns of `traces` a call's row has while it runs (llmeu.ledger.trace_writes), with
-# the types and defaults they have in `traces`: no chain place, never purged.
-_OPEN_CALL_TYPES = (
-    ("trace_id", "TEXT PRIMARY KEY"), ("key_id", "TEXT NOT NULL"), ("route", "TEXT NOT NULL"),
-    ("request_model", "TEXT NOT NULL"), ("stream", "INTEGER NOT NULL"),
-    ("status", "TEXT NOT NULL"), ("instance_id", "TEXT NOT NULL"),
-    ("received_at", "DOUBLE PRECISION NOT NULL"), ("first_token_at", "DOUBLE PRECISION"),
-    ("finished_at", "DOUBLE PRECISION"), ("ttft_ms", "DOUBLE PRECISION"),
-    ("tpot_ms", "DOUBLE PRECISION"), ("policy_id", "TEXT"), ("endpoint_id", "TEXT"),
-    ("provider", "TEXT"), ("model_used", "TEXT"), ("model_version", "TEXT"),
-    ("inference_region", "TEXT"), ("sovereignty_class", "TEXT"), ("retention", "TEXT"),
-    ("input_tokens", "BIGINT"), ("output_tokens", "BIGINT"),
-    ("tokens_estimated", "INTEGER NOT NULL DEFAULT 0"), ("cost_eur", "DOUBLE PRECISION"),
-    ("finish_reason", "TEXT"), ("http_status", "INTEGER"), ("error_type", "TEXT"),
-    ("error_code", "TEXT"), ("error_message", "TEXT"), ("attempts", "TEXT NOT NULL DEFAULT '[]'"),
-    ("excluded", "TEXT NOT NULL DEFAULT '[]'"), ("prompt", "TEXT"), ("completion", "TEXT"),
-    ("content_expires_at", "DOUBLE PRECISION"), ("subject_sha256", "TEXT"),
-    ("metadata_expires_at", "DOUBLE PRECISION"), ("personal_data", "TEXT"),
-    ("policy_sha256", "TEXT"), ("request_sha256", "TEXT"), ("content_sha256", "TEXT"),
-    ("cache_read_tokens", "BIGINT"), ("cache_creation_tokens", "BIGINT"),
-    ("ignored_features", "TEXT"),
-)  # fmt: skip
-_OPEN_CALL_COLUMNS = ", ".join(name for name, _ in _OPEN_CALL_TYPES)
-# Added to both tables later, in this order (migration 12).
-_CACHE_HIT_TYPES = (
-    ("cache_hit", "TEXT"), ("cache_source", "TEXT"), ("saved_eur", "DOUBLE PRECISION"),
-)  # fmt: skip
-_MCP_CALL_TYPES = (
-    ("mcp_server", "TEXT"), ("mcp_tool", "TEXT"), ("bytes_in", "BIGINT"), ("bytes_out", "BIGINT"),
-)  # fmt: skip
-_OPEN_CALLS = (
-    "CREATE TABLE open_calls ("
-    + ", ".join(f"{name} {kind}" for name, kind in _OPEN_CALL_TYPES)
-    + "){end}"
-)
-
 MIGRATIONS: tuple[tuple[int, str, tuple[Step, ...]], ...] = (
-    (
-        1,
-        "traces, keys, policies, instances",
-        (
-            """
-            CREATE TABLE traces (
-                trace_id TEXT PRIMARY KEY,
-                key_id TEXT NOT NULL,
-                route TEXT NOT NULL,
-                request_model TEXT NOT NULL,
-                stream INTEGER NOT NULL,
-                status TEXT NOT NULL,
-                instance_id TEXT NOT NULL,
-                received_at DOUBLE PRECISION NOT NULL,
-                first_token_at DOUBLE PRECISION,
-                finished_at DOUBLE PRECISION,
-                ttft_ms DOUBLE PRECISION,
-                tpot_ms DOUBLE PRECISION,
-                policy_id TEXT,
-                endpoint_id TEXT,
-                provider TEXT,
-                model_used TEXT,
-                model_version TEXT,
-                inference_region TEXT,
-                sovereignty_class TEXT,
-                retention TEXT,
-                input_tokens BIGINT,
-                output_tokens BIGINT,
-                tokens_estimated INTEGER NOT NULL DEFAULT 0,
-                cost_eur DOUBLE PRECISION,
-                finish_reason TEXT,
-                http_status INTEGER,
-                error_type TEXT,
-                error_code TEXT,
-                error_message TEXT,
-                attempts TEXT NOT NULL DEFAULT '[]',
-                excluded TEXT NOT NULL DEFAULT '[]',
-                prompt TEXT,
-                completion TEXT,
-                content_expires_at DOUBLE PRECISION
-            )
-            """,
-            "CREATE INDEX traces_received ON traces (received_at, trace_id)",
-            "CREATE INDEX traces_key_received ON traces (key_id, received_at)",
-            "CREATE INDEX traces_status ON traces (status, instance_id)",
-            "CREATE INDEX traces_content_expiry ON traces (content_expires_at)",
-            """
-            CREATE TABLE api_keys (
-                key_id TEXT PRIMARY KEY,
-                name TEXT NOT NULL,
-                secret_hash TEXT NOT NULL,
-                policy_id TEXT NOT NULL,
-                is_admin INTEGER NOT NULL DEFAULT 0,
-                budget_eur DOUBLE PRECISION,
-                rpm_limit INTEGER,
-                tpm_limit INTEGER,
-                created_at DOUBLE PRECISION NOT NULL,
-                revoked_at DOUBLE PRECISION
-            )
-            """,
-            """
-            CREATE TABLE policies (
-                policy_id TEXT PRIMARY KEY,
-                body TEXT NOT NULL,
-                updated_at DOUBLE PRECISION NOT NULL
-            )
-            """,
-            """
-            CREATE TABLE instances (
-                instance_id TEXT PRIMARY KEY,
-                started_at DOUBLE PRECISION NOT NULL,
-                heartbeat_at DOUBLE PRECISION NOT NULL
-            )
-            """,
-        ),
-    ),
-    (
-        3,
-        "hash chain over final traces, its checkpoints, receipt digests",
-        (
-            # Digests a receipt carries: the request body as received, the content
-            # produced, the policy as applied (llmeu.evidence.receipts).
-            "ALTER TABLE traces ADD COLUMN policy_sha256 TEXT",
-            "ALTER TABLE traces ADD COLUMN request_sha256 TEXT",
-            "ALTER TABLE traces ADD COLUMN content_sha256 TEXT",
-            # The row's place in the one chain of final traces (llmeu.ledger.chaining).
-            "ALTER TABLE traces ADD COLUMN chain_seq BIGINT",
-            "ALTER TABLE traces ADD COLUMN chain_link TEXT",
-            "CREATE UNIQUE INDEX traces_chain_seq ON traces (chain_seq)",
-            "CREATE INDEX traces_unchained ON traces (received_at) WHERE chain_seq IS NULL",
-            """
-            CREATE TABLE chain_head (
-                head_id INTEGER PRIMARY KEY,
-                seq BIGINT NOT NULL,
-                link TEXT NOT NULL,
-                trace_id TEXT
-            )
-            """,
-            "INSERT INTO chain_head (head_id, seq, link, trace_id) "
-            f"VALUES (1, 0, '{'0' * 64}', NULL)",
-            """
-            CREATE TABLE chain_checkpoints (
-                chain_seq BIGINT PRIMARY KEY,
-                trace_id TEXT,
-                created_at DOUBLE PRECISION NOT NULL,
-                token TEXT NOT NULL
-            )
-            """,
-        ),
-    ),
-    (
-        4,
-        "personal data found in a call's prompt",
-        (
-            # JSON: each detector that hit, the message path and how often; never a value.
-            "ALTER TABLE traces ADD COLUMN personal_data TEXT",
-        ),
-    ),
-    (
-        6,
-        "cache tokens and ignored protocol features on traces",
-        (
-            # Input tokens the upstream read from or wrote to its prompt cache (a share of
-            # input_tokens, where it reports them), and the `anthropic-beta` features a
-            # Messages call asked for and the gateway ignored (comma-separated).
-            "ALTER TABLE traces ADD COLUMN cache_read_tokens BIGINT",
-            "ALTER TABLE traces ADD COLUMN cache_creation_tokens BIGINT",
-            "ALTER TABLE traces ADD COLUMN ignored_features TEXT",
-        ),
-    ),
+    (1, "traces, keys, policies, instances", migrations_early.STEPS_1),
+    (3, "hash chain over final traces, its checkpoints, receipt digests", migrations_early.STEPS_3),
+    (4, "personal data found in a call's prompt", migrations_early.STEPS_4),
+    (6, "cache tokens and ignored protocol features on traces", migrations_early.STEPS_6),
     (
         7,
         "metadata retention, legal holds, erasure by data subject, key purposes",
-        (
-            # SHA-256 of the caller's end-user id (`user`, `metadata.user_id`,
-            # `safety_identifier`): enough to find a subject's calls, not the id itself.
-            "ALTER TABLE traces ADD COLUMN subject_sha256 TEXT",
-            "ALTER TABLE traces ADD COLUMN metadata_expires_at DOUBLE PRECISION",
-            "ALTER TABLE traces ADD COLUMN metadata_purged_at DOUBLE PRECISION",
-            "CREATE INDEX traces_subject ON traces (subject_sha256)",
-            "CREATE INDEX traces_metadata_expiry ON traces (metadata_expires_at)",
-            "ALTER TABLE api_keys ADD COLUMN purpose TEXT",
-            """
-            CREATE TABLE legal_holds (
-                hold_id TEXT PRIMARY KEY,
-                key_id TEXT,
-                reason TEXT NOT NULL,
-                created_at DOUBLE PRECISION NOT NULL,
-                created_by TEXT NOT NULL,
-                released_at DOUBLE PRECISION,
-                released_by TEXT
-            )
-            """,
-            """
-            CREATE TABLE erasures (
-                erasure_id TEXT PRIMARY KEY,
-                subject_sha256 TEXT NOT NULL,
-                requested_at DOUBLE PRECISION NOT NULL,
-                requested_by TEXT NOT NULL,
-                traces INTEGER NOT NULL
-            )
-            """,
-        ),
+        migrations_early.STEPS_7,
     ),
-    (
-        8,
-        "stored responses of the Responses API",
-        (
-            # The tenant is the key that created the response; content expires with the
-            # policy's store_content and is erased with its data subject's.
-            """
-            CREATE TABLE stored_responses (
-                response_id TEXT PRIMARY KEY,
-                key_id TEXT NOT NULL,
-                subject_sha256 TEXT,
-                created_at DOUBLE PRECISION NOT NULL,
-                expires_at DOUBLE PRECISION NOT NULL,
-                response TEXT NOT NULL,
-                input_items TEXT NOT NULL,
-                conversation TEXT NOT NULL
-            )
-            """,
-            "CREATE INDEX stored_responses_expiry ON stored_responses (expires_at)",
-            "CREATE INDEX stored_responses_subject ON stored_responses (subject_sha256)",
-        ),
-    ),
+    (8, "stored responses of the Responses API", migrations_early.STEPS_8),
     (
         9,
         "the hash chain's lock and check inside a statement (PostgreSQL)",
-        (
-            # A final row linked ahead and the check that it landed after a committed
-            # head are one statement, alone in its transaction (llmeu.ledger.chaining):
-            # a failed check must fail that statement, so that nothing of it commits.
-            (
-                "postgres",
-                """
-                CREATE FUNCTION llmeu_chain_landed(landed boolean) RETURNS boolean
-                LANGUAGE plpgsql AS $$
-                BEGIN
-                    IF landed IS NOT TRUE THEN
-                        RAISE EXCEPTION 'the chain head moved' USING ERRCODE = 'LLC01';
-                    END IF;
-                    RETURN true;
-                END
-                $$
-                """,
-            ),
-            # The lock every writer of the chain takes before it stores a place, until
-            # commit; returns its argument, so that an INSERT takes it in its first value.
-            (
-                "postgres",
-                """
-                CREATE FUNCTION llmeu_chain_lock(passed text) RETURNS text
-                LANGUAGE plpgsql AS $$
-                BEGIN
-                    PERFORM pg_advisory_xact_lock(7813861853286690676);
-                    RETURN passed;
-                END
-                $$
-                """,
-            ),
-        ),
+        migrations_early.STEPS_9,
     ),
     (
         10,
         "index content expiry and data subjects only where a trace has them",
-        (
-            # Most traces store no content and name no subject; their NULLs filled two
-            # indexes, and every transaction wrote a page of each (SQLite: 10 pages per
-            # one-call transaction, 8 without). The purge and the erasure look up non-NULL
-            # values only (`content_expires_at <= ?`, `subject_sha256 = ?`), which both
-            # databases match to a partial index.
-            "DROP INDEX traces_content_expiry",
-            "CREATE INDEX traces_content_expiry ON traces (content_expires_at) "
-            "WHERE content_expires_at IS NOT NULL",
-            "DROP INDEX traces_subject",
-            "CREATE INDEX traces_subject ON traces (subject_sha256) "
-            "WHERE subject_sha256 IS NOT NULL",
-        ),
+        migrations_early.STEPS_10,
     ),
-    (
-        11,
-        "calls in progress in a table of their own",
-        (
-            # A call's in-progress row (found `interrupted` after a crash) lives here until
-            # its final row goes into `traces` and removes it in the same transaction: a
-            # trace row is written once, final, and touches the indexes of `traces` once.
-            # The table holds only the calls open now, so it stays a page or a few; SQLite
-            # keeps it in one b-tree (no rowid, no second index for the key).
-            ("sqlite", _OPEN_CALLS.format(end=" WITHOUT ROWID")),
-            ("postgres", _OPEN_CALLS.format(end="")),
-            f"INSERT INTO open_calls ({_OPEN_CALL_COLUMNS}) "
-            f"SELECT {_OPEN_CALL_COLUMNS} FROM traces WHERE status = 'in_progress'",
-            "DELETE FROM traces WHERE status = 'in_progress'",
-        ),
-    ),
+    (11, "calls in progress in a table of their own", migrations_later.STEPS_11),
     (
         12,
         "chain version 2: every metadata column, purged rows checkable, suspect rows",
-        (
-            # What a row stores of its place besides chain_seq and chain_link
-            # (llmeu.evidence.chain): the version that chained it (NULL: version 1), the
-            # digest of the metadata a purge empties, and the mark of a row chained
-            # though no gateway process recorded it.
-            "ALTER TABLE traces ADD COLUMN chain_version INTEGER",
-            "ALTER TABLE traces ADD COLUMN metadata_sha256 TEXT",
-            "ALTER TABLE traces ADD COLUMN chain_suspect INTEGER",
-            # Final rows the gateway made without a place in the chain, admitted to it
-            # unmarked: a call found `interrupted`, from an open call of a known process
-            # (llmeu.ledger.chaining). The unchained final rows of a ledger upgraded now
-            # predate the check and are admitted with it.
-            """
-            CREATE TABLE chain_admitted (
-                trace_id TEXT PRIMARY KEY,
-                instance_id TEXT NOT NULL,
-                admitted_at DOUBLE PRECISION NOT NULL
-            )
-            """,
-            "INSERT INTO chain_admitted (trace_id, instance_id, admitted_at) "
-            "SELECT trace_id, instance_id, received_at FROM traces "
-            "WHERE chain_seq IS NULL AND status <> 'in_progress'",
-        ),
+        migrations_later.STEPS_12,
     ),
-    (
-        13,
-        "calls answered from the answer cache",
-        (
-            # `exact` or `semantic` when the gateway's answer cache answered the call, the
-            # trace of the call that produced the answer, and what that call cost. Both
-            # tables, as `open_calls` is copied into `traces` for calls found interrupted.
-            *(
-                f"ALTER TABLE {table} ADD COLUMN {name} {kind}"
-                for table in ("traces", "open_calls")
-                for name, kind in _CACHE_HIT_TYPES
-            ),
-        ),
-    ),
-    (
-        14,
-        "MCP tool calls on traces, tool-server and tool lists on keys",
-        (
-            # A `/mcp` tool call's server (catalog id), tool (as the server names it) and
-            # the bytes of its request and of its answer. NULL on every other call. Both
-            # tables: an interrupted tool call still names its server.
-            *(
-                f"ALTER TABLE {table} ADD COLUMN {name} {kind}"
-                for table in ("traces", "open_calls")
-                for name, kind in _MCP_CALL_TYPES
-            ),
-            # Usage grouped by tool server reads only the tool calls.
-            "CREATE INDEX traces_mcp_server ON traces (mcp_server) WHERE mcp_server IS NOT NULL",
-            # A key's own patterns of tool servers and tools (JSON lists; NULL: none), which
-            # narrow its policy's on every MCP call.
-            "ALTER TABLE api_keys ADD COLUMN allow_mcp_servers TEXT",
-            "ALTER TABLE api_keys ADD COLUMN allow_tools TEXT",
-        ),
-    ),
+    (13, "calls answered from the answer cache", migrations_later.STEPS_13),
+    (14, "MCP tool calls on traces, tool-server and tool lists on keys", migrations_later.STEPS_14),
     (
         15,
         "the schema each gateway process runs on, contract steps marked",
-        (
-            # The highest migration the process's release knows (NULL: a release from
-            # before this step, which counts as older than any contract step), and the mark
-            # of a contract step (1), which a release that does not know it must not run
-            # beside (llmeu.ledger.schema). Expand-only: releases before it write neither.
-            "ALTER TABLE instances ADD COLUMN schema_version INTEGER",
-            "ALTER TABLE schema_migrations ADD COLUMN contract INTEGER",
-        ),
+        migrations_later.STEPS_15,
     ),
-    (
-        16,
-        "a role on each key",
-        (
-            # The platform role a key acts in (`admin`, `operator`, `auditor`, `dpo`,
-            # `team_admin`, `member`); NULL for the keys made before roles, which act as
-            # `member` (or as `admin`, the admin key). An older release reading the same
-            # database ignores the column: its keys keep the rights it gave them.
-            "ALTER TABLE api_keys ADD COLUMN role TEXT",
-        ),
-    ),
-    (
-        17,
-        "teams, and the team of each key",
-        (
-            # A team: its policy (its keys' are at least as strict), a monthly budget in
-            # EUR (NULL: none) and its members (a JSON list of names). A key's team is
-            # NULL for a key in none; an older release ignores both.
-            """
-            CREATE TABLE teams (
-                team_id TEXT PRIMARY KEY,
-                name TEXT NOT NULL,
-                policy_id TEXT NOT NULL,
-                budget_eur_month DOUBLE PRECISION,
-                members TEXT NOT NULL DEFAULT '[]',
-                created_at DOUBLE PRECISION NOT NULL,
-                updated_at DOUBLE PRECISION NOT NULL
-            )
-            """,
-            "ALTER TABLE api_keys ADD COLUMN team_id TEXT",
-            "CREATE INDEX api_keys_team ON api_keys (team_id) WHERE team_id IS NOT NULL",
-        ),
-    ),
-    (
-        18,
-        "console sign-ins: pending logins and sessions",
-        (
-            # A sign-in under way (`state` → its nonce and PKCE verifier), single use; and a
-            # signed-in console session, keyed by the SHA-256 of its cookie's id (the id
-            # itself is never stored). Both are new tables: an older release ignores them.
-            """
-            CREATE TABLE console_logins (
-                state TEXT PRIMARY KEY,
-                nonce TEXT NOT NULL,
-                verifier TEXT NOT NULL,
-                redirect_url TEXT NOT NULL,
-                created_at DOUBLE PRECISION NOT NULL
-            )
-            """,
-            """
-            CREATE TABLE console_sessions (
-                session_hash TEXT PRIMARY KEY,
-                subject TEXT NOT NULL,
-                name TEXT,
-                roles TEXT NOT NULL,
-                csrf_token TEXT NOT NULL,
-                id_token TEXT NOT NULL,
-                created_at DOUBLE PRECISION NOT NULL,
-                last_seen_at DOUBLE PRECISION NOT NULL
-            )
-            """,
-        ),
-    ),
-    (
-        19,
-        "administrative changes on the evidence chain",
-        (
-            # Expand only: a release without it keeps running on this database. Each
-            # event is also a final row of `traces` (route 'admin') whose chained
-            # request_sha256 is the digest of this row (llmeu.evidence.admin_events).
-            """
-            CREATE TABLE admin_events (
-                trace_id TEXT PRIMARY KEY,
-                at DOUBLE PRECISION NOT NULL,
-                actor TEXT NOT NULL,
-                role TEXT,
-                action TEXT NOT NULL,
-                target TEXT,
-                before_sha256 TEXT,
-                after_sha256 TEXT,
-                source TEXT
-            )
-            """,
-            "CREATE INDEX admin_events_at ON admin_events (at, trace_id)",
-        ),
-    ),
+    (16, "a role on each key", migrations_later.STEPS_16),
+    (17, "teams, and the team of each key", migrations_later.STEPS_17),
+    (18, "console sign-ins: pending logins and sessions", migrations_later.STEPS_18),
+    (19, "administrative changes on the evidence chain", migrations_later.STEPS_19),
     (
         20,
         "the organisation's directory (SCIM users, groups, members) and each key's owner",
-        (
-            # Expand only: new tables and a nullable column, which an older release ignores.
-            # A user is provisioned by SCIM (`provisioned` 1) or first seen at a console
-            # sign-in; `subject` is the issuer's `sub`, linked at the first sign-in;
-            # `attributes` the SCIM resource as last written (JSON); `role` one granted by
-            # an admin (NULL: none). `user_name_key` is the lower-cased userName, unique.
-            """
-            CREATE TABLE directory_users (
-                user_id TEXT PRIMARY KEY,
-                user_name TEXT NOT NULL,
-                user_name_key TEXT NOT NULL,
-                subject TEXT,
-                external_id TEXT,
-                display_name TEXT,
-                active INTEGER NOT NULL DEFAULT 1,
-                provisioned INTEGER NOT NULL DEFAULT 0,
-                attributes TEXT NOT NULL DEFAULT '{}',
-                role TEXT,
-                created_at DOUBLE PRECISION NOT NULL,
-                updated_at DOUBLE PRECISION NOT NULL
-            )
-            """,
-            "CREATE UNIQUE INDEX directory_users_name ON directory_users (user_name_key)",
-            "CREATE UNIQUE INDEX directory_users_subject ON directory_users (subject)",
-            """
-            CREATE TABLE directory_groups (
-                group_id TEXT PRIMARY KEY,
-                display_name TEXT NOT NULL,
-                display_name_key TEXT NOT NULL,
-                external_id TEXT,
-                created_at DOUBLE PRECISION NOT NULL,
-                updated_at DOUBLE PRECISION NOT NULL
-            )
-            """,
-            "CREATE INDEX directory_groups_name ON directory_groups (display_name_key)",
-            """
-            CREATE TABLE directory_members (
-                group_id TEXT NOT NULL,
-                user_id TEXT NOT NULL,
-                PRIMARY KEY (group_id, user_id)
-            )
-            """,
-            "CREATE INDEX directory_members_user ON directory_members (user_id)",
-            # The subject of the console user whose session created the key (NULL: a key
-            # made with a key); such a user's deprovisioning revokes it.
-            "ALTER TABLE api_keys ADD COLUMN owner_subject TEXT",
-            "CREATE INDEX api_keys_owner ON api_keys (owner_subject) "
-            "WHERE owner_subject IS NOT NULL",
-        ),
+        migrations_later.STEPS_20,
     ),
-    (
-        21,
-        "rate limits of a team",
-        (
-            # Requests and tokens per minute for all of a team's keys together (NULL: no
-            # limit). Expand only: an older release ignores both columns. Numbered after
-            # 20 (SCIM users), which does not touch `teams`; `migrate` applies whichever
-            # of them a ledger lacks.
-            "ALTER TABLE teams ADD COLUMN rpm_limit INTEGER",
-            "ALTER TABLE teams ADD COLUMN tpm_limit INTEGER",
-        ),
-    ),
+    (21, "rate limits of a team", migrations_later.STEPS_21),
 )
 
 CONTRACT: frozenset[int] = frozenset()

@@ -15,7 +15,8 @@ from llmeu.calls.record import CallStatus
 from llmeu.evidence.chain import VERSION_1_COLUMNS, link_after, version_1_body
 from llmeu.ledger.chaining import chain_pending, chained_rows
 from llmeu.ledger.database import Database
-from llmeu.ledger.migrations import _OPEN_CALL_TYPES, MIGRATIONS
+from llmeu.ledger.migrations import MIGRATIONS
+from llmeu.ledger.migrations_later import _OPEN_CALL_TYPES
 from llmeu.ledger.opening import open_database
 from llmeu.ledger.retention import Retention
 from llmeu.ledger.store import Store

@@ -11,12 +11,8 @@ import pytest
 import llmeu.ledger.store as store_module
 from llmeu.calls.record import CallStatus
 from llmeu.ledger.database import Database
-from llmeu.ledger.migrations import (
-    _CACHE_HIT_TYPES,
-    _MCP_CALL_TYPES,
-    _OPEN_CALL_TYPES,
-    MIGRATIONS,
-)
+from llmeu.ledger.migrations import MIGRATIONS
+from llmeu.ledger.migrations_later import _CACHE_HIT_TYPES, _MCP_CALL_TYPES, _OPEN_CALL_TYPES
 from llmeu.ledger.opening import open_database
 from llmeu.ledger.retention import calls_between
 from llmeu.ledger.store import Store
