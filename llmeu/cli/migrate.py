@@ -28,9 +28,10 @@ from typing import Any
 from llmeu.config import Settings
 from llmeu.errors import DatabaseError
 from llmeu.ledger.database import Database
+from llmeu.ledger.migration_runner import known_migrations
 from llmeu.ledger.opening import open_database
 from llmeu.ledger.schema import SCHEMA_VERSION
-from llmeu.ledger.store import Store, known_migrations
+from llmeu.ledger.store import Store
 
 
 def register(subparsers: Any) -> None:

@@ -3,20 +3,18 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from llmeu.calls.record import TraceRecord
-from llmeu.errors import DatabaseError, DatabaseUnavailable
 from llmeu.evidence.admin_events import AdminEvent
+from llmeu.ledger import key_rows, migration_runner
 from llmeu.ledger.admin_event_rows import NOT_ADMIN, EventPage, list_events, write_event
 from llmeu.ledger.admission import ADMIT, FORGET_CHAINED, KEEP_ADMITTED
 from llmeu.ledger.api_keys import ApiKey
-from llmeu.ledger.database import Database, Row, Statement
-from llmeu.ledger.migrations import CONTRACT, CREATE_MIGRATIONS_TABLE, MIGRATIONS, Step
-from llmeu.ledger.schema import SCHEMA_VERSION, mismatch
+from llmeu.ledger.database import Database, Row
+from llmeu.ledger.schema import SCHEMA_VERSION
 from llmeu.ledger.time_window import time_window
 from llmeu.ledger.trace_writes import TRACE_COLUMNS, TraceWrites, trace_row
 from llmeu.ledger.views import (
@@ -45,19 +43,7 @@ _GROUPS = {
 _IN_TEAM = "key_id IN (SELECT key_id FROM api_keys WHERE team_id = ?)"
 USAGE_GROUPS = ("day", *_GROUPS)
 TRACE_FILTERS = ("status", "model", "endpoint_id", "key_id", "sovereignty_class", "mcp_server")
-_KEY_COLUMNS = (
-    "key_id, name, secret_hash, policy_id, is_admin, budget_eur, rpm_limit, tpm_limit, "
-    "created_at, revoked_at, purpose, allow_mcp_servers, allow_tools, role, team_id, owner_subject"
-)
-_KEY_VALUES = ", ".join("?" for _ in _KEY_COLUMNS.split(", "))
 _INSTANCE_COLUMNS = "instance_id, started_at, heartbeat_at, schema_version"
-LIVE_WINDOW_SECONDS = 15.0
-"""A process is gone once its heartbeat is older than this: three of the default 5 s."""
-
-
-def known_migrations() -> list[tuple[int, str, bool]]:
-    """This release's migrations, in order: version, name, whether a contract step."""
-    return [(version, name, version in CONTRACT) for version, name, _ in MIGRATIONS]
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,94 +83,25 @@ class Store:
         return self.db.dialect.shared
 
     async def migrate(self, *, live_after: float | None = None) -> list[int]:
-        """Apply pending migrations; returns the versions applied now.
-
-        Gateway processes starting together on a new database race here. Each
-        migration's transaction first claims its version in `schema_migrations`:
-        a second process's claim waits for the first transaction and then fails,
-        and that process finds the version applied and moves on.
-
-        A contract step (`CONTRACT`) waits, and every step after it with it, while a
-        process whose heartbeat is not older than `live_after` (default: three default
-        heartbeats ago) runs a release that does not know it (`llmeu.ledger.schema`); the
-        next `migrate` applies it once they have gone.
-        """
-        try:
-            await self.db.execute(CREATE_MIGRATIONS_TABLE)
-        except DatabaseError:
-            # PostgreSQL: a concurrent CREATE TABLE IF NOT EXISTS can still collide.
-            await self._applied_versions()  # raises unless the table is there now
-        if live_after is None:
-            live_after = time.time() - LIVE_WINDOW_SECONDS
-        applied = []
-        for version, name, statements in MIGRATIONS:
-            if version in await self._applied_versions():
-                continue
-            if version in CONTRACT and await self.older_processes(version, live_after):
-                break
-            claim: Statement = (
-                "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
-                [(version, name, time.time())],
-            )
-            marks: list[Statement] = []
-            if version in CONTRACT:
-                marks.append(
-                    ("UPDATE schema_migrations SET contract = 1 WHERE version = ?", [(version,)])
-                )
-            try:
-                await self.db.transaction(
-                    [claim, *((sql, [()]) for sql in self._steps(statements)), *marks]
-                )
-            except DatabaseError:
-                if version in await self._applied_versions():
-                    continue
-                raise
-            applied.append(version)
-        return applied
+        """Apply pending migrations; returns the versions applied now
+        (`llmeu.ledger.migration_runner.migrate`)."""
+        return await migration_runner.migrate(self.db, live_after=live_after)
 
     async def schema(self) -> tuple[set[int], set[int]]:
         """The migrations applied to this ledger, and which of them are contract steps."""
-        rows = await self.db.fetch("SELECT * FROM schema_migrations")
-        return {r["version"] for r in rows}, {r["version"] for r in rows if r.get("contract")}
+        return await migration_runner.applied_schema(self.db)
 
     async def check_schema(self) -> None:
         """Raise `SchemaMismatch` unless this release runs on the ledger's schema as it is."""
-        applied: set[int] = set()
-        contracts: set[int] = set()
-        if await self.has_schema():
-            applied, contracts = await self.schema()
-        problem = mismatch(applied, contracts)
-        if problem is not None:
-            raise problem
+        await migration_runner.check_schema(self.db)
 
     async def older_processes(self, version: int, live_after: float) -> list[str]:
-        """Live gateway processes (heartbeat not older than `live_after`) of releases that do
-        not know migration `version`: a contract step `version` must wait for them."""
-        rows = await self.db.fetch(
-            "SELECT instance_id FROM instances WHERE heartbeat_at >= ? "
-            "AND (schema_version IS NULL OR schema_version < ?) ORDER BY instance_id",
-            (live_after, version),
-        )
-        return [r["instance_id"] for r in rows]
-
-    def _steps(self, steps: Sequence[Step]) -> list[str]:
-        """A migration's DDL for this database."""
-        name = self.db.dialect.name
-        return [
-            s if isinstance(s, str) else s[1] for s in steps if isinstance(s, str) or s[0] == name
-        ]
+        """Live gateway processes of releases that do not know migration `version`."""
+        return await migration_runner.older_processes(self.db, version, live_after)
 
     async def has_schema(self) -> bool:
         """Whether this database holds a ledger (its migrations were applied)."""
-        try:
-            return bool(await self._applied_versions())
-        except DatabaseUnavailable:
-            raise
-        except DatabaseError:  # no schema_migrations table
-            return False
-
-    async def _applied_versions(self) -> set[int]:
-        return {r["version"] for r in await self.db.fetch("SELECT version FROM schema_migrations")}
+        return await migration_runner.has_schema(self.db)
 
     async def write_traces(
         self,
@@ -391,36 +308,19 @@ class Store:
         return counts[0]
 
     async def insert_key(self, key: ApiKey) -> None:
-        await self.db.execute(
-            f"INSERT INTO api_keys ({_KEY_COLUMNS}) VALUES ({_KEY_VALUES})",
-            _key_row(key),
-        )
+        await key_rows.insert_key(self.db, key)
 
     async def upsert_key(self, key: ApiKey) -> None:
-        await self.db.execute(
-            f"INSERT INTO api_keys ({_KEY_COLUMNS}) VALUES ({_KEY_VALUES})"
-            + self.db.dialect.upsert(
-                "key_id", ("secret_hash", "policy_id", "is_admin", "revoked_at")
-            ),
-            _key_row(key),
-        )
+        await key_rows.upsert_key(self.db, key)
 
     async def get_key(self, key_id: str) -> ApiKey | None:
-        rows = await self.db.fetch(
-            f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE key_id = ?", (key_id,)
-        )
-        return _key(rows[0]) if rows else None
+        return await key_rows.get_key(self.db, key_id)
 
     async def list_keys(self) -> list[ApiKey]:
-        rows = await self.db.fetch(f"SELECT {_KEY_COLUMNS} FROM api_keys ORDER BY created_at")
-        return [_key(r) for r in rows]
+        return await key_rows.list_keys(self.db)
 
     async def revoke_key(self, key_id: str, now: float) -> bool:
-        changed = await self.db.execute(
-            "UPDATE api_keys SET revoked_at = ? WHERE key_id = ? AND revoked_at IS NULL",
-            (now, key_id),
-        )
-        return changed > 0
+        return await key_rows.revoke_key(self.db, key_id, now)
 
     async def put_policy(self, policy_id: str, body: dict[str, Any], now: float) -> None:
         await self.db.execute(
@@ -459,41 +359,3 @@ _TRACE_TABLES: dict[str | None, tuple[str, ...]] = {
 }
 _TRACE_TABLES.update({status: ("traces",) for status in STATUS_COUNTS})
 _NEWEST_FIRST = " ORDER BY received_at DESC, trace_id DESC LIMIT ?"
-
-
-def _key_row(key: ApiKey) -> tuple[Any, ...]:
-    return (
-        key.key_id, key.name, key.secret_hash, key.policy_id, int(key.is_admin), key.budget_eur,
-        key.rpm_limit, key.tpm_limit, key.created_at, key.revoked_at, key.purpose,
-        _patterns_text(key.allow_mcp_servers), _patterns_text(key.allow_tools), key.role,
-        key.team_id, key.owner_subject,
-    )  # fmt: skip
-
-
-def _key(row: Row) -> ApiKey:
-    return ApiKey(
-        key_id=row["key_id"],
-        name=row["name"],
-        secret_hash=row["secret_hash"],
-        policy_id=row["policy_id"],
-        is_admin=bool(row["is_admin"]),
-        budget_eur=row["budget_eur"],
-        rpm_limit=row["rpm_limit"],
-        tpm_limit=row["tpm_limit"],
-        created_at=row["created_at"],
-        revoked_at=row["revoked_at"],
-        purpose=row["purpose"],
-        allow_mcp_servers=_patterns(row["allow_mcp_servers"]),
-        allow_tools=_patterns(row["allow_tools"]),
-        role=row["role"],
-        team_id=row["team_id"],
-        owner_subject=row["owner_subject"],
-    )
-
-
-def _patterns_text(patterns: tuple[str, ...]) -> str | None:
-    return json.dumps(list(patterns)) if patterns else None
-
-
-def _patterns(text: str | None) -> tuple[str, ...]:
-    return tuple(json.loads(text)) if text else ()

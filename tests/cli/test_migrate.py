@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from llmeu.ledger import store as store_module
+from llmeu.ledger import migration_runner
 from llmeu.ledger.migrations import MIGRATIONS
 from llmeu.ledger.opening import open_database
 from llmeu.ledger.schema import SCHEMA_VERSION
@@ -35,7 +35,7 @@ def previous_ledger(data_dir: Path) -> None:
         await db.open()
         try:
             with pytest.MonkeyPatch.context() as patch:
-                patch.setattr(store_module, "MIGRATIONS", MIGRATIONS[:-1])
+                patch.setattr(migration_runner, "MIGRATIONS", MIGRATIONS[:-1])
                 await Store(db).migrate()
         finally:
             await db.close()

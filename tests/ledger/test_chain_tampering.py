@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-import llmeu.ledger.store as store_module
 from llmeu.calls.record import CallStatus
 from llmeu.evidence.chain import VERSION_1_COLUMNS, link_after, version_1_body
+from llmeu.ledger import migration_runner
 from llmeu.ledger.chaining import chain_pending, chained_rows
 from llmeu.ledger.database import Database
 from llmeu.ledger.migrations import MIGRATIONS
@@ -180,7 +180,7 @@ async def test_rows_chained_under_version_1_still_verify_under_it(
     await db.open()
     try:
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(store_module, "MIGRATIONS", tuple(m for m in MIGRATIONS if m[0] < 12))
+            patch.setattr(migration_runner, "MIGRATIONS", tuple(m for m in MIGRATIONS if m[0] < 12))
             await Store(db).migrate()
         old = [trace(metadata_expires_at=EXPIRED) for _ in range(3)]
         link = "0" * 64

@@ -8,8 +8,8 @@ import sqlite3
 
 import pytest
 
-import llmeu.ledger.store as store_module
 from llmeu.calls.record import CallStatus
+from llmeu.ledger import migration_runner
 from llmeu.ledger.database import Database
 from llmeu.ledger.migrations import MIGRATIONS
 from llmeu.ledger.migrations_later import _CACHE_HIT_TYPES, _MCP_CALL_TYPES, _OPEN_CALL_TYPES
@@ -133,7 +133,7 @@ async def test_migration_11_moves_rows_in_progress_out_of_traces(database_url: s
     await db.open()
     try:
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(store_module, "MIGRATIONS", tuple(m for m in MIGRATIONS if m[0] < 11))
+            patch.setattr(migration_runner, "MIGRATIONS", tuple(m for m in MIGRATIONS if m[0] < 11))
             await Store(db).migrate()
         running, done = trace(CallStatus.IN_PROGRESS), trace()
         then = [name for name, _ in _OPEN_CALL_TYPES]  # the columns of `traces` at the time

@@ -7,7 +7,7 @@ import pytest
 
 from llmeu.cli.migrate import migrate as migrate_command
 from llmeu.errors import SchemaMismatch
-from llmeu.ledger import store as store_module
+from llmeu.ledger import migration_runner
 from llmeu.ledger.database import Database
 from llmeu.ledger.migrations import MIGRATIONS
 from llmeu.ledger.opening import open_database
@@ -61,8 +61,8 @@ async def test_a_contract_step_waits_for_live_processes_of_older_releases(
             (instance_id, heartbeat, heartbeat, version),
         )
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(store_module, "MIGRATIONS", (*MIGRATIONS, *LATER))
-        patch.setattr(store_module, "CONTRACT", frozenset({CONTRACT_STEP}))
+        patch.setattr(migration_runner, "MIGRATIONS", (*MIGRATIONS, *LATER))
+        patch.setattr(migration_runner, "CONTRACT", frozenset({CONTRACT_STEP}))
         applied = await Store(db).migrate(live_after=LIVE_AFTER)
         expand, *rest = (version for version, _, _ in LATER)
         assert applied == ([expand, *rest] if contracts else [expand])
@@ -114,7 +114,7 @@ def test_a_release_names_the_schema_it_refuses_and_its_own(
 
 async def test_check_schema_refuses_a_ledger_of_the_previous_release(db: Database) -> None:
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(store_module, "MIGRATIONS", MIGRATIONS[:-1])
+        patch.setattr(migration_runner, "MIGRATIONS", MIGRATIONS[:-1])
         await Store(db).migrate()
     with pytest.raises(SchemaMismatch, match=r"run `llmeu migrate`"):
         await Store(db).check_schema()
@@ -131,8 +131,8 @@ async def test_migrate_says_which_processes_a_contract_step_waits_for(
         (NOW, NOW),
     )  # as a release before migration 15 registers
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(store_module, "MIGRATIONS", (*MIGRATIONS, *LATER))
-        patch.setattr(store_module, "CONTRACT", frozenset({CONTRACT_STEP}))
+        patch.setattr(migration_runner, "MIGRATIONS", (*MIGRATIONS, *LATER))
+        patch.setattr(migration_runner, "CONTRACT", frozenset({CONTRACT_STEP}))
         lines = await migrate_command(open_database(database_url), LIVE_AFTER)
     expand = SCHEMA_VERSION + 1
     assert lines == [
