@@ -42,6 +42,7 @@ from llmeu.api.call.asks import Ask, Operation
 from llmeu.api.call.attempts import Attempts
 from llmeu.api.call.caching import CacheStep, directives
 from llmeu.api.call.context import CallContext, CallState, Phase, StreamEncoder
+from llmeu.api.call.delivery import deliver
 from llmeu.api.call.governance import NO_HOSTED_TOOLS, Governance, Intent, tool_passage
 from llmeu.api.call.settlement import Settlement
 from llmeu.api.call.trace import TraceRecorder
@@ -291,19 +292,8 @@ class Call:
         if delta is not None:
             self.trace.first_token()
             self.trace.delivering(state.output)  # marked as it goes, for a crash mid-stream
-        if replay is not None and delta is not None and self._restorer is None:
-            # A kept answer has all its deltas: their frames go in one write, made at once.
-            deltas = [delta, *replay.rest()]
-            state.output.add_all(deltas)
-            await self.request.write(pending + encoder.deltas(deltas))
-            pending, delta = b"", None
-        while delta is not None:
-            delta = await self._forward(upstream, delta, pending, encoder)
-            pending = b""
-        if self._restorer is not None and (held := self._restorer.flush()) is not None:
-            pending += encoder.delta(held)
-        if pending:
-            await self.request.write(pending)
+        await deliver(self.request, upstream, delta, pending, encoder, state.output,
+                      self._restorer, replay)  # fmt: skip
         state.watch.stop()
         self._settlement.count_stream(upstream.usage)
         reason = upstream.finish_reason or "stop"
@@ -396,24 +386,6 @@ class Call:
     def _planned(self) -> RoutePlan:
         assert self._plan is not None, "govern() the call first"
         return self._plan
-
-    async def _forward(
-        self, upstream: ChatStream, delta: Delta, pending: bytes, encoder: StreamEncoder
-    ) -> Delta | None:
-        """Send `delta`'s frame, with the frames already waiting and the further deltas that
-        arrived with it: one write, one frame per delta, nothing held back. Returns the next."""
-        body = pending
-        current: Delta | None = delta
-        output = self._state.output
-        try:
-            while current is not None:
-                output.add(current)  # the trace keeps placeholders, never the values
-                restorer = self._restorer
-                body += encoder.delta(current if restorer is None else restorer.push(current))
-                current = upstream.buffered_delta()
-        finally:
-            await self.request.write(body)
-        return await upstream.next_delta()
 
     def _response_headers(self, headers: Headers) -> Headers:
         """`headers` plus the trace id and the gateway's overhead up to this response start."""
