@@ -23,14 +23,8 @@ from llmeu.api.http.route import OBJECT, Doc, Param
 from llmeu.api.routes.access import Reach, Role, refuse_grant, role_of
 from llmeu.api.routes.caller import authorize, decode_json, moment, reply
 from llmeu.api.routes.console_sections import grantable, routes_of, sections_of
-from llmeu.api.services.platform_service import (
-    MAX_PAGE,
-    TRACE_FILTERS,
-    USAGE_GROUPS,
-    KeySpec,
-    Platform,
-    reaches,
-)
+from llmeu.api.services.platform_service import TRACE_FILTERS, USAGE_GROUPS, KeySpec, Platform
+from llmeu.api.services.record_scope import MAX_PAGE, reaches
 from llmeu.calls.record import CallStatus
 from llmeu.errors import InvalidRequest, NotFound, PermissionDenied
 from llmeu.protocol.json_codec import encoder

@@ -2,14 +2,14 @@
 
 Keys, policies, the endpoint catalog with its health (its rows:
 `llmeu.api.services.endpoint_rows`), a reload of the configuration, usage and
-traces. Every read of records is scoped by its
-`Viewer`: a role that reads every key's records sees everything (or the key it
-asks for), any other only its own key's — another key's trace id is as unknown
-as one that does not exist. Who may call which route, and whose records each
-role reads, is `llmeu.api.routes.access`'s table; the HTTP side (query
-parameters, bodies) is `llmeu.api.routes.platform`'s. Every change made here is
-recorded as an admin event on the evidence chain (`llmeu.api.services.admin_log`),
-by the `Actor` the route names.
+traces. Every read of records is scoped by its `Viewer`
+(`llmeu.api.services.record_scope`): a role that reads every key's records sees
+everything (or the key it asks for), any other only its own key's — another
+key's trace id is as unknown as one that does not exist. Who may call which
+route, and whose records each role reads, is `llmeu.api.routes.access`'s table;
+the HTTP side (query parameters, bodies) is `llmeu.api.routes.platform`'s. Every
+change made here is recorded as an admin event on the evidence chain
+(`llmeu.api.services.admin_log`), by the `Actor` the route names.
 """
 
 from __future__ import annotations
@@ -27,12 +27,12 @@ from llmeu.api.services.directory import Directory
 from llmeu.api.services.endpoint_rows import endpoint_config, endpoint_rows
 from llmeu.api.services.mcp_upstreams import ToolServers
 from llmeu.api.services.policies import PolicyBook, key_narrowing
+from llmeu.api.services.record_scope import STATUSES, Viewer, check_page, reaches, scope
 from llmeu.api.services.signing import signing_change, signing_state
 from llmeu.api.services.sso import Sso
 from llmeu.api.services.team_quotas import TeamBook
 from llmeu.api.services.team_rules import replaced_within_teams, within_team
 from llmeu.api.services.upstreams import Upstreams
-from llmeu.calls.record import CallStatus
 from llmeu.errors import (
     AuthenticationFailed,
     ConfigError,
@@ -46,7 +46,6 @@ from llmeu.ledger.notify import Propagation
 from llmeu.ledger.secrets import PREFIX, key_id_of
 from llmeu.ledger.store import TRACE_FILTERS, USAGE_GROUPS, Store
 from llmeu.ledger.teams import get_team, list_teams
-from llmeu.ledger.views import decode_cursor
 from llmeu.routing.config_file import parse_policy
 from llmeu.routing.policy import policy_document
 
@@ -54,10 +53,8 @@ __all__ = ["TRACE_FILTERS", "USAGE_GROUPS", "Actor", "Broadcast", "KeySpec", "Pl
 
 log = logging.getLogger("llmeu.platform")
 
-MAX_PAGE = 500
 UNAUTHENTICATED = "unauthenticated"
 """The actor of a failed authentication: nobody the gateway knows."""
-STATUSES = frozenset(s.value for s in CallStatus)
 _TOTALS = ("requests", "completed", "cancelled", "failed", "rejected", "interrupted",
            "input_tokens", "output_tokens", "estimated_requests", "cost_eur", "cached",
            "saved_eur")  # fmt: skip
@@ -83,16 +80,6 @@ class KeySpec:
     team_id: str | None = None
     owner_subject: str | None = None
     """The console user whose session creates the key (their personal key); None: a key."""
-
-
-@dataclass(frozen=True, slots=True)
-class Viewer:
-    """Whose records and keys a caller reaches: every key's (`every_key`), its team's keys'
-    (`team_id`), or its own key's."""
-
-    key_id: str
-    every_key: bool
-    team_id: str | None = None
 
 
 @dataclass(slots=True)
@@ -297,7 +284,7 @@ class Platform:
         cursor: str | None,
     ) -> dict[str, Any]:
         """A page of admin events, newest first, filtered by `action` and `actor`."""
-        _page_checks(limit, cursor)
+        check_page(limit, cursor)
         page = await self.store.list_admin_events(
             filters=filters, since=since, until=until, limit=limit, cursor=cursor
         )
@@ -345,7 +332,7 @@ class Platform:
         key_id: str | None,
     ) -> dict[str, Any]:
         """A page of traces, newest first; `filters` by any of `TRACE_FILTERS` but `key_id`."""
-        _page_checks(limit, cursor)
+        check_page(limit, cursor)
         if filters.get("status", "completed") not in STATUSES:
             raise InvalidRequest(
                 f"status must be one of {', '.join(sorted(STATUSES))}", param="status"
@@ -368,34 +355,5 @@ class Platform:
         return trace
 
 
-def _page_checks(limit: int, cursor: str | None) -> None:
-    if not 1 <= limit <= MAX_PAGE:
-        raise InvalidRequest(f"limit must be between 1 and {MAX_PAGE}", param="limit")
-    if cursor is not None:
-        try:
-            decode_cursor(cursor)
-        except ValueError:
-            raise InvalidRequest("invalid cursor", param="cursor") from None
-
-
 def _public(key: ApiKey | None) -> dict[str, Any] | None:
     return None if key is None else key.public()
-
-
-def reaches(caller: Viewer, key: ApiKey) -> bool:
-    """Whether the caller reaches this key (to list or revoke it)."""
-    if caller.every_key:
-        return True
-    if caller.team_id is not None:
-        return key.team_id == caller.team_id
-    return key.key_id == caller.key_id
-
-
-def scope(caller: Viewer, requested: str | None) -> tuple[str | None, str | None]:
-    """Whose records a caller reads, as (key id, team id) filters: every key's (or the one
-    asked for), its team's keys' (or the one of them asked for), else its own key's."""
-    if caller.every_key:
-        return requested or None, None
-    if caller.team_id is not None:
-        return requested or None, caller.team_id
-    return caller.key_id, None
