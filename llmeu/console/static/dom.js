@@ -127,6 +127,13 @@ export function isoDay(epochSeconds) {
   return new Date(epochSeconds * 1000).toISOString().slice(0, 10);
 }
 
+/** A datetime-local value (the viewer's clock) → epoch seconds for the API (a string). */
+export function epochOfLocal(local) {
+  if (!local) return undefined;
+  const time = new Date(local).getTime();
+  return Number.isNaN(time) ? undefined : String(time / 1000);
+}
+
 /** Replace the children of `node`, skipping null and false (views pass optional parts). */
 export function fill(node, ...children) {
   node.replaceChildren(...children.flat(Infinity).filter((c) => c !== null && c !== undefined && c !== false));

@@ -4,24 +4,17 @@
 // "Load more" follows the API's cursor.
 
 import { api } from "./api.js";
-import { cursorPager, dataTable, DASH, field, fill, fmtTime, fragmentFilterForm, h } from "./dom.js";
+import { cursorPager, dataTable, DASH, epochOfLocal, field, fill, fmtTime, fragmentFilterForm, h } from "./dom.js";
 
 const PAGE = 50;
-
-/** A datetime-local value (the viewer's clock) → epoch seconds for the API. */
-function epoch(local) {
-  if (!local) return undefined;
-  const time = new Date(local).getTime();
-  return Number.isNaN(time) ? undefined : String(time / 1000);
-}
 
 export async function render(ctx, main, { params }) {
   const filters = Object.fromEntries(["action", "actor", "from", "to"].map((name) => [name, params.get(name) ?? ""]));
   const query = {
     action: filters.action,
     actor: filters.actor,
-    from: epoch(filters.from),
-    to: epoch(filters.to),
+    from: epochOfLocal(filters.from),
+    to: epochOfLocal(filters.to),
     limit: params.get("limit") || PAGE,
   };
   const pager = cursorPager(

@@ -6,17 +6,10 @@
 // the reader's eyes.
 
 import { api } from "./api.js";
-import { cachedBadge, cursorPager, dataTable, DASH, field, fill, fmtEur, fmtMs, fmtNumber, fragmentFilterForm, h, statusBadge } from "./dom.js";
+import { cachedBadge, cursorPager, dataTable, DASH, epochOfLocal, field, fill, fmtEur, fmtMs, fmtNumber, fragmentFilterForm, h, statusBadge } from "./dom.js";
 
 const STATUSES = ["completed", "cancelled", "failed", "rejected", "interrupted", "in_progress"];
 const PAGE = 50;
-
-/** A datetime-local value (the viewer's clock) → epoch seconds for the API. */
-function epoch(local) {
-  if (!local) return undefined;
-  const time = new Date(local).getTime();
-  return Number.isNaN(time) ? undefined : String(time / 1000);
-}
 
 export async function render(ctx, main, { params }) {
   const filters = Object.fromEntries(
@@ -33,8 +26,8 @@ export async function render(ctx, main, { params }) {
     model: filters.model,
     endpoint_id: filters.endpoint_id,
     key_id: byKey ? filters.key_id : "",
-    from: epoch(filters.from),
-    to: epoch(filters.to),
+    from: epochOfLocal(filters.from),
+    to: epochOfLocal(filters.to),
     limit: params.get("limit") || PAGE,
   };
   const pager = cursorPager(
