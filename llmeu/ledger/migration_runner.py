@@ -55,8 +55,9 @@ async def migrate(db: Database, *, live_after: float | None = None) -> list[int]
             marks.append(
                 ("UPDATE schema_migrations SET contract = 1 WHERE version = ?", [(version,)])
             )
+        steps = [(sql, [()]) for sql in _steps(db, statements)]
         try:
-            await db.transaction([claim, *((sql, [()]) for sql in _steps(db, statements)), *marks])
+            await db.transaction([*_serialised(db), claim, *steps, *marks])
         except DatabaseError:
             if version in await _applied_versions(db):
                 continue
@@ -91,6 +92,22 @@ async def older_processes(db: Database, version: int, live_after: float) -> list
         (live_after, version),
     )
     return [r["instance_id"] for r in rows]
+
+
+MIGRATION_LOCK = 0x6C6C6D6575  # "llmeu"
+"""The PostgreSQL advisory lock every migration's transaction takes first."""
+
+
+def _serialised(db: Database) -> list[Statement]:
+    """On PostgreSQL, one migration's transaction at a time across processes. The claim
+    alone is not enough: a step that alters `schema_migrations` itself (migration 15)
+    needs its exclusive lock while a second process's claim, waiting on the first's row,
+    holds a lock on that table, and PostgreSQL ends one of them as a deadlock. Waiting on
+    the advisory lock first, the second process holds nothing the first needs; it then
+    finds the version claimed and moves on. SQLite's transactions are one at a time."""
+    if db.dialect.name != "postgres":
+        return []
+    return [(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})", [()])]
 
 
 def _steps(db: Database, steps: Sequence[Step]) -> list[str]:
